@@ -1,0 +1,32 @@
+"""``audit tabulate``: publish the schedule from the microdata, as the agency would."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from . import DataArg, GeographyOpt, InferOpt, SchemaOpt, TablesOpt, inputs_from
+
+
+def register(app: typer.Typer) -> None:
+    @app.command()
+    def tabulate(
+        data: DataArg,
+        tables: TablesOpt,
+        schema: SchemaOpt = None,
+        out: Annotated[Optional[Path], typer.Option("--out", "-o", help="CSV file to write (default: standard output).")] = None,
+        infer_schema: InferOpt = False,
+        geography: GeographyOpt = None,
+    ) -> None:
+        """Tabulate the release: every cell of every unit with its published value or suppression mark."""
+        from ..tabulate import release_frame
+
+        inputs = inputs_from(data, schema, tables, infer_schema, geography)
+        frame = release_frame(inputs.release(), inputs.schema)
+        if out is None:
+            typer.echo(frame.to_csv(index=False), nl=False)
+        else:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            frame.to_csv(out, index=False)
+            typer.echo(f"wrote {len(frame)} published values to {out}", err=True)

@@ -1,0 +1,39 @@
+"""Exceptions: user errors (bad input, exit code 2) distinct from internal bugs."""
+from __future__ import annotations
+
+
+class AuditError(Exception):
+    """A mistake in the user's input: names where it is and how to fix it.
+
+    Parameters
+    ----------
+    message : str
+        What is wrong.
+    where : str, optional
+        The file, line and key (``tables.yaml:12 tables[2].by``) or data row.
+    fix : str, optional
+        How to fix it.
+    """
+
+    def __init__(self, message: str, where: str | None = None, fix: str | None = None):
+        self.message, self.where, self.fix = message, where, fix
+        super().__init__(self.line())
+
+    def line(self) -> str:
+        """One line for the terminal."""
+        text = f"{self.where}: {self.message}" if self.where else self.message
+        return f"{text} -- fix: {self.fix}" if self.fix else text
+
+
+class InconsistentRelease(AuditError):
+    """The published values admit no dataset: a release-side error, never 'safe'."""
+
+
+class OptionalDependencyMissing(AuditError):
+    """An optional extra (torch, dask, gurobipy, opendp) is needed but not installed."""
+
+    def __init__(self, package: str, extra: str):
+        super().__init__(
+            f"this needs the optional package '{package}', which is not installed",
+            fix=f"pip install 'disclosure-audit[{extra}]'",
+        )

@@ -1,0 +1,186 @@
+"""Problems: what an attacker knows about one geographic unit, over compressed column domains."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+import numpy as np
+import pandas as pd
+
+from .query import Predicate, Statistic
+from .release import Constraint, UnitRelease, constraints_of
+from .schedule import Schedule
+from .schema import Schema
+from .tabulate import median
+
+
+@dataclass(frozen=True)
+class Domain:
+    """A column's domain as atoms: sets of codes that no published cell or edit tells apart."""
+
+    name: str
+    atoms: tuple[frozenset, ...]
+    labels: tuple[str, ...]
+    numeric: bool = False
+
+    def __post_init__(self):
+        if len(self.atoms) != len(self.labels) or not self.atoms:
+            raise ValueError(f"domain {self.name}: atoms and labels differ in length or are empty")
+        if self.numeric and any(len(a) != 1 for a in self.atoms):
+            raise ValueError(f"domain {self.name}: numeric atoms must be single values")
+
+    def __len__(self) -> int:
+        return len(self.atoms)
+
+    @property
+    def values(self) -> tuple[int, ...]:
+        """The integer value of each atom (numeric domains only)."""
+        return tuple(next(iter(a)) for a in self.atoms)
+
+    def lookup(self) -> dict:
+        return {code: i for i, atom in enumerate(self.atoms) for code in atom}
+
+
+def _atom_label(atom: frozenset, ordered: tuple) -> str:
+    if len(atom) == 1:
+        return str(next(iter(atom)))
+    members = [c for c in ordered if c in atom]
+    if all(isinstance(c, int) for c in members) and members[-1] - members[0] == len(members) - 1:
+        return f"{members[0]}-{members[-1]}"
+    return "|".join(str(c) for c in members)
+
+
+def domains_for(schema: Schema, predicates: list[Predicate], numeric: set[str]) -> tuple[Domain, ...]:
+    """Coarsest partition of each column that every predicate respects (partition refinement)."""
+    out = []
+    for col in schema.columns:
+        if col.name in numeric:
+            out.append(Domain(col.name, tuple(frozenset([c]) for c in col.codes),
+                              tuple(str(c) for c in col.codes), True))
+            continue
+        signature: dict = {c: () for c in col.codes}
+        for pred in predicates:
+            values = pred.as_dict().get(col.name)
+            if values is not None:
+                for c in col.codes:
+                    signature[c] += (c in values,)
+        blocks: dict = {}
+        for c in col.codes:
+            blocks.setdefault(signature[c], []).append(c)
+        atoms = tuple(frozenset(b) for b in blocks.values())
+        out.append(Domain(col.name, atoms, tuple(_atom_label(a, col.codes) for a in atoms)))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One unit's reconstruction problem: rows are tuples of atom indices, one per domain."""
+
+    level: str
+    geo: tuple[str, ...]
+    domains: tuple[Domain, ...]
+    n_rows: tuple[int, int]
+    constraints: tuple[Constraint, ...]
+    edits: tuple[Predicate, ...] = ()
+    truth: np.ndarray | None = field(default=None, compare=False)
+    notes: tuple[str, ...] = ()
+
+    def __post_init__(self):
+        lo, hi = self.n_rows
+        if not 0 <= lo <= hi:
+            raise ValueError(f"bad row range {self.n_rows}")
+        names = {d.name for d in self.domains}
+        for c in self.constraints:
+            if not set(c.predicate.columns) <= names:
+                raise ValueError(f"constraint {c.key} names an unknown column")
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(d.name for d in self.domains)
+
+    def index(self, name: str) -> int:
+        return self.names.index(name)
+
+    def row_mask(self, rows: np.ndarray, predicate: Predicate) -> np.ndarray:
+        """Which rows (atom-index arrays, shape n x columns) satisfy an atom-level predicate."""
+        mask = np.ones(len(rows), dtype=bool)
+        for name, atoms in predicate.clauses:
+            mask &= np.isin(rows[:, self.index(name)], list(atoms))
+        return mask
+
+    def value(self, rows: np.ndarray, constraint: Constraint) -> Fraction | None:
+        """The exact value of a constraint's statistic on a candidate dataset."""
+        mask = self.row_mask(rows, constraint.predicate)
+        stat = constraint.statistic
+        if stat.kind == "count":
+            return Fraction(int(mask.sum()))
+        col = self.index(stat.column)
+        vals = np.asarray(self.domains[col].values, dtype=np.int64)[rows[mask, col]]
+        if stat.kind == "sum":
+            return Fraction(int(vals.sum()))
+        if len(vals) == 0:
+            return None
+        return Fraction(int(vals.sum()), len(vals)) if stat.kind == "mean" else median(vals)
+
+    def violations(self, rows: np.ndarray) -> list[str]:
+        """Keys of constraints and edits the dataset breaks; empty when it reproduces the release."""
+        rows = np.asarray(rows, dtype=np.int64).reshape(-1, len(self.domains))
+        bad = [c.key for c in self.constraints if not c.holds(self.value(rows, c))]
+        bad += [f"edit:{i}" for i, e in enumerate(self.edits) if self.row_mask(rows, e).any()]
+        lo, hi = self.n_rows
+        if not lo <= len(rows) <= hi:
+            bad.append("rows")
+        return bad
+
+    def describe(self, row: np.ndarray) -> dict[str, str]:
+        return {d.name: d.labels[int(v)] for d, v in zip(self.domains, row)}
+
+
+def _to_atoms(pred: Predicate, domains: dict[str, Domain]) -> Predicate:
+    """Map a code-level predicate to atom indices, dropping clauses that allow every atom."""
+    clauses = {}
+    for name, values in pred.clauses:
+        dom = domains[name]
+        atoms = frozenset(i for i, a in enumerate(dom.atoms) if a <= values)
+        if len(atoms) < len(dom):
+            clauses[name] = atoms
+    return Predicate.of(clauses)
+
+
+def build_problems(frame: pd.DataFrame, schema: Schema, schedule: Schedule,
+                   releases: list[UnitRelease]) -> list[Problem]:
+    """One problem per published unit, holding the defender's true rows for generate-then-verify."""
+    from .tabulate import units_of
+
+    problems = []
+    for level in schedule.levels:
+        cells = [c for t in schedule.tables if t.level == level for c in t.cells]
+        numeric = {s.column for c in cells for s in c.stats if s.column}
+        preds = [c.predicate for c in cells] + [e.forbid for e in schema.edits]
+        domains = domains_for(schema, preds, numeric)
+        by_name = {d.name: d for d in domains}
+        lookups = [d.lookup() for d in domains]
+        edits = tuple(_to_atoms(e.forbid, by_name) for e in schema.edits)
+        unit_rows = dict(units_of(frame, schema, level))
+        for unit in (r for r in releases if r.level == level):
+            sub = frame.iloc[unit_rows[unit.geo]]
+            truth = np.column_stack([sub[d.name].map(lk).to_numpy(dtype=np.int64)
+                                     for d, lk in zip(domains, lookups)]) if len(sub) else np.zeros((0, len(domains)), np.int64)
+            cons = []
+            for v in unit.values:
+                for c in constraints_of(v, unit.protection[v.cell.table]):
+                    cons.append(Constraint(c.key, _to_atoms(c.predicate, by_name), c.statistic,
+                                           c.lo, c.hi, c.lo_open, c.hi_open))
+            totals = [c for c in cons if c.statistic.kind == "count" and not c.predicate.clauses and c.exact]
+            notes: tuple[str, ...] = ()
+            if totals:
+                n = int(totals[0].lo)
+                n_rows = (n, n)
+            else:
+                n_rows = (len(sub), len(sub))
+                notes = ("no total is published: the attacker is assumed to know the unit's population "
+                         "(as when totals are held invariant)",)
+            problems.append(Problem(level, unit.geo, domains, n_rows, tuple(cons), edits, truth, notes))
+    return problems
+
+

@@ -1,0 +1,87 @@
+"""Queries: a conjunction of "column value in set" plus a statistic."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping
+
+import numpy as np
+import pandas as pd
+
+STATISTICS = ("count", "sum", "mean", "median")
+_STAT_RE = re.compile(r"^\s*(count|sum|mean|median)\s*(?:\(\s*([A-Za-z_][\w]*)\s*\))?\s*$")
+
+
+@dataclass(frozen=True)
+class Predicate:
+    """Conjunction of ``column in values`` clauses, sorted by column; the empty predicate is 'all'."""
+
+    clauses: tuple[tuple[str, frozenset], ...] = ()
+
+    def __post_init__(self):
+        names = [c for c, _ in self.clauses]
+        if names != sorted(set(names)):
+            raise ValueError(f"predicate clauses must be sorted and unique: {names}")
+
+    @classmethod
+    def of(cls, mapping: Mapping[str, Iterable[Any]]) -> "Predicate":
+        return cls(tuple(sorted((c, frozenset(v)) for c, v in mapping.items())))
+
+    def as_dict(self) -> dict[str, frozenset]:
+        return dict(self.clauses)
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        return tuple(c for c, _ in self.clauses)
+
+    def conjoin(self, other: "Predicate") -> "Predicate":
+        merged = self.as_dict()
+        for col, values in other.clauses:
+            merged[col] = merged[col] & values if col in merged else values
+        return Predicate.of(merged)
+
+    def mask(self, frame: pd.DataFrame) -> np.ndarray:
+        """Boolean mask of the rows of ``frame`` that satisfy the predicate."""
+        out = np.ones(len(frame), dtype=bool)
+        for col, values in self.clauses:
+            out &= frame[col].isin(list(values)).to_numpy()
+        return out
+
+
+@dataclass(frozen=True)
+class Statistic:
+    """``count``, or ``sum``/``mean``/``median`` of an integer column; means and medians are rounded."""
+
+    kind: str = "count"
+    column: str | None = None
+    decimals: int = 1
+
+    def __post_init__(self):
+        if self.kind not in STATISTICS:
+            raise ValueError(f"unknown statistic {self.kind!r}")
+        if (self.kind == "count") != (self.column is None):
+            raise ValueError("count takes no column; sum, mean and median need one")
+        if not 0 <= self.decimals <= 6:
+            raise ValueError("decimals must be between 0 and 6")
+
+    @classmethod
+    def parse(cls, text: str, decimals: int = 1) -> "Statistic":
+        """Parse ``count``, ``sum(col)``, ``mean(col)`` or ``median(col)``."""
+        match = _STAT_RE.match(str(text))
+        if not match or (match.group(1) == "count") != (match.group(2) is None):
+            raise ValueError(f"'{text}' is not a statistic")
+        return cls(match.group(1), match.group(2), decimals)
+
+    @property
+    def name(self) -> str:
+        return self.kind if self.column is None else f"{self.kind}({self.column})"
+
+    @property
+    def rounded(self) -> bool:
+        return self.kind in ("mean", "median")
+
+
+@dataclass(frozen=True)
+class Query:
+    predicate: Predicate
+    statistic: Statistic = Statistic()

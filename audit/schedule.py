@@ -1,0 +1,196 @@
+"""The table schedule: tables published per geographic level, compiled to cells."""
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+from ._yaml import Located, load_yaml
+from .errors import AuditError
+from .query import Predicate, Statistic
+from .schema import Schema
+
+MARGIN = "*"
+
+
+@dataclass(frozen=True)
+class Protection:
+    """What the agency applies before publishing; the attacker knows these rules."""
+
+    suppress_below: int | None = None
+    complementary: bool = False
+    round_to: int | None = None
+
+    def __post_init__(self):
+        if self.suppress_below is not None and self.suppress_below < 1:
+            raise ValueError("suppress_below must be a positive integer")
+        if self.round_to is not None and self.round_to < 1:
+            raise ValueError("round_to must be a positive integer")
+
+
+@dataclass(frozen=True)
+class CellDef:
+    """One published cell: its predicate and the statistics published for it."""
+
+    table: str
+    id: str
+    predicate: Predicate
+    stats: tuple[Statistic, ...]
+    level: str
+    label: str = ""
+    suppressed: bool = False
+
+    @property
+    def key(self) -> str:
+        return f"{self.table}:{self.id}"
+
+
+@dataclass(frozen=True)
+class Table:
+    id: str
+    title: str
+    level: str
+    cells: tuple[CellDef, ...]
+    protection: Protection
+    by: tuple[str, ...] = ()
+    margins: bool = False
+
+
+@dataclass(frozen=True)
+class Schedule:
+    tables: tuple[Table, ...]
+    protection: Protection = Protection()
+    source: str = "<tables>"
+
+    @property
+    def cells(self) -> tuple[CellDef, ...]:
+        return tuple(c for t in self.tables for c in t.cells)
+
+    def table(self, table_id: str) -> Table:
+        return next(t for t in self.tables if t.id == table_id)
+
+    @property
+    def levels(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(t.level for t in self.tables))
+
+
+def load_schedule(path: str | Path, schema: Schema) -> Schedule:
+    """Read a table schedule YAML and compile every cell against the schema."""
+    doc = load_yaml(path)
+    data = doc.data
+    if not isinstance(data, Mapping) or not isinstance(data.get("tables"), list) or not data["tables"]:
+        raise doc.error("a table schedule needs 'tables:' with at least one table",
+                        fix="see the README's 'Table schedule' section")
+    unknown = set(data) - {"tables", "protection"}
+    if unknown:
+        raise doc.error(f"unknown key(s) {sorted(unknown)}", sorted(unknown)[0], fix="allowed: tables, protection")
+    default = _protection(doc, data.get("protection"), Protection(), "protection")
+    tables, seen = [], {}
+    for i, spec in enumerate(data["tables"]):
+        table = _table(doc, schema, spec, i, default)
+        if table.id in seen:
+            raise doc.error(f"duplicate table id '{table.id}' (also tables[{seen[table.id]}])", "tables", i, "id",
+                            fix="give every table its own id")
+        seen[table.id] = i
+        tables.append(table)
+    return Schedule(tuple(tables), default, str(doc.file))
+
+
+def _protection(doc: Located, spec: Any, base: Protection, *path: Any) -> Protection:
+    if spec is None:
+        return base
+    if not isinstance(spec, Mapping) or set(spec) - {"suppress_below", "complementary", "round_to"}:
+        raise doc.error("protection takes suppress_below, complementary and round_to", *path,
+                        fix="e.g. protection: {suppress_below: 3, complementary: false}")
+    values = {**base.__dict__, **spec}
+    for key in ("suppress_below", "round_to"):
+        if values[key] is not None and (not isinstance(values[key], int) or values[key] < 1):
+            raise doc.error(f"{key} must be a positive integer", *path, key)
+    if not isinstance(values["complementary"], bool):
+        raise doc.error("complementary must be true or false", *path, "complementary")
+    return Protection(**values)
+
+
+def _stats(doc: Located, spec: Any, decimals: Any, *path: Any) -> tuple[Statistic, ...]:
+    if not isinstance(decimals, int) or not 0 <= decimals <= 6:
+        raise doc.error("decimals must be an integer from 0 to 6", *path)
+    items = spec if isinstance(spec, list) else [spec]
+    out = []
+    for j, text in enumerate(items):
+        try:
+            out.append(Statistic.parse(text, decimals))
+        except ValueError:
+            raise doc.error(f"'{text}' is not a statistic", *path, "stats", j,
+                            fix="use count, sum(COL), mean(COL) or median(COL)") from None
+    return tuple(out)
+
+
+def _check_stat_columns(doc: Located, schema: Schema, stats: tuple[Statistic, ...], *path: Any) -> None:
+    for stat in stats:
+        if stat.column is None:
+            continue
+        if stat.column not in schema.names or schema.column(stat.column).kind != "integer":
+            raise doc.error(f"{stat.name}: '{stat.column}' is not an integer column of the schema", *path, "stats",
+                            fix=f"use one of {[c.name for c in schema.columns if c.kind == 'integer']}")
+
+
+def _table(doc: Located, schema: Schema, spec: Any, i: int, default: Protection) -> Table:
+    if not isinstance(spec, Mapping) or "id" not in spec:
+        raise doc.error("each table needs an 'id'", "tables", i)
+    allowed = {"id", "title", "geography", "universe", "by", "margins", "cells", "stats", "decimals", "protection"}
+    if set(spec) - allowed:
+        bad = sorted(set(spec) - allowed)[0]
+        raise doc.error(f"unknown key '{bad}'", "tables", i, bad, fix=f"allowed: {sorted(allowed)}")
+    if ("by" in spec) == ("cells" in spec):
+        raise doc.error("a table needs either 'by: [columns]' or 'cells: [...]'", "tables", i)
+    tid = str(spec["id"])
+    level = str(spec.get("geography", schema.geography[-1]))
+    if level not in schema.geography:
+        raise doc.error(f"unknown geography level '{level}'", "tables", i, "geography",
+                        fix=f"use one of {list(schema.geography)}")
+    universe = schema.predicate(spec.get("universe") or {}, doc, "tables", i, "universe")
+    protection = _protection(doc, spec.get("protection"), default, "tables", i, "protection")
+    decimals = spec.get("decimals", 1)
+    cells: list[CellDef] = []
+    if "by" in spec:
+        by = spec["by"] if isinstance(spec["by"], list) else [spec["by"]]
+        stats = _stats(doc, spec.get("stats", "count"), decimals, "tables", i)
+        _check_stat_columns(doc, schema, stats, "tables", i)
+        axes = []
+        for j, name in enumerate(by):
+            name = str(name)
+            if name not in schema.known():
+                raise doc.error(f"unknown column '{name}'", "tables", i, "by", j, fix=f"use one of {schema.known()}")
+            recode = schema.recode(name)
+            codes = list(recode.groups) if recode else list(schema.column(name).codes)
+            axes.append((name, codes + ([MARGIN] if spec.get("margins", True) else [])))
+        for combo in itertools.product(*(codes for _, codes in axes)):
+            where = {name: [code] for (name, _), code in zip(axes, combo) if code != MARGIN}
+            pred = universe.conjoin(schema.predicate(where, doc, "tables", i, "by"))
+            label = ", ".join(schema.code_label(n, c) for (n, _), c in zip(axes, combo) if c != MARGIN) or "Total"
+            cells.append(CellDef(tid, ",".join(str(c) for c in combo), pred, stats, level, label))
+    else:
+        if not isinstance(spec["cells"], list) or not spec["cells"]:
+            raise doc.error("cells must be a non-empty list", "tables", i, "cells")
+        ids: dict[str, int] = {}
+        for j, cell in enumerate(spec["cells"]):
+            here = ("tables", i, "cells", j)
+            if not isinstance(cell, Mapping) or "id" not in cell:
+                raise doc.error("each cell needs an 'id'", *here)
+            if set(cell) - {"id", "where", "stats", "decimals", "suppressed", "label"}:
+                bad = sorted(set(cell) - {"id", "where", "stats", "decimals", "suppressed", "label"})[0]
+                raise doc.error(f"unknown key '{bad}'", *here, bad, fix="allowed: id, where, stats, decimals, suppressed, label")
+            cid = str(cell["id"])
+            if cid in ids:
+                raise doc.error(f"duplicate cell id '{cid}' in table '{tid}' (also cells[{ids[cid]}])", *here, "id",
+                                fix="give every cell of a table its own id")
+            ids[cid] = j
+            stats = _stats(doc, cell.get("stats", spec.get("stats", "count")), cell.get("decimals", decimals), *here)
+            _check_stat_columns(doc, schema, stats, *here)
+            pred = universe.conjoin(schema.predicate(cell.get("where") or {}, doc, *here, "where"))
+            cells.append(CellDef(tid, cid, pred, stats, level, str(cell.get("label", cid)),
+                                 bool(cell.get("suppressed", False))))
+    by_names = tuple(str(b) for b in (spec["by"] if isinstance(spec.get("by"), list) else [spec["by"]])) if "by" in spec else ()
+    return Table(tid, str(spec.get("title", tid)), level, tuple(cells), protection, by_names,
+                 bool(spec.get("margins", True)) and bool(by_names))

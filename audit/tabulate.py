@@ -1,0 +1,119 @@
+"""Tabulation: microdata + schedule -> the release, per geographic unit."""
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+import pandas as pd
+
+from .release import EMPTY, PUBLISHED, SUPPRESSED, UnitRelease, Value, round_half_up, round_to_base
+from .schedule import MARGIN, CellDef, Schedule, Table
+from .schema import Schema
+
+
+def units_of(frame: pd.DataFrame, schema: Schema, level: str) -> list[tuple[tuple[str, ...], np.ndarray]]:
+    """The geographic units at ``level`` as (geo key, row indices), in sorted order."""
+    keys = list(schema.geography[: schema.geography.index(level) + 1])
+    if frame.empty:
+        return []
+    groups = frame.groupby(keys, sort=True).indices
+    return [((k,) if isinstance(k, str) else tuple(k), np.asarray(v)) for k, v in groups.items()]
+
+
+def median(values: np.ndarray) -> Fraction:
+    """Median of integers: the middle value, or the mean of the two middle values."""
+    ordered = np.sort(values)
+    n = len(ordered)
+    mid = n // 2
+    return Fraction(int(ordered[mid])) if n % 2 else Fraction(int(ordered[mid - 1]) + int(ordered[mid]), 2)
+
+
+def tabulate(frame: pd.DataFrame, schema: Schema, schedule: Schedule) -> list[UnitRelease]:
+    """Publish every cell of every table for every unit, applying the schedule's protection."""
+    releases = []
+    for level in schedule.levels:
+        tables = [t for t in schedule.tables if t.level == level]
+        cells = [c for t in tables for c in t.cells]
+        masks = np.column_stack([c.predicate.mask(frame) for c in cells]) if len(frame) else np.zeros((0, len(cells)), bool)
+        for geo, idx in units_of(frame, schema, level):
+            sub, sub_masks = frame.iloc[idx], masks[idx]
+            values: list[Value] = []
+            for table in tables:
+                values.extend(_publish_table(table, sub, sub_masks, cells))
+            releases.append(UnitRelease(level, geo, tuple(values), {t.id: t.protection for t in tables}))
+    return releases
+
+
+def _publish_table(table: Table, sub: pd.DataFrame, sub_masks: np.ndarray, cells: list[CellDef]) -> list[Value]:
+    base = cells.index(table.cells[0])
+    counts = sub_masks[:, base: base + len(table.cells)].sum(axis=0)
+    p = table.protection
+    suppressed = np.array([c.suppressed or (p.suppress_below is not None and n < p.suppress_below)
+                           for c, n in zip(table.cells, counts)])
+    if p.complementary and p.suppress_below is not None and table.margins:
+        suppressed = _complementary(table, counts, suppressed)
+    out = []
+    for j, cell in enumerate(table.cells):
+        rows = sub[sub_masks[:, base + j]]
+        for stat in cell.stats:
+            if suppressed[j]:
+                out.append(Value(cell, stat, SUPPRESSED))
+                continue
+            exact = exact_value(stat, rows)
+            if exact is None:
+                out.append(Value(cell, stat, EMPTY))
+            elif stat.rounded:
+                out.append(Value(cell, stat, PUBLISHED, round_half_up(exact, stat.decimals)))
+            elif stat.kind == "count" and p.round_to:
+                out.append(Value(cell, stat, PUBLISHED, Fraction(round_to_base(int(exact), p.round_to))))
+            else:
+                out.append(Value(cell, stat, PUBLISHED, exact))
+    return out
+
+
+def exact_value(stat, rows: pd.DataFrame) -> Fraction | None:
+    """The true value of a statistic over the matching rows (None: mean or median of no rows)."""
+    if stat.kind == "count":
+        return Fraction(len(rows))
+    vals = rows[stat.column].to_numpy(dtype=np.int64)
+    if stat.kind == "sum":
+        return Fraction(int(vals.sum()))
+    if len(vals) == 0:
+        return None
+    if stat.kind == "mean":
+        return Fraction(int(vals.sum()), len(vals))
+    return median(vals)
+
+
+def _complementary(table: Table, counts: np.ndarray, suppressed: np.ndarray) -> np.ndarray:
+    """Secondary suppression: no margin line may have exactly one suppressed cell (a simple heuristic)."""
+    suppressed = suppressed.copy()
+    ids = [c.id.split(",") for c in table.cells]
+    lines: dict[tuple, list[int]] = {}
+    for j, parts in enumerate(ids):
+        for axis in range(len(parts)):
+            lines.setdefault((axis, tuple(parts[:axis] + [MARGIN] + parts[axis + 1:])), []).append(j)
+    changed = True
+    while changed:
+        changed = False
+        for members in lines.values():
+            hidden = [j for j in members if suppressed[j]]
+            if len(hidden) != 1:
+                continue
+            shown = [j for j in members if not suppressed[j]]
+            if not shown:
+                continue
+            pick = min(shown, key=lambda j: (counts[j] == 0, ids[j].count(MARGIN), counts[j], j))
+            suppressed[pick] = changed = True
+    return suppressed
+
+
+def release_frame(releases: list[UnitRelease], schema: Schema) -> pd.DataFrame:
+    """The release as one long table: geography, table, cell, label, statistic, value, status."""
+    rows = []
+    for unit in releases:
+        geo = dict(zip(schema.geography, unit.geo))
+        for v in unit.values:
+            rows.append({**geo, "level": unit.level, "table": v.cell.table, "cell": v.cell.id, "label": v.cell.label,
+                         "statistic": v.stat.name, "value": v.text(), "status": v.status})
+    return pd.DataFrame(rows)
