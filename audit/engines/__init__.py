@@ -1,0 +1,1 @@
+"""Attack engines: exact (SAT / IP), ranking (RAP-RANK) and linear (LP / least squares)."""
