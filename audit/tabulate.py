@@ -2,12 +2,13 @@
 from __future__ import annotations
 
 from fractions import Fraction
+from functools import lru_cache
 
 import numpy as np
 import pandas as pd
 
 from .release import EMPTY, PUBLISHED, SUPPRESSED, UnitRelease, Value, round_half_up, round_to_base
-from .schedule import MARGIN, CellDef, Schedule, Table
+from .schedule import MARGIN, Schedule, Table
 from .schema import Schema
 
 
@@ -34,18 +35,38 @@ def tabulate(frame: pd.DataFrame, schema: Schema, schedule: Schedule) -> list[Un
     for level in schedule.levels:
         tables = [t for t in schedule.tables if t.level == level]
         cells = [c for t in tables for c in t.cells]
-        masks = np.column_stack([c.predicate.mask(frame) for c in cells]) if len(frame) else np.zeros((0, len(cells)), bool)
+        masks = _masks(frame, cells)
+        offsets = np.cumsum([0] + [len(t.cells) for t in tables])
+        needs_rows = any(s.kind != "count" for c in cells for s in c.stats)
         for geo, idx in units_of(frame, schema, level):
-            sub, sub_masks = frame.iloc[idx], masks[idx]
+            sub, sub_masks = (frame.iloc[idx] if needs_rows else None), masks[idx]
             values: list[Value] = []
-            for table in tables:
-                values.extend(_publish_table(table, sub, sub_masks, cells))
+            for table, base in zip(tables, offsets):
+                values.extend(_publish_table(table, sub, sub_masks, int(base)))
             releases.append(UnitRelease(level, geo, tuple(values), {t.id: t.protection for t in tables}))
     return releases
 
 
-def _publish_table(table: Table, sub: pd.DataFrame, sub_masks: np.ndarray, cells: list[CellDef]) -> list[Value]:
-    base = cells.index(table.cells[0])
+def _masks(frame: pd.DataFrame, cells: list) -> np.ndarray:
+    """Rows x cells membership, as ``Predicate.mask`` would give, computing each distinct clause once."""
+    clauses: dict = {}
+    columns = []
+    for cell in cells:
+        mask = np.ones(len(frame), dtype=bool)
+        for clause in cell.predicate.clauses:
+            if clause not in clauses:
+                clauses[clause] = frame[clause[0]].isin(list(clause[1])).to_numpy()
+            mask &= clauses[clause]
+        columns.append(mask)
+    return np.column_stack(columns) if columns else np.zeros((len(frame), 0), dtype=bool)
+
+
+@lru_cache(maxsize=None)
+def _whole(n: int) -> Fraction:
+    return Fraction(n)
+
+
+def _publish_table(table: Table, sub: pd.DataFrame | None, sub_masks: np.ndarray, base: int) -> list[Value]:
     counts = sub_masks[:, base: base + len(table.cells)].sum(axis=0)
     p = table.protection
     suppressed = np.array([c.suppressed or (p.suppress_below is not None and n < p.suppress_below)
@@ -54,12 +75,12 @@ def _publish_table(table: Table, sub: pd.DataFrame, sub_masks: np.ndarray, cells
         suppressed = _complementary(table, counts, suppressed)
     out = []
     for j, cell in enumerate(table.cells):
-        rows = sub[sub_masks[:, base + j]]
         for stat in cell.stats:
             if suppressed[j]:
                 out.append(Value(cell, stat, SUPPRESSED))
                 continue
-            exact = exact_value(stat, rows)
+            # counts come from the mask sums; only sums, means and medians need the matching rows
+            exact = _whole(int(counts[j])) if stat.kind == "count" else exact_value(stat, sub[sub_masks[:, base + j]])
             if exact is None:
                 out.append(Value(cell, stat, EMPTY))
             elif stat.rounded:
