@@ -1,0 +1,100 @@
+"""Claims about individuals and the verdicts an exact engine gives them."""
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from math import comb
+
+import numpy as np
+
+VERIFIED, REFUTED, UNDECIDED = "verified", "refuted", "undecided"
+
+
+@dataclass(frozen=True)
+class Claim:
+    """R(a, m): exactly ``m`` rows match the partial assignment ``a`` (column index -> atom index)."""
+
+    assignment: tuple[tuple[int, int], ...]
+    m: int
+
+    def __post_init__(self):
+        cols = [c for c, _ in self.assignment]
+        if cols != sorted(set(cols)) or not cols:
+            raise ValueError("a claim needs at least one column, sorted and unique")
+        if self.m < 0:
+            raise ValueError("multiplicity must be >= 0")
+
+    @property
+    def columns(self) -> tuple[int, ...]:
+        return tuple(c for c, _ in self.assignment)
+
+    @property
+    def singleton(self) -> bool:
+        return self.m == 1
+
+    def count(self, rows: np.ndarray) -> int:
+        """How many rows of a dataset (atom indices) match."""
+        if len(rows) == 0:
+            return 0
+        mask = np.ones(len(rows), dtype=bool)
+        for c, v in self.assignment:
+            mask &= rows[:, c] == v
+        return int(mask.sum())
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """verified (with the explaining cells), refuted (with a counterexample dataset) or undecided."""
+
+    claim: Claim
+    status: str
+    cells: tuple[str, ...] = ()
+    minimal: bool = False
+    direct: bool = False
+    counterexample: np.ndarray | None = field(default=None, compare=False)
+    reason: str = ""
+
+    def __post_init__(self):
+        if self.status not in (VERIFIED, REFUTED, UNDECIDED):
+            raise ValueError(f"unknown status {self.status}")
+        if self.status == REFUTED and self.counterexample is None:
+            raise ValueError("a refuted claim must carry its counterexample")
+
+
+def candidates(truth: np.ndarray, max_columns: int | None = None) -> list[Claim]:
+    """Every claim true in the confidential rows, over every subset of up to ``max_columns`` columns."""
+    n_cols = truth.shape[1]
+    top = n_cols if max_columns is None else min(max_columns, n_cols)
+    out = []
+    for k in range(1, top + 1):
+        for cols in itertools.combinations(range(n_cols), k):
+            values, counts = np.unique(truth[:, cols], axis=0, return_counts=True) if len(truth) else ([], [])
+            for vals, m in zip(values, counts):
+                out.append(Claim(tuple(zip(cols, (int(v) for v in vals))), int(m)))
+    return out
+
+
+def refuted_by(claims: list[Claim], rows: np.ndarray) -> list[bool]:
+    """For each claim, whether the dataset ``rows`` contradicts it (its count differs from m)."""
+    if not claims:
+        return []
+    out = []
+    cache: dict[tuple[int, ...], dict] = {}
+    for claim in claims:
+        cols = claim.columns
+        if cols not in cache:
+            table: dict = {}
+            if len(rows):
+                vals, counts = np.unique(rows[:, cols], axis=0, return_counts=True)
+                table = {tuple(int(x) for x in v): int(n) for v, n in zip(vals, counts)}
+            cache[cols] = table
+        out.append(cache[cols].get(tuple(v for _, v in claim.assignment), 0) != claim.m)
+    return out
+
+
+def baseline_probability(claim: Claim, n: int, prior_rows: np.ndarray | None) -> float | None:
+    """Probability the claim holds in ``n`` rows drawn from the prior (Generate-then-Verify eq. 17)."""
+    if prior_rows is None or len(prior_rows) == 0:
+        return None
+    p = claim.count(prior_rows) / len(prior_rows)
+    return float(comb(n, claim.m) * p ** claim.m * (1 - p) ** (n - claim.m))

@@ -1,0 +1,405 @@
+"""The exact engine on python-sat: one incremental solver per unit, claims checked under assumptions.
+
+Encoding (after seeds 000 and 002 and the measurements in DESIGN.md): N row slots, one-hot per column
+plus an order encoding (``o[k]`` = atom index >= k) used for ranges and symmetry breaking; structural
+edits as clauses; a per-slot indicator per predicate; each published count as a sequential counter
+guarded by its cell's selector literal; full lexicographic ordering of slots, so that models and
+distinct datasets (multisets of rows) correspond one to one. Numeric cells (sum, mean, median) are
+added by :mod:`audit.engines._numeric`.
+"""
+from __future__ import annotations
+
+from math import ceil, floor
+from typing import Iterator
+
+import numpy as np
+from pysat.card import CardEnc, EncType
+from pysat.formula import IDPool
+from pysat.solvers import Solver
+
+from ..claims import REFUTED, UNDECIDED, VERIFIED, Claim, Verdict
+from ..problem import Problem
+from ..query import Predicate
+from ..release import Constraint
+
+DEFAULT_SOLVER = "cadical195"
+
+
+def integer_bounds(c: Constraint, n: int) -> tuple[int, int]:
+    """Inclusive integer bounds of an integer-valued statistic's interval, clipped below at 0."""
+    lo = 0 if c.lo is None else (floor(c.lo) + 1 if c.lo_open and c.lo == floor(c.lo) else ceil(c.lo))
+    hi = n if c.hi is None else (ceil(c.hi) - 1 if c.hi_open and c.hi == ceil(c.hi) else floor(c.hi))
+    return max(lo, 0), hi
+
+
+def cell_of(key: str) -> str:
+    """``TABLE:CELL:stat`` -> ``TABLE:CELL``."""
+    return key.rsplit(":", 1)[0]
+
+
+class SatEngine:
+    """Exact reconstruction engine for one :class:`~audit.problem.Problem`.
+
+    Parameters
+    ----------
+    problem : Problem
+        The unit to attack.
+    solver : str
+        A python-sat solver name (``cadical195`` by default; the others are slower here).
+    conflicts : int
+        Conflict budget per solver call; a call that exhausts it is *undecided*.
+    symmetry : bool
+        Lexicographic ordering of row slots (needed for counting distinct datasets).
+    explain_conflicts : int
+        Conflict budget per call while finding a claim's explaining cells; past it, an explanation
+        stays sound but may not be minimal (every cell is kept, or the one being tested is).
+    """
+
+    name = "sat"
+
+    def __init__(self, problem: Problem, solver: str = DEFAULT_SOLVER, conflicts: int = 200_000,
+                 symmetry: bool = True, seed: int = 0, explain_conflicts: int = 5_000):
+        self.problem, self.conflicts, self.seed = problem, conflicts, seed
+        self.explain_conflicts = explain_conflicts
+        self.pool = IDPool()
+        self.solver: Solver | None = None
+        self.n = problem.n_rows[1]
+        self.sizes = [len(d) for d in problem.domains]
+        self._clauses: list[list[int]] = []
+        self._m_cache: dict = {}
+        self._y_cache: dict = {}
+        self.act = [self.pool.id(("act", s)) for s in range(self.n)]
+        self.x = [[[self.pool.id(("x", s, c, v)) for v in range(d)] for c, d in enumerate(self.sizes)]
+                  for s in range(self.n)]
+        self.o = [[[0] + [self.pool.id(("o", s, c, k)) for k in range(1, d)] for c, d in enumerate(self.sizes)]
+                  for s in range(self.n)]
+        self._rows()
+        for edit in problem.edits:
+            self._edit(edit)
+        if symmetry:
+            self._lex()
+        self.selectors: dict[str, int] = {}
+        self._counts: list[tuple[str, list[int], int, int]] = []  # cell, match literals, lo, hi
+        for c in problem.constraints:
+            if c.statistic.kind == "count" and not c.predicate.clauses and (c.lo, c.hi) == (problem.n_rows[0], problem.n_rows[1]) and c.exact:
+                continue  # the population, already fixed by the number of slots
+            sel = self.selectors.setdefault(cell_of(c.key), self.pool.id(("sel", cell_of(c.key))))
+            self._constraint(c, sel)
+        self._count_vars = np.array([lits for _, lits, _, _ in self._counts], dtype=np.int64).reshape(len(self._counts), self.n)
+        self._count_lo = np.array([lo for _, _, lo, _ in self._counts], dtype=np.int64)
+        self._count_hi = np.array([hi for _, _, _, hi in self._counts], dtype=np.int64)
+        self._numeric = [c for c in problem.constraints if c.statistic.kind != "count"]
+        # Cells are hard in the main solver (assumption-guarded cells made each call 50-100x slower);
+        # explanations use a second solver where they stay guarded.
+        self._base = self._clauses
+        self.solver_name = solver
+        self.solver = Solver(name=solver, bootstrap_with=self._base + [[sel] for sel in self.selectors.values()])
+        self._clauses = []
+        self._explainer: Solver | None = None
+        self.calls = 0
+
+    # -- encoding -------------------------------------------------------------------------------
+    def _add(self, clause: list[int]) -> None:
+        if self.solver is None:
+            self._clauses.append(clause)
+        else:
+            self.solver.add_clause(clause)
+
+    def _card(self, lits: list[int], lo: int, hi: int, guard: list[int]) -> None:
+        """lo <= sum(lits) <= hi, every clause extended by ``guard`` (negated activation literals)."""
+        n = len(lits)
+        if lo > n or hi < 0 or lo > hi:
+            self._add(list(guard))
+            return
+        if lo > 0:
+            if lo == n:
+                for lit in lits:
+                    self._add(guard + [lit])
+            elif lo == 1:
+                self._add(guard + list(lits))
+            else:
+                for cl in CardEnc.atleast(lits, bound=lo, vpool=self.pool, encoding=EncType.seqcounter).clauses:
+                    self._add(guard + cl)
+        if hi < n:
+            if hi == 0:
+                for lit in lits:
+                    self._add(guard + [-lit])
+            else:
+                for cl in CardEnc.atmost(lits, bound=hi, vpool=self.pool, encoding=EncType.seqcounter).clauses:
+                    self._add(guard + cl)
+
+    def _rows(self) -> None:
+        lo, hi = self.problem.n_rows
+        for s in range(self.n):
+            act = self.act[s]
+            if s < lo:
+                self._add([act])
+            if s + 1 < self.n:
+                self._add([-self.act[s + 1], act])
+            for c, d in enumerate(self.sizes):
+                xs, os = self.x[s][c], self.o[s][c]
+                self._add([-act] + xs)
+                if d <= 6:
+                    for i in range(d):
+                        for j in range(i + 1, d):
+                            self._add([-xs[i], -xs[j]])
+                else:
+                    for cl in CardEnc.atmost(xs, bound=1, vpool=self.pool, encoding=EncType.ladder).clauses:
+                        self._add(cl)
+                if lo < hi:
+                    for v in xs:
+                        self._add([act, -v])
+                for k in range(d - 1, 0, -1):  # o[k] <-> x[k] or o[k+1]
+                    self._add([-xs[k], os[k]])
+                    if k + 1 < d:
+                        self._add([-os[k + 1], os[k]])
+                        self._add([-os[k], xs[k], os[k + 1]])
+                    else:
+                        self._add([-os[k], xs[k]])
+
+    def _in_set(self, s: int, c: int, atoms: frozenset) -> list[int]:
+        """Literals whose conjunction says slot ``s`` has an atom of ``atoms`` in column ``c`` (if active)."""
+        if len(atoms) == 1:
+            return [self.x[s][c][next(iter(atoms))]]
+        a, b, d = min(atoms), max(atoms), self.sizes[c]
+        if b - a + 1 == len(atoms):  # a contiguous range: order literals
+            return ([self.o[s][c][a]] if a > 0 else []) + ([-self.o[s][c][b + 1]] if b + 1 < d else [])
+        key = (s, c, atoms)
+        if key not in self._y_cache:
+            y = self.pool.id(("y",) + key)
+            members = [self.x[s][c][v] for v in sorted(atoms)]
+            for v in members:
+                self._add([-v, y])
+            self._add([-y] + members)
+            self._y_cache[key] = y
+        return [self._y_cache[key]]
+
+    def match(self, s: int, pred: Predicate) -> int:
+        """Literal true iff slot ``s`` is an active row satisfying ``pred`` (cached per slot and predicate)."""
+        key = (s, pred)
+        if key not in self._m_cache:
+            lits = [self.act[s]]
+            for name, atoms in pred.clauses:
+                lits += self._in_set(s, self.problem.index(name), atoms)
+            if len(lits) == 1:
+                self._m_cache[key] = lits[0]
+            else:
+                m = self.pool.id(("m", s, pred))
+                for lit in lits:
+                    self._add([-m, lit])
+                self._add([m] + [-lit for lit in lits])
+                self._m_cache[key] = m
+        return self._m_cache[key]
+
+    def _edit(self, edit: Predicate) -> None:
+        for s in range(self.n):
+            clause = [-self.act[s]]
+            for name, atoms in edit.clauses:
+                c = self.problem.index(name)
+                clause += [self.x[s][c][v] for v in range(self.sizes[c]) if v not in atoms]
+            self._add(clause)
+
+    def _lex(self) -> None:
+        """Slot s <= slot s+1 lexicographically whenever slot s+1 is active."""
+        for s in range(self.n - 1):
+            eq = self.act[s + 1]
+            for c, d in enumerate(self.sizes):
+                oa, ob = self.o[s][c], self.o[s + 1][c]
+                for k in range(1, d):
+                    self._add([-eq, -oa[k], ob[k]])
+                if c + 1 < len(self.sizes):
+                    nxt = self.pool.id(("lexeq", s, c))
+                    for v in range(d):
+                        self._add([-eq, -self.x[s][c][v], -self.x[s + 1][c][v], nxt])
+                    eq = nxt
+
+    def _constraint(self, c: Constraint, sel: int) -> None:
+        if c.statistic.kind == "count":
+            lo, hi = integer_bounds(c, self.n)
+            lits = [self.match(s, c.predicate) for s in range(self.n)]
+            self._counts.append((cell_of(c.key), lits, lo, hi))
+            self._card(lits, lo, hi, [-sel])
+        else:
+            from ._numeric import encode_numeric
+
+            encode_numeric(self, c, [-sel])
+
+    # -- solving --------------------------------------------------------------------------------
+    def _solve(self, assumptions: list[int], solver: Solver | None = None, budget: int | None = None) -> bool | None:
+        self.calls += 1
+        solver = solver or self.solver
+        budget = budget or self.conflicts
+        if budget:
+            solver.conf_budget(budget)
+            return solver.solve_limited(assumptions=assumptions)
+        return solver.solve(assumptions=assumptions)
+
+    def decode(self, model: list[int]) -> np.ndarray:
+        """Rows (atom indices) of the dataset in a model."""
+        true = set(lit for lit in model if lit > 0)
+        rows = []
+        for s in range(self.n):
+            if self.act[s] not in true:
+                continue
+            rows.append([next(v for v, lit in enumerate(self.x[s][c]) if lit in true) for c in range(len(self.sizes))])
+        return np.array(rows, dtype=np.int64).reshape(-1, len(self.sizes))
+
+    @property
+    def explainer(self) -> Solver:
+        """A second solver in which every cell is switched on only by its selector assumption."""
+        if self._explainer is None:
+            self._explainer = Solver(name=self.solver_name, bootstrap_with=self._base)
+        return self._explainer
+
+    def solve(self) -> np.ndarray | None:
+        """One dataset consistent with the release, or None if there is none (raises if undecided)."""
+        result = self._solve([])
+        if result is None:
+            raise TimeoutError("the conflict budget ran out before any dataset was found")
+        return self.decode(self.solver.get_model()) if result else None
+
+    def conflicting_cells(self) -> list[str]:
+        """For an inconsistent release: a set of cells that no dataset satisfies together."""
+        sels = list(self.selectors.values())
+        if self._solve(sels, self.explainer) is not False:
+            return []
+        core = set(self.explainer.get_core() or [])
+        return sorted(k for k, sel in self.selectors.items() if sel in core)
+
+    def solutions(self, limit: int) -> Iterator[np.ndarray]:
+        """Distinct consistent datasets, up to ``limit`` (blocking clauses retired afterwards)."""
+        guard = self.pool.id(("enum", self.calls))
+        self._last_exhausted = False
+        try:
+            for _ in range(limit):
+                result = self._solve([guard])
+                if not result:
+                    self._last_exhausted = result is False
+                    return
+                model = self.solver.get_model()
+                true = set(lit for lit in model if lit > 0)
+                block = [-guard]
+                for s in range(self.n):
+                    if self.act[s] in true:
+                        block += [-lit for col in self.x[s] for lit in col if lit in true]
+                    else:
+                        block.append(self.act[s])
+                self.solver.add_clause(block)
+                yield self.decode(model)
+        finally:
+            self.solver.add_clause([-guard])
+
+    def count_solutions(self, cap: int) -> tuple[int, bool]:
+        """Number of distinct datasets, up to ``cap``; ``exhausted`` is True when the count is exact."""
+        count = sum(1 for _ in self.solutions(cap + 1))
+        return min(count, cap), count <= cap and self._last_exhausted
+
+    def sample(self, k: int, seed: int = 0) -> list[np.ndarray]:
+        """Up to ``k`` consistent datasets found under random phases (for pruning candidate claims)."""
+        rng = np.random.default_rng(seed)
+        out = []
+        xs = [lit for slot in self.x for col in slot for lit in col]
+        for _ in range(k):
+            signs = rng.random(len(xs)) < 0.5
+            self.solver.set_phases([lit if sgn else -lit for lit, sgn in zip(xs, signs)])
+            if self._solve([]):
+                out.append(self.decode(self.solver.get_model()))
+        self.solver.set_phases([])
+        return out
+
+    def _negation(self, claim: Claim, solver: Solver) -> int:
+        """Add 'Count(a) != m' to ``solver`` under a fresh activation literal, and return it."""
+        g = self.pool.id(("claim", self.calls, claim))
+        z = self.pool.id(("dir", self.calls, claim))
+        clauses = []
+        lits = []
+        for s in range(self.n):
+            t = self.pool.id(("t", self.calls, claim, s))
+            xs = [self.x[s][c][v] for c, v in claim.assignment]
+            clauses += [[-g, -t, lit] for lit in xs]
+            clauses.append([-g, t] + [-lit for lit in xs])
+            lits.append(t)
+        saved, self.solver = self.solver, None
+        self._clauses = clauses
+        try:
+            if claim.m >= 1:
+                self._card(lits, 0, claim.m - 1, [-g, -z])
+            else:
+                self._add([-g, -z])
+            if claim.m + 1 <= self.n:
+                self._card(lits, claim.m + 1, self.n, [-g, z])
+            else:
+                self._add([-g, z])
+        finally:
+            self.solver = saved
+        for clause in self._clauses:
+            solver.add_clause(clause)
+        self._clauses = []
+        return g
+
+    def verify(self, claim: Claim, explain: str = "core") -> Verdict:
+        """Ask for a dataset where the claim's count differs from m: none means verified.
+
+        ``explain``: ``none``; ``core`` (cells found by progression, not shrunk); or ``minimal``
+        (shrunk until every cell is needed).
+        """
+        g = self._negation(claim, self.solver)
+        try:
+            result = self._solve([g])
+            if result is None:
+                return Verdict(claim, UNDECIDED, reason=f"conflict budget {self.conflicts} exhausted")
+            if result:
+                return Verdict(claim, REFUTED, counterexample=self.decode(self.solver.get_model()))
+        finally:
+            self.solver.add_clause([-g])
+        if explain == "none":
+            return Verdict(claim, VERIFIED)
+        cells, minimal = self.explain(claim, shrink=explain == "minimal")
+        return Verdict(claim, VERIFIED, cells, minimal)
+
+    def _broken_cells(self, model: list[int]) -> set[str]:
+        """Cells a model's dataset contradicts (counts read off the match literals, vectorised)."""
+        true = np.asarray(model, dtype=np.int64) > 0
+        counts = true[self._count_vars - 1].sum(axis=1) if len(self._counts) else np.zeros(0, np.int64)
+        bad = np.flatnonzero((counts < self._count_lo) | (counts > self._count_hi))
+        broken = {self._counts[i][0] for i in bad}
+        if self._numeric:
+            rows = self.decode(model)
+            broken |= {cell_of(c.key) for c in self._numeric if not c.holds(self.problem.value(rows, c))}
+        return broken
+
+    def explain(self, claim: Claim, shrink: bool = True) -> tuple[tuple[str, ...], bool]:
+        """Cells that imply a verified claim: grown from counterexamples, then shrunk to a minimal set."""
+        solver = self.explainer
+        g = self._negation(claim, solver)
+        keys = list(self.selectors)
+        chosen: list[str] = []
+        try:
+            while True:
+                result = self._solve([g] + [self.selectors[k] for k in chosen], solver, self.explain_conflicts)
+                if result is None:  # budget spent: no explanation rather than an unhelpful "all cells"
+                    return (), False
+                if result is False:
+                    core = set(solver.get_core() or [])
+                    chosen = [k for k in chosen if self.selectors[k] in core]
+                    break
+                broken = self._broken_cells(solver.get_model())
+                pick = next((k for k in keys if k in broken and k not in chosen), None)
+                if pick is None:  # should not happen: all cells together imply the claim
+                    raise AssertionError(f"no cell excludes a counterexample to {claim}")
+                chosen.append(pick)
+            minimal = True
+            if shrink:
+                i = 0
+                while i < len(chosen):
+                    trial = chosen[:i] + chosen[i + 1:]
+                    result = self._solve([g] + [self.selectors[k] for k in trial], solver, self.explain_conflicts)
+                    if result is False:
+                        core = set(solver.get_core() or [])
+                        chosen = [k for k in trial if self.selectors[k] in core]
+                    else:
+                        minimal = minimal and result is not None
+                        i += 1
+            return tuple(sorted(chosen)), shrink and minimal
+        finally:
+            solver.add_clause([-g])

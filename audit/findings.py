@@ -1,0 +1,121 @@
+"""Findings: the exact attack's results for every unit, as the JSON document the report and CI read."""
+from __future__ import annotations
+
+import json
+import platform
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Callable, Iterable
+
+import numpy as np
+import pandas as pd
+
+from . import __version__
+from .claims import UNDECIDED, VERIFIED
+from .exact import ExactOptions, UnitResult, audit_unit
+from .inputs import Inputs
+from .problem import Problem
+
+NOTICE = ("CONFIDENTIAL: this file contains records reconstructed from confidential microdata. "
+          "Handle it as the microdata itself.")
+
+
+def prior_rows(frame: pd.DataFrame, inputs: Inputs, problem: Problem, cache: dict) -> np.ndarray | None:
+    """The parent unit's rows in the problem's atoms: the prior for baseline probabilities (eq. 17)."""
+    geo_cols = inputs.schema.geography
+    depth = geo_cols.index(problem.level)
+    if depth == 0:
+        return None
+    key = (problem.level, problem.geo[:depth])
+    if key not in cache:
+        mask = np.ones(len(frame), dtype=bool)
+        for col, value in zip(geo_cols[:depth], problem.geo[:depth]):
+            mask &= frame[col].to_numpy() == value
+        sub = frame[mask]
+        cache[key] = np.column_stack([sub[d.name].map(d.lookup()).to_numpy(dtype=np.int64) for d in problem.domains])
+    return cache[key]
+
+
+def unit_json(result: UnitResult) -> dict:
+    """One unit's findings (codes as atom labels, i.e. as they appear in the data or as a range)."""
+    p = result.problem
+    claims = []
+    for v in result.verdicts:
+        if v.status not in (VERIFIED, UNDECIDED):
+            continue
+        entry = {"columns": {p.domains[c].name: p.domains[c].labels[a] for c, a in v.claim.assignment},
+                 "m": v.claim.m, "status": v.status, "direct": v.direct, "cells": list(v.cells)}
+        if v.status == VERIFIED and not v.direct:
+            entry["explained"] = bool(v.cells)
+            entry["minimal"] = v.minimal
+        if v.claim in result.baseline:
+            entry["baseline"] = round(result.baseline[v.claim], 6)
+        if v.reason:
+            entry["reason"] = v.reason
+        claims.append(entry)
+    ncols = len(p.domains)
+    verified = result.verified
+    return {
+        "geo": "/".join(p.geo), "level": p.level, "rows": p.n_rows[1], "status": result.status,
+        "reason": result.reason,
+        "solutions": {"count": result.solutions, "exhausted": result.exhausted},
+        "reconstructed": result.reconstructed,
+        "summary": {
+            "verified": len(verified), "undecided": len(result.undecided), "refuted": result.refuted,
+            "verified_singletons": sum(v.claim.singleton for v in verified),
+            "derived_singletons": sum(v.claim.singleton and not v.direct for v in verified),
+            "full_records": sum(v.claim.m for v in verified if len(v.claim.assignment) == ncols),
+            "singletons_by_columns": _by_columns(v for v in verified if v.claim.singleton),
+        },
+        "claims": claims, "refuted": result.refuted, "seconds": round(result.seconds, 3),
+        "notes": list(p.notes),
+    }
+
+
+def _by_columns(verdicts: Iterable) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for v in verdicts:
+        k = str(len(v.claim.assignment))
+        out[k] = out.get(k, 0) + 1
+    return dict(sorted(out.items(), key=lambda kv: int(kv[0])))
+
+
+def run_exact(inputs: Inputs, options: ExactOptions, on_unit: Callable[[dict], None] | None = None) -> dict:
+    """Tabulate, attack every unit, and assemble the findings document."""
+    start = time.perf_counter()
+    releases = inputs.release()
+    problems = inputs.problems(releases)
+    cache: dict = {}
+    units = []
+    for problem in problems:
+        result = audit_unit(problem, options, prior_rows(inputs.frame, inputs, problem, cache))
+        units.append(unit_json(result))
+        if on_unit:
+            on_unit(units[-1])
+    return document(inputs, options, units, time.perf_counter() - start)
+
+
+def document(inputs: Inputs, options: ExactOptions, units: list[dict], seconds: float) -> dict:
+    """The findings document around per-unit results."""
+    total = {k: sum(u["summary"][k] for u in units) for k in
+             ("verified", "undecided", "refuted", "verified_singletons", "derived_singletons", "full_records")}
+    total["units"] = len(units)
+    total["units_reconstructed"] = sum(u["reconstructed"] for u in units)
+    total["units_with_derived_singletons"] = sum(u["summary"]["derived_singletons"] > 0 for u in units)
+    return {
+        "notice": NOTICE, "confidential": True,
+        "tool": {"name": "disclosure-audit", "version": __version__, "python": platform.python_version()},
+        "inputs": {"data": inputs.data_path, "schema": inputs.schema.source, "tables": inputs.schedule.source,
+                   "rows": int(len(inputs.frame)), "unit": inputs.schema.unit},
+        "options": {k: v for k, v in asdict(options).items()},
+        "verdict": "fail" if total["derived_singletons"] or total["undecided"] else "pass",
+        "summary": total, "units": units, "seconds": round(seconds, 3),
+    }
+
+
+def write_json(doc: dict, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(doc, indent=1, sort_keys=False), encoding="utf-8")
+    tmp.replace(path)
