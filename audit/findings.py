@@ -16,6 +16,7 @@ from .claims import UNDECIDED, VERIFIED
 from .exact import ExactOptions, UnitResult, audit_unit
 from .inputs import Inputs
 from .problem import Problem
+from .release import PUBLISHED, SUPPRESSED, UnitRelease
 
 NOTICE = ("CONFIDENTIAL: this file contains records reconstructed from confidential microdata. "
           "Handle it as the microdata itself.")
@@ -37,7 +38,24 @@ def prior_rows(frame: pd.DataFrame, inputs: Inputs, problem: Problem, cache: dic
     return cache[key]
 
 
-def unit_json(result: UnitResult) -> dict:
+def cells_json(release: UnitRelease) -> dict:
+    """What one unit publishes: counts of values by status, and every exact published count below 10."""
+    from .rules import SMALL_MAX
+
+    out = {"values": len(release.values), "suppressed": 0, "rounded": 0, "small": []}
+    for v in release.values:
+        protection = release.protection.get(v.cell.table)
+        if v.status == SUPPRESSED:
+            out["suppressed"] += 1
+        elif v.status == PUBLISHED and v.stat.kind == "count":
+            if protection is not None and protection.round_to and protection.round_to > 1:
+                out["rounded"] += 1
+            elif 1 <= v.value < SMALL_MAX:
+                out["small"].append({"cell": v.key.rsplit(":", 1)[0], "value": int(v.value)})
+    return out
+
+
+def unit_json(result: UnitResult, release: UnitRelease | None = None) -> dict:
     """One unit's findings (codes as atom labels, i.e. as they appear in the data or as a range)."""
     p = result.problem
     claims = []
@@ -56,7 +74,7 @@ def unit_json(result: UnitResult) -> dict:
         claims.append(entry)
     ncols = len(p.domains)
     verified = result.verified
-    return {
+    out = {
         "geo": "/".join(p.geo), "level": p.level, "rows": p.n_rows[1], "status": result.status,
         "reason": result.reason,
         "solutions": {"count": result.solutions, "exhausted": result.exhausted},
@@ -71,6 +89,9 @@ def unit_json(result: UnitResult) -> dict:
         "claims": claims, "refuted": result.refuted, "seconds": round(result.seconds, 3),
         "notes": list(p.notes),
     }
+    if release is not None:
+        out["cells"] = cells_json(release)
+    return out
 
 
 def _by_columns(verdicts: Iterable) -> dict[str, int]:
@@ -81,37 +102,63 @@ def _by_columns(verdicts: Iterable) -> dict[str, int]:
     return dict(sorted(out.items(), key=lambda kv: int(kv[0])))
 
 
-def run_exact(inputs: Inputs, options: ExactOptions, on_unit: Callable[[dict], None] | None = None) -> dict:
-    """Tabulate, attack every unit, and assemble the findings document."""
+def run_exact(inputs: Inputs, options: ExactOptions, on_unit: Callable[[dict], None] | None = None,
+              rules=None) -> dict:
+    """Tabulate, attack every unit, and assemble the findings document (verdict from ``rules``, default policy)."""
     start = time.perf_counter()
     releases = inputs.release()
     problems = inputs.problems(releases)
+    by_unit = {(r.level, r.geo): r for r in releases}
     cache: dict = {}
     units = []
     for problem in problems:
         result = audit_unit(problem, options, prior_rows(inputs.frame, inputs, problem, cache))
-        units.append(unit_json(result))
+        units.append(unit_json(result, by_unit.get((problem.level, problem.geo))))
         if on_unit:
             on_unit(units[-1])
-    return document(inputs, options, units, time.perf_counter() - start)
+    return document(inputs, options, units, time.perf_counter() - start, rules)
 
 
-def document(inputs: Inputs, options: ExactOptions, units: list[dict], seconds: float) -> dict:
-    """The findings document around per-unit results."""
+def schema_json(schema) -> dict:
+    """The labels a reader needs to turn claims into plain language."""
+    cols = {c.name: {"kind": c.kind, "labels": {str(k): str(v) for k, v in c.labels.items()} if c.kind == "categorical" else {},
+                     **({"title": str(c.title)} if getattr(c, "title", None) else {})}
+            for c in schema.columns}
+    return {"unit": schema.unit, "geography": list(schema.geography), "columns": cols}
+
+
+def cell_labels(inputs: Inputs, units: list[dict]) -> dict[str, str]:
+    """'table:cell' -> 'table title: cell label' for every cell that explains a claim."""
+    used = {k for u in units for c in u["claims"] for k in c.get("cells", ())}
+    out = {}
+    for table in inputs.schedule.tables:
+        for cell in table.cells:
+            if cell.key in used:
+                out[cell.key] = f"{table.title}: {cell.label}" if cell.label else table.title
+    return out
+
+
+def document(inputs: Inputs, options: ExactOptions, units: list[dict], seconds: float, rules=None) -> dict:
+    """The findings document around per-unit results, with the verdict of the rules (default policy when None)."""
+    from .rules import apply, load_rules
+
     total = {k: sum(u["summary"][k] for u in units) for k in
              ("verified", "undecided", "refuted", "verified_singletons", "derived_singletons", "full_records")}
     total["units"] = len(units)
     total["units_reconstructed"] = sum(u["reconstructed"] for u in units)
     total["units_with_derived_singletons"] = sum(u["summary"]["derived_singletons"] > 0 for u in units)
-    return {
+    doc = {
         "notice": NOTICE, "confidential": True,
         "tool": {"name": "disclosure-audit", "version": __version__, "python": platform.python_version()},
         "inputs": {"data": inputs.data_path, "schema": inputs.schema.source, "tables": inputs.schedule.source,
                    "rows": int(len(inputs.frame)), "unit": inputs.schema.unit},
         "options": {k: v for k, v in asdict(options).items()},
-        "verdict": "fail" if total["derived_singletons"] or total["undecided"] else "pass",
-        "summary": total, "units": units, "seconds": round(seconds, 3),
+        "verdict": None,
+        "summary": total, "schema": schema_json(inputs.schema), "cell_labels": cell_labels(inputs, units),
+        "units": units, "seconds": round(seconds, 3),
+        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
+    return apply(doc, rules if rules is not None else load_rules())
 
 
 def write_json(doc: dict, path: Path) -> None:

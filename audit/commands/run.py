@@ -1,12 +1,153 @@
-"""``audit run``: the exact attack (generate-then-verify) on every unit, written to findings.json."""
+"""``audit run``: the exact attack on every unit (plus ranking / linear when asked), the rules, and the outputs.
+
+Writes ``findings.json``, ``junit.xml`` and ``report.html`` to the output folder; exits 0 when the
+release passes the rules, 1 when a rule fails, 2 on an input error. ``audit gate`` runs the same
+pipeline (:func:`pipeline`) and prints only the verdict.
+"""
 from __future__ import annotations
 
+import json
+import sys
+import time
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Callable, Optional
 
 import typer
 
 from . import DataArg, GeographyOpt, InferOpt, OutOpt, QuietOpt, SchemaOpt, SeedOpt, TablesOpt, inputs_from
+
+RulesOpt = Annotated[Optional[str], typer.Option(
+    "--rules", "-r", help="Policy: a rules YAML file, or a built-in name (default, strict, lenient). Default: default.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print the verdict, failing rules, summary and output paths as JSON.")]
+RankOpt = Annotated[bool, typer.Option("--rank", help="Also run the ranking attack (audit rank; needs the 'rank' extra) and apply its rule.")]
+LinearSecretOpt = Annotated[Optional[str], typer.Option(
+    "--linear-secret", help="Also run the linear attack (audit linear --sweep) on this secret column.")]
+LinearPublicOpt = Annotated[Optional[str], typer.Option(
+    "--linear-public", help="With --linear-secret: identifier columns the attacker knows, comma-separated.")]
+ReportOpt = Annotated[bool, typer.Option("--report/--no-report", help="Write report.html (the HTML risk report).")]
+EngineOpt = Annotated[str, typer.Option("--engine", help="Exact engine: sat (default, no licence) or ip (integer program).")]
+MaxColumnsOpt = Annotated[Optional[int], typer.Option("--max-columns", help="Largest number of columns in a claim (default: all).")]
+ConflictsOpt = Annotated[int, typer.Option("--conflicts", help="Conflict budget per solver call; past it a claim is undecided.")]
+UnitSecondsOpt = Annotated[float, typer.Option("--unit-seconds", help="Time limit per unit; claims left are undecided.")]
+ExplainOpt = Annotated[str, typer.Option("--explain", help="Which verified claims get their explaining cells: none, singletons, all.")]
+ExplainSecondsOpt = Annotated[float, typer.Option("--explain-seconds", help="Time budget per unit for explanations.")]
+MaxRowsOpt = Annotated[int, typer.Option("--max-rows", help="Units with more rows are reported undecided (too large).")]
+
+EXTRAS = ("rank", "linear", "protection")
+
+
+def _versions() -> dict[str, str]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {}
+    for name in ("python-sat", "numpy", "pandas", "jinja2", "highspy", "torch", "opendp"):
+        try:
+            out[name] = version(name)
+        except PackageNotFoundError:
+            pass
+    return out
+
+
+def _subcommand(name: str, args: list[str]) -> None:
+    """Run another ``audit`` command in-process (ranking, linear), as if typed on the command line."""
+    import click
+    import typer.main
+
+    from ..cli import app
+    from ..errors import AuditError
+
+    command = typer.main.get_command(app)
+    if name not in getattr(command, "commands", {}):
+        raise AuditError(f"the '{name}' attack is not available in this installation", f"--{name}",
+                         f"install a version with 'audit {name}', or drop the option")
+    try:
+        command.main(args=[name, *args], prog_name="audit", standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        if exc.exit_code:
+            raise AuditError(f"audit {name} failed (exit {exc.exit_code})") from None
+    except click.ClickException as exc:
+        raise AuditError(f"audit {name}: {exc.format_message()}") from None
+
+
+def read_extras(folder: Path, fresh: set[str] | None = None) -> dict[str, dict]:
+    """rank.json / linear.json / protection.json in the output folder (all when ``fresh`` is None)."""
+    from ..report import extras_beside
+
+    found = extras_beside(folder)
+    return {k: v for k, v in found.items() if fresh is None or k in fresh or k == "protection"}
+
+
+def pipeline(data: Path, tables: Path, schema: Optional[Path], out: Path, *, rules: Optional[str] = None,
+             engine: str = "sat", max_columns: Optional[int] = None, seed: int = 0, conflicts: int = 200_000,
+             unit_seconds: float = 120.0, explain: str = "singletons", explain_seconds: float = 10.0,
+             max_rows: int = 200, infer_schema: bool = False, geography: Optional[str] = None, rank: bool = False,
+             linear_secret: Optional[str] = None, linear_public: Optional[str] = None, report: bool = True,
+             quiet: bool = False, progress: bool = True, use_existing: bool = True,
+             on_unit: Callable[[dict], None] | None = None) -> dict:
+    """Attack, apply the rules, write findings.json, junit.xml and report.html; return the findings."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    from ..errors import AuditError
+    from ..exact import ExactOptions
+    from ..findings import run_exact, write_json
+    from ..junit import write_junit
+    from ..report import write_report
+    from ..rules import apply, load_rules
+
+    if (linear_secret is None) != (linear_public is None):
+        raise AuditError("--linear-secret and --linear-public go together",
+                         "--linear-public" if linear_public is None else "--linear-secret", "pass both, or neither")
+    policy = load_rules(rules)  # before the long work: a bad rules file fails fast
+    options = ExactOptions(engine=engine, max_columns=max_columns, seed=seed, conflicts=conflicts,
+                           unit_seconds=unit_seconds, explain=explain, explain_seconds=explain_seconds,
+                           max_rows=max_rows)
+    inputs = inputs_from(data, schema, tables, infer_schema, geography)
+    started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                  disable=quiet or not progress, transient=True) as bar:
+        task = bar.add_task("units", total=None)
+
+        def tick(u: dict) -> None:
+            bar.update(task, advance=1, description=f"unit {u['geo']}")
+            if on_unit:
+                on_unit(u)
+
+        doc = run_exact(inputs, options, on_unit=tick, rules=policy)
+    out.mkdir(parents=True, exist_ok=True)
+    fresh: set[str] = set()
+    common = [str(data), "--tables", str(tables)] + (["--schema", str(schema)] if schema else [])
+    if rank:
+        _subcommand("rank", common + ["--seed", str(seed), "--out", str(out)])
+        fresh.add("rank")
+    if linear_secret:
+        _subcommand("linear", [str(data), "--secret", linear_secret, "--public", linear_public or "", "--sweep",
+                               "--seed", str(seed), "--out", str(out)])
+        fresh.add("linear")
+    extras = read_extras(out, None if use_existing else fresh)
+    apply(doc, policy, extras.get("rank"), extras.get("linear"))
+    doc["attacks"] = ["exact", *[k for k in ("rank", "linear") if k in extras]]
+    doc["versions"] = _versions()
+    doc["run"] = {"started": started, "command": "audit " + " ".join(sys.argv[1:]) if sys.argv else "",
+                  "rules_file": policy.source}
+    outputs = {"findings": out / "findings.json", "junit": out / "junit.xml"}
+    if report:
+        outputs["report"] = out / "report.html"
+    doc["outputs"] = {k: str(v) for k, v in outputs.items()}
+    write_json(doc, outputs["findings"])
+    write_junit(doc, outputs["junit"])
+    if report:
+        write_report(doc, outputs["report"], extras)
+    return doc
+
+
+def verdict_json(doc: dict) -> str:
+    keep = ("verdict", "failing", "warnings", "summary", "outputs", "attacks")
+    return json.dumps({k: doc.get(k) for k in keep}, indent=1)
+
+
+def exit_for(doc: dict) -> None:
+    if doc.get("verdict") == "fail":
+        raise typer.Exit(1)
 
 
 def register(app: typer.Typer) -> None:
@@ -16,36 +157,42 @@ def register(app: typer.Typer) -> None:
         tables: TablesOpt,
         schema: SchemaOpt = None,
         out: OutOpt = Path("audit-out"),
-        engine: Annotated[str, typer.Option("--engine", help="Exact engine: sat (default, no licence) or ip (integer program).")] = "sat",
-        max_columns: Annotated[Optional[int], typer.Option("--max-columns", help="Largest number of columns in a claim (default: all).")] = None,
+        rules: RulesOpt = None,
+        engine: EngineOpt = "sat",
+        max_columns: MaxColumnsOpt = None,
         seed: SeedOpt = 0,
-        conflicts: Annotated[int, typer.Option("--conflicts", help="Conflict budget per solver call; past it a claim is undecided.")] = 200_000,
-        unit_seconds: Annotated[float, typer.Option("--unit-seconds", help="Time limit per unit; claims left are undecided.")] = 120.0,
-        explain: Annotated[str, typer.Option("--explain", help="Which verified claims get their explaining cells: none, singletons, all.")] = "singletons",
-        explain_seconds: Annotated[float, typer.Option("--explain-seconds", help="Time budget per unit for explanations.")] = 10.0,
-        max_rows: Annotated[int, typer.Option("--max-rows", help="Units with more rows are reported undecided (too large).")] = 200,
+        conflicts: ConflictsOpt = 200_000,
+        unit_seconds: UnitSecondsOpt = 120.0,
+        explain: ExplainOpt = "singletons",
+        explain_seconds: ExplainSecondsOpt = 10.0,
+        max_rows: MaxRowsOpt = 200,
         infer_schema: InferOpt = False,
         geography: GeographyOpt = None,
+        rank: RankOpt = False,
+        linear_secret: LinearSecretOpt = None,
+        linear_public: LinearPublicOpt = None,
+        report: ReportOpt = True,
+        json_out: JsonOpt = False,
         quiet: QuietOpt = False,
     ) -> None:
-        """Prove what the release reveals: verified claims per unit, with the cells that imply them."""
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
-        from ..exact import ExactOptions
-        from ..findings import run_exact, write_json
-
-        options = ExactOptions(engine=engine, max_columns=max_columns, seed=seed, conflicts=conflicts,
-                               unit_seconds=unit_seconds, explain=explain, explain_seconds=explain_seconds,
-                               max_rows=max_rows)
-        inputs = inputs_from(data, schema, tables, infer_schema, geography)
-        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                      disable=quiet, transient=True) as bar:
-            task = bar.add_task("units", total=None)
-            doc = run_exact(inputs, options, on_unit=lambda u: bar.update(task, advance=1, description=f"unit {u['geo']}"))
-        path = out / "findings.json"
-        write_json(doc, path)
-        if not quiet:
+        """Attack the release, apply the rules, write findings.json, junit.xml and report.html (exit 1 on failure)."""
+        doc = pipeline(data, tables, schema, out, rules=rules, engine=engine, max_columns=max_columns, seed=seed,
+                       conflicts=conflicts, unit_seconds=unit_seconds, explain=explain,
+                       explain_seconds=explain_seconds, max_rows=max_rows, infer_schema=infer_schema,
+                       geography=geography, rank=rank, linear_secret=linear_secret, linear_public=linear_public,
+                       report=report, quiet=quiet or json_out)
+        if json_out:
+            typer.echo(verdict_json(doc))
+        elif not quiet:
             s = doc["summary"]
             typer.echo(f"{s['units']} units: {s['verified']} verified claims ({s['derived_singletons']} derived "
                        f"singletons), {s['undecided']} undecided, {s['units_reconstructed']} units reconstructed "
-                       f"exactly. Findings: {path} (confidential: contains reconstructed records)")
+                       f"exactly.")
+            typer.echo(f"Verdict: {doc['verdict'].upper()} under the '{doc['rules']['name']}' policy"
+                       + (f" ({len(doc['failing'])} failing rules)" if doc["failing"] else ""))
+            for f in doc["failing"]:
+                typer.echo(f"  FAIL {f['rule']}: {f['units']} units; {f['example']}")
+            for key, path in doc["outputs"].items():
+                typer.echo(f"{key}: {path}")
+            typer.echo("(confidential: the findings and the report contain reconstructed records)")
+        exit_for(doc)

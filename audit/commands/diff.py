@@ -1,0 +1,50 @@
+"""``audit diff``: what a schedule change adds to the risk, from two findings files."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from . import QuietOpt
+from .run import JsonOpt
+
+
+def register(app: typer.Typer) -> None:
+    @app.command()
+    def diff(
+        old: Annotated[Path, typer.Argument(help="findings.json of the current (old) schedule.")],
+        new: Annotated[Path, typer.Argument(help="findings.json of the proposed (new) schedule.")],
+        rules: Annotated[Optional[str], typer.Option("--rules", "-r", help="Re-evaluate both under this policy (file or built-in name) before comparing.")] = None,
+        out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Also write the comparison as JSON to this file.")] = None,
+        limit: Annotated[int, typer.Option("--limit", help="Most newly verified claims to print.")] = 20,
+        json_out: JsonOpt = False,
+        quiet: QuietOpt = False,
+    ) -> None:
+        """Compare two findings: units and claims newly verified, rules newly failing. Exit 1 if a rule newly fails."""
+        from ..diff import compare
+        from ..report import read_findings
+        from ..rules import apply, load_rules
+
+        a, b = read_findings(old), read_findings(new)
+        if rules is not None:
+            policy = load_rules(rules)
+            apply(a, policy)
+            apply(b, policy)
+        result = compare(a, b)
+        if out is not None:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(json.dumps(result, indent=1), encoding="utf-8")
+        if json_out:
+            typer.echo(json.dumps(result, indent=1))
+        elif not quiet:
+            for line in result["lines"][: limit + 10]:
+                typer.echo(line)
+            shown = result["new_claims"][:limit]
+            for c in shown:
+                typer.echo(f"  + {c['unit']}: {c['text']}")
+            if len(result["new_claims"]) > len(shown):
+                typer.echo(f"  ... and {len(result['new_claims']) - len(shown)} more newly verified claims")
+        if result["newly_failing"]:
+            raise typer.Exit(1)

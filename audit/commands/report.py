@@ -1,0 +1,36 @@
+"""``audit report``: re-render the HTML report from a findings.json (optionally under other rules)."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from . import QuietOpt
+from .run import RulesOpt
+
+
+def register(app: typer.Typer) -> None:
+    @app.command()
+    def report(
+        findings: Annotated[Path, typer.Argument(help="findings.json written by audit run or audit gate.")],
+        out: Annotated[Optional[Path], typer.Option("--out", "-o", help="HTML file to write (default: report.html beside the findings).")] = None,
+        rules: RulesOpt = None,
+        junit: Annotated[Optional[Path], typer.Option("--junit", help="Also write JUnit XML here (with --rules: the re-evaluated checks).")] = None,
+        quiet: QuietOpt = False,
+    ) -> None:
+        """Re-render report.html from findings.json; rank/linear/protection.json beside it are included."""
+        from ..junit import write_junit
+        from ..report import extras_beside, read_findings, write_report
+        from ..rules import apply, load_rules
+
+        doc = read_findings(findings)
+        extras = extras_beside(findings.parent)
+        if rules is not None:
+            apply(doc, load_rules(rules), extras.get("rank"), extras.get("linear"))
+        path = write_report(doc, out or findings.parent / "report.html", extras)
+        if junit is not None:
+            write_junit(doc, junit)
+        if not quiet:
+            typer.echo(f"{(doc.get('verdict') or 'not evaluated').upper()}: report written to {path}"
+                       + (f", JUnit to {junit}" if junit else "") + " (confidential)")

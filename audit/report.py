@@ -1,0 +1,377 @@
+"""The HTML risk report: one self-contained file (inline CSS, inline SVG, no network) from findings.json.
+
+The template lives in the ``reports`` package (``reports/report.html.j2``) and is rendered with
+autoescaping on; every value from the findings is escaped. Optional inputs, read when present beside
+the findings: ``rank.json`` (ranking attack), ``linear.json`` (linear attack and mitigation sweep) and
+``protection.json`` (recommended protection and its re-audit).
+"""
+from __future__ import annotations
+
+import importlib.resources
+import json
+import re
+from html import escape
+from pathlib import Path
+from typing import Any, Mapping
+
+from markupsafe import Markup
+
+from ._svg import PALETTE, line_chart
+from .errors import AuditError
+
+TOP_UNITS = 200          # rows of the unit table
+DETAIL_UNITS = 20        # units whose claims are written out
+CLAIMS_PER_UNIT = 10     # claims written out per unit
+RECORDS_PER_UNIT = 10    # reconstructed records shown per unit
+
+
+# ----------------------------------------------------------------------------------------- loading
+
+def read_json(path: Path, what: str) -> dict:
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise AuditError(f"{what} not found", str(path), "check the path") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise AuditError(f"{what} is not valid JSON ({exc.__class__.__name__})", str(path),
+                         "pass the findings.json written by audit run") from None
+    if not isinstance(data, dict):
+        raise AuditError(f"{what} must be a JSON object", str(path))
+    return data
+
+
+def read_findings(path: Path) -> dict:
+    doc = read_json(path, "findings file")
+    if "units" not in doc or "summary" not in doc:
+        raise AuditError("not a findings file (no 'units' or 'summary')", str(path),
+                         "pass the findings.json written by audit run")
+    return doc
+
+
+def extras_beside(folder: Path) -> dict[str, dict]:
+    """rank.json, linear.json and protection.json found in ``folder`` (absent ones are left out)."""
+    out = {}
+    for name in ("rank", "linear", "protection"):
+        p = Path(folder) / f"{name}.json"
+        if p.is_file():
+            out[name] = read_json(p, f"{name}.json")
+    return out
+
+
+# ------------------------------------------------------------------------------------ plain language
+
+def describe_value(schema: Mapping, column: str, atom: str) -> str:
+    """An atom label (a code, ``a-b`` range, or ``x|y`` codes) in words from the schema labels."""
+    col = (schema.get("columns") or {}).get(column) or {}
+    labels = col.get("labels") or {}
+    if atom in labels:
+        return labels[atom]
+    m = re.fullmatch(r"(-?\d+)-(-?\d+)", atom)
+    if col.get("kind") == "integer" and m:
+        return f"{m.group(1)} to {m.group(2)}"
+    if "|" in atom:
+        parts = atom.split("|")
+        if all(p in labels for p in parts) or col.get("kind") == "integer":
+            return " or ".join(labels.get(p, p) for p in parts)
+    return atom
+
+
+def column_title(schema: Mapping, column: str) -> str:
+    col = (schema.get("columns") or {}).get(column) or {}
+    return col.get("title") or column
+
+
+def claim_text(claim: Mapping, schema: Mapping, unit: Mapping) -> str:
+    """'Exactly one household in block 1001 has: hhsex Female, hhage Householder 65 to 74 years.'"""
+    noun = schema.get("unit") or "record"
+    m = claim.get("m", 1)
+    words = {0: "No", 1: "Exactly one", 2: "Exactly two", 3: "Exactly three"}
+    who = f"{words.get(m, f'Exactly {m}')} {noun}{'' if m == 1 else 's'}"
+    parts = [f"{column_title(schema, c)} {describe_value(schema, c, str(v))}" for c, v in claim["columns"].items()]
+    where = f"{unit.get('level', 'unit')} {unit.get('geo', '')}".strip()
+    return f"{who} in {where} {'has' if m == 1 else 'have'}: {', '.join(parts)}."
+
+
+# ---------------------------------------------------------------------------------------------- charts
+
+def bar_chart(groups: Mapping[str, Mapping[str, float]], *, title: str = "", xlabel: str = "", ylabel: str = "",
+              width: int = 560, height: int = 300) -> str:
+    """Grouped bars: ``groups`` maps x label -> {series: value}. Returns an inline ``<svg>``."""
+    series = list(dict.fromkeys(s for g in groups.values() for s in g))
+    top = max([v for g in groups.values() for v in g.values()] + [1])
+    left, right, head, bottom = 55, 130, 30 if title else 12, 45
+    pw, ph = width - left - right, height - head - bottom
+    n = max(len(groups), 1)
+    slot = pw / n
+    bw = max(slot * 0.8 / max(len(series), 1), 1)
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
+           f'font-family="sans-serif" font-size="11" role="img">',
+           f'<rect x="0" y="0" width="{width}" height="{height}" fill="white"/>']
+    if title:
+        out.append(f'<text x="{left + pw / 2:.1f}" y="18" text-anchor="middle" font-size="13">{escape(title)}</text>')
+    for i in range(5):
+        v = top * i / 4
+        y = head + ph - ph * i / 4
+        out.append(f'<line x1="{left}" x2="{left + pw}" y1="{y:.1f}" y2="{y:.1f}" stroke="#eee"/>'
+                   f'<text x="{left - 5}" y="{y + 4:.1f}" text-anchor="end">{v:.3g}</text>')
+    for gi, (label, values) in enumerate(groups.items()):
+        x0 = left + gi * slot + slot * 0.1
+        for si, name in enumerate(series):
+            v = float(values.get(name, 0) or 0)
+            h = ph * v / top
+            out.append(f'<rect x="{x0 + si * bw:.1f}" y="{head + ph - h:.1f}" width="{bw - 1:.1f}" height="{h:.1f}" '
+                       f'fill="{PALETTE[si % len(PALETTE)]}"><title>{escape(str(label))}: {escape(name)} '
+                       f'{v:g}</title></rect>')
+        if n <= 30 or gi % max(n // 15, 1) == 0:
+            out.append(f'<text x="{left + gi * slot + slot / 2:.1f}" y="{head + ph + 15}" text-anchor="middle">'
+                       f'{escape(str(label))}</text>')
+    out.append(f'<rect x="{left}" y="{head}" width="{pw}" height="{ph}" fill="none" stroke="#333"/>')
+    if xlabel:
+        out.append(f'<text x="{left + pw / 2:.1f}" y="{height - 8}" text-anchor="middle">{escape(xlabel)}</text>')
+    if ylabel:
+        out.append(f'<text transform="translate(14,{head + ph / 2:.1f}) rotate(-90)" text-anchor="middle">'
+                   f'{escape(ylabel)}</text>')
+    for si, name in enumerate(series):
+        y = head + 10 + si * 16
+        out.append(f'<rect x="{left + pw + 8}" y="{y - 6}" width="12" height="10" fill="{PALETTE[si % len(PALETTE)]}"/>'
+                   f'<text x="{left + pw + 24}" y="{y + 3}">{escape(name)}</text>')
+    out.append("</svg>")
+    return "\n".join(out)
+
+
+def _histogram(values: list[int], bins: int = 12) -> dict[str, dict[str, float]]:
+    if not values:
+        return {}
+    hi = max(values)
+    if hi < bins:
+        return {str(v): {"units": sum(x == v for x in values)} for v in range(hi + 1)}
+    step = -(-(hi + 1) // bins)
+    out = {}
+    for lo in range(0, hi + 1, step):
+        out[f"{lo}-{lo + step - 1}"] = {"units": sum(lo <= x < lo + step for x in values)}
+    return out
+
+
+# ----------------------------------------------------------------------------------------------- context
+
+def _unit_rows(doc: Mapping) -> list[dict]:
+    failing: dict[str, list[str]] = {}
+    for c in doc.get("checks", ()):
+        if c["outcome"] == "fail":
+            failing.setdefault(c["unit"], []).append(c["rule"])
+    rows = []
+    for u in doc["units"]:
+        s = u["summary"]
+        small = len((u.get("cells") or {}).get("small", ()))
+        threshold = ((doc.get("rules") or {}).get("rules", {}).get("small_cells") or {}).get("threshold")
+        if threshold:
+            small = sum(1 for c in (u.get("cells") or {}).get("small", ()) if c["value"] < threshold)
+        rows.append({"geo": u["geo"], "level": u.get("level", ""), "rows": u.get("rows"), "status": u.get("status"),
+                     "derived": s.get("derived_singletons", 0), "singletons": s.get("verified_singletons", 0),
+                     "verified": s.get("verified", 0), "records": s.get("full_records", 0),
+                     "undecided": s.get("undecided", 0), "small": small,
+                     "solutions": f"{(u.get('solutions') or {}).get('count', '?')}"
+                                  f"{'' if (u.get('solutions') or {}).get('exhausted') else '+'}",
+                     "reconstructed": bool(u.get("reconstructed")), "failing": failing.get(u["geo"], []),
+                     "seconds": u.get("seconds")})
+    rows.sort(key=lambda r: (-len(r["failing"]), -r["records"], -r["derived"], -r["undecided"], r["geo"]))
+    return rows
+
+
+def _claims_by_columns(doc: Mapping) -> dict[str, dict[str, float]]:
+    out: dict[int, dict[str, float]] = {}
+    for u in doc["units"]:
+        for c in u.get("claims", ()):
+            if c["status"] != "verified" or c["m"] != 1:
+                continue
+            k = len(c["columns"])
+            name = "published directly" if c.get("direct") else "derived from several cells"
+            out.setdefault(k, {"derived from several cells": 0, "published directly": 0})[name] += 1
+    return {str(k): out[k] for k in sorted(out)}
+
+
+def _detail(doc: Mapping, rows: list[dict], cell_labels: Mapping[str, str]) -> list[dict]:
+    schema = doc.get("schema") or {}
+    by_geo = {u["geo"]: u for u in doc["units"]}
+    ncols = len((schema.get("columns") or {})) or None
+    out = []
+    for r in rows:
+        if len(out) >= DETAIL_UNITS:
+            break
+        u = by_geo[r["geo"]]
+        singles = [c for c in u.get("claims", ()) if c["status"] == "verified" and c["m"] == 1 and not c.get("direct")]
+        records = [c for c in u.get("claims", ()) if c["status"] == "verified" and ncols and len(c["columns"]) == ncols]
+        if not singles and not records:
+            continue
+        singles.sort(key=lambda c: (-len(c["columns"]), c.get("baseline", 1.0)))
+        shown = [{"text": claim_text(c, schema, u), "columns": len(c["columns"]),
+                  "cells": [{"key": k, "label": cell_labels.get(k, "")} for k in c.get("cells", ())],
+                  "explained": c.get("explained", bool(c.get("cells"))), "minimal": c.get("minimal", False),
+                  "baseline": c.get("baseline")} for c in singles[:CLAIMS_PER_UNIT]]
+        recs = [{"m": c["m"], "values": [describe_value(schema, k, str(v)) for k, v in c["columns"].items()]}
+                for c in records[:RECORDS_PER_UNIT]]
+        out.append({"geo": u["geo"], "level": u.get("level", ""), "claims": shown,
+                    "more": max(len(singles) - CLAIMS_PER_UNIT, 0), "total": len(singles),
+                    "records": recs, "record_columns": [column_title(schema, c) for c in (schema.get("columns") or {})],
+                    "more_records": max(len(records) - RECORDS_PER_UNIT, 0)})
+    return out
+
+
+def _rank_section(rank: Mapping | None, rules: Mapping) -> dict | None:
+    if not rank:
+        return None
+    from .rules import rank_lift
+
+    pooled = rank.get("pooled") or {}
+    ks = pooled.get("k_over_u") or []
+    series = {"attack": list(zip(ks, pooled.get("attack") or []))}
+    for name, curve in (pooled.get("baselines") or {}).items():
+        series[f"baseline: {name}"] = list(zip(ks, curve))
+    chart = Markup(line_chart(series, title="Ranking attack: share of true records among the top k",
+                              xlabel="k / u (top-k as a share of the unit's records)", ylabel="match rate",
+                              ylim=(0, 1))) if ks else None
+    upto = ((rules.get("rules") or {}).get("rank_lift") or {}).get("up_to_k_over_u", 0.5)
+    lift, at, which = rank_lift(pooled, None, upto) if ks else (None, None, "")
+    units = []
+    for u in rank.get("units") or ():
+        ul, uat, uwhich = rank_lift(u, ks, upto)
+        units.append({"geo": u.get("geo"), "rows": u.get("rows"), "lift": ul if uat is not None else None,
+                      "at": uat, "baseline": uwhich})
+    units.sort(key=lambda x: -(x["lift"] if x["lift"] is not None else -1))
+    return {"chart": chart, "lift": lift, "at": at, "baseline": which, "upto": upto,
+            "units": units[:TOP_UNITS], "more": max(len(units) - TOP_UNITS, 0),
+            "settings": {k: v for k, v in rank.items() if k not in ("pooled", "units") and not isinstance(v, (dict, list))}}
+
+
+def _linear_section(linear: Mapping | None) -> dict | None:
+    if not linear:
+        return None
+    charts = []
+    sweep = linear.get("sweep") or []
+    if sweep:
+        kinds = list(dict.fromkeys(p.get("mitigation") for p in sweep))
+        base = linear.get("baseline")
+        hl = {f"baseline {base:.2f}": base} if isinstance(base, (int, float)) else {}
+        charts.append(Markup(line_chart({k: [(p["param"], p["accuracy"]) for p in sweep if p.get("mitigation") == k]
+                                         for k in kinds}, title=f"Reconstruction of {linear.get('secret', '')} "
+                                         "under each mitigation", xlabel="parameter (round r, noise scale, sample t)",
+                                         ylabel="accuracy", hlines=hl, ylim=(0, 1))))
+        if any(p.get("answer_rmse") is not None or p.get("rmse") is not None for p in sweep):
+            charts.append(Markup(line_chart({k: [(p.get("answer_rmse", p.get("rmse")), p["accuracy"]) for p in sweep
+                                                 if p.get("mitigation") == k] for k in kinds},
+                                            title="Accuracy against the error added to answers",
+                                            xlabel="answer RMSE", ylabel="accuracy", hlines=hl, ylim=(0, 1))))
+    return {"secret": linear.get("secret"), "accuracy": linear.get("accuracy"), "baseline": linear.get("baseline"),
+            "ci": linear.get("ci"), "n_rows": linear.get("n_rows"), "n_queries": linear.get("n_queries"),
+            "method": linear.get("method"), "charts": charts, "privacy": linear.get("privacy"),
+            "differences": len(linear.get("differences") or [])}
+
+
+def _flat(value: Any, limit: int = 200) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, default=str)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _protection_section(prot: Mapping | None) -> dict | None:
+    if not prot:
+        return None
+    cells = prot.get("cells") or prot.get("suppressed") or prot.get("changed") or []
+    if isinstance(cells, Mapping):
+        cells = [f"{k}: {v}" for k, v in cells.items()]
+    after = prot.get("after") or prot.get("reaudit") or prot.get("re_audit") or {}
+    before = prot.get("before") or {}
+    facts = [(k, _flat(v)) for k, v in prot.items()
+             if k not in ("cells", "suppressed", "changed", "after", "before", "reaudit", "re_audit")]
+    return {"strategy": prot.get("strategy"), "cells": [_flat(c) for c in cells[:100]],
+            "more": max(len(cells) - 100, 0), "count": len(cells),
+            "before": before.get("verdict") if isinstance(before, Mapping) else None,
+            "after": after.get("verdict") if isinstance(after, Mapping) else None,
+            "after_summary": after.get("summary") if isinstance(after, Mapping) else None, "facts": facts}
+
+
+def context(doc: Mapping, extras: Mapping[str, Mapping] | None = None) -> dict:
+    """Everything the template shows, computed from the findings (and optional rank/linear/protection)."""
+    extras = dict(extras or {})
+    rules = doc.get("rules") or {}
+    rows = _unit_rows(doc)
+    cell_labels = doc.get("cell_labels") or {}
+    by_cols = _claims_by_columns(doc)
+    derived = [r["derived"] for r in rows]
+    charts = {}
+    if by_cols:
+        charts["by_columns"] = Markup(bar_chart(by_cols, title="Verified singleton claims by number of attributes",
+                                                xlabel="number of attributes in the claim", ylabel="claims"))
+    if len(rows) > 1:
+        charts["distribution"] = Markup(bar_chart(_histogram(derived), title="Units by number of derived singletons",
+                                                  xlabel="derived singleton claims in the unit", ylabel="units"))
+    return {
+        "doc": doc, "verdict": doc.get("verdict") or "not evaluated", "failing": doc.get("failing") or [],
+        "warnings": doc.get("warnings") or [], "summary": doc.get("summary") or {}, "rules": rules,
+        "rule_titles": _rule_titles(), "units": rows[:TOP_UNITS], "more_units": max(len(rows) - TOP_UNITS, 0),
+        "n_units": len(rows), "charts": charts, "detail": _detail(doc, rows, cell_labels),
+        "detail_limit": DETAIL_UNITS, "claims_limit": CLAIMS_PER_UNIT,
+        "schema": doc.get("schema") or {}, "rank": _rank_section(extras.get("rank"), rules),
+        "linear": _linear_section(extras.get("linear")), "protection": _protection_section(extras.get("protection")),
+        "appendix": _appendix(doc, extras),
+    }
+
+
+def _rule_titles() -> dict[str, str]:
+    from .rules import RULES
+
+    return {k: v[0] for k, v in RULES.items()}
+
+
+def _appendix(doc: Mapping, extras: Mapping) -> list[tuple[str, list[tuple[str, str]]]]:
+    tool = doc.get("tool") or {}
+    sections = [("Inputs", [(k, _flat(v)) for k, v in (doc.get("inputs") or {}).items()]),
+                ("Exact attack parameters", [(k, _flat(v)) for k, v in (doc.get("options") or {}).items()]),
+                ("Policy", [("name", _flat((doc.get("rules") or {}).get("name"))),
+                            ("file", _flat((doc.get("rules") or {}).get("source")))] +
+                 [(k, _flat(v)) for k, v in ((doc.get("rules") or {}).get("rules") or {}).items()]),
+                ("Versions", [(k, _flat(v)) for k, v in tool.items()] +
+                 [(k, _flat(v)) for k, v in (doc.get("versions") or {}).items()]),
+                ("Run", [("created", _flat(doc.get("created", "?"))), ("run time (s)", _flat(doc.get("seconds", "?"))),
+                         ("seed", _flat((doc.get("options") or {}).get("seed", "?")))] +
+                 [(k, _flat(v)) for k, v in (doc.get("run") or {}).items()])]
+    rank = extras.get("rank") or {}
+    if rank:
+        sections.append(("Ranking attack parameters", [(k, _flat(v)) for k, v in rank.items()
+                                                      if k not in ("pooled", "units")]))
+    linear = extras.get("linear") or {}
+    if linear:
+        sections.append(("Linear attack parameters", [(k, _flat(v)) for k, v in linear.items()
+                                                     if k in ("data", "secret", "public", "n_rows", "n_queries", "seed",
+                                                              "method", "sweep_settings")]))
+    return sections
+
+
+# ---------------------------------------------------------------------------------------------- render
+
+def _environment():
+    import jinja2
+
+    def load(name: str) -> str:
+        return (importlib.resources.files("reports") / name).read_text(encoding="utf-8")
+
+    env = jinja2.Environment(loader=jinja2.FunctionLoader(lambda n: load(n)), autoescape=True,
+                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env.filters["pct"] = lambda v, d=1: "–" if v is None else f"{float(v) * 100:.{d}f}%"
+    env.filters["num"] = lambda v: "–" if v is None else (f"{v:,}" if isinstance(v, int) else f"{v:,.3g}")
+    return env
+
+
+def render(doc: Mapping, extras: Mapping[str, Mapping] | None = None) -> str:
+    """The report as one HTML string."""
+    env = _environment()
+    css = (importlib.resources.files("reports") / "report.css").read_text(encoding="utf-8")
+    return env.get_template("report.html.j2").render(css=Markup(css), **context(doc, extras))
+
+
+def write_report(doc: Mapping, path: Path, extras: Mapping[str, Mapping] | None = None) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(render(doc, extras), encoding="utf-8")
+    tmp.replace(path)
+    return path
