@@ -1,0 +1,123 @@
+"""Random tiny problems with count/sum/mean/median cells, and a brute-force oracle over every dataset."""
+from __future__ import annotations
+
+import itertools
+from fractions import Fraction
+
+import numpy as np
+
+from audit.claims import Claim, candidates
+from audit.problem import Domain, Problem
+from audit.query import Predicate, Statistic
+from audit.release import Constraint, round_half_up
+
+
+def random_problem(rng: np.random.Generator, max_rows: int = 4, numeric: bool = True,
+                   n_cells: int | None = None) -> Problem:
+    """Categorical columns of 2-3 atoms, one small integer column, and cells published from a random truth."""
+    domains = []
+    for i in range(int(rng.integers(1, 3))):
+        size = int(rng.integers(2, 4))
+        domains.append(Domain(f"c{i}", tuple(frozenset([v]) for v in range(size)), tuple(str(v) for v in range(size))))
+    if numeric:
+        start = int(rng.integers(0, 3))
+        values = sorted(set(int(v) for v in start + np.cumsum(rng.integers(1, 4, size=int(rng.integers(2, 5)))) - 1))
+        domains.append(Domain("age", tuple(frozenset([v]) for v in values), tuple(str(v) for v in values), True))
+    n = int(rng.integers(1, max_rows + 1))
+    truth = np.column_stack([rng.integers(0, len(d), size=n) for d in domains]).astype(np.int64)
+    names = [d.name for d in domains]
+    shell = Problem("block", ("1",), tuple(domains), (n, n), ())
+    cons = []
+    for cell in range(n_cells if n_cells is not None else int(rng.integers(2, 6))):
+        clauses = {}
+        for d in domains:
+            if rng.random() < 0.45:
+                atoms = frozenset(int(a) for a in range(len(d)) if rng.random() < 0.5)
+                if d.numeric and rng.random() < 0.7:  # numeric predicates are ranges in schedules
+                    a = int(rng.integers(0, len(d)))
+                    atoms = frozenset(range(a, len(d))) if rng.random() < 0.5 else frozenset(range(0, a + 1))
+                if 0 < len(atoms) < len(d):
+                    clauses[d.name] = atoms
+        pred = Predicate.of(clauses)
+        kinds = ["count"] + (["sum", "mean", "median"] if numeric else [])
+        stats = [Statistic()] + [Statistic(k, "age", int(rng.integers(0, 2))) for k in kinds[1:] if rng.random() < 0.5]
+        count = int(shell.row_mask(truth, pred).sum())
+        mode = rng.choice(["exact", "interval", "suppress"], p=[0.5, 0.3, 0.2])
+        key = f"T:{cell}"
+        for stat in stats:
+            c = Constraint(f"{key}:{stat.name}", pred, stat, None, None)
+            value = shell.value(truth, c)
+            if value is None:  # a mean or median of nobody: published as empty, so the count is 0
+                cons.append(Constraint(f"{key}:count", pred, Statistic(), Fraction(0), Fraction(0)))
+                continue
+            if mode == "suppress" and count < 3:
+                if stat.kind == "count":
+                    cons.append(Constraint(c.key, pred, stat, Fraction(0), Fraction(2)))
+                continue
+            if stat.rounded and (mode == "interval" or value.denominator != 1):
+                v = round_half_up(value, stat.decimals)
+                half = Fraction(1, 2 * 10 ** stat.decimals)
+                cons.append(Constraint(c.key, pred, stat, max(v - half, Fraction(0)), v + half, hi_open=True))
+            elif mode == "interval":
+                cons.append(Constraint(c.key, pred, stat, max(value - 1, Fraction(0)), value + 1))
+            else:
+                cons.append(Constraint(c.key, pred, stat, value, value))
+    return Problem("block", ("1",), tuple(domains), (n, n), tuple(cons), (), truth)
+
+
+def all_datasets(problem: Problem) -> list[np.ndarray]:
+    """Every multiset of rows (sorted lexicographically) that reproduces the release.
+
+    Statistics are evaluated from per-row match bits and values (fast); the survivors are checked
+    again with ``Problem.violations``, the definition the engines must reproduce.
+    """
+    rows = list(itertools.product(*(range(len(d)) for d in problem.domains)))
+    table = np.array(rows, dtype=np.int64)
+    masks = [problem.row_mask(table, c.predicate) for c in problem.constraints]
+    edits = np.zeros(len(rows), dtype=bool)
+    for e in problem.edits:
+        edits |= problem.row_mask(table, e)
+    values = []
+    for c in problem.constraints:
+        col = c.statistic.column
+        values.append(None if col is None else
+                      [problem.domains[problem.index(col)].values[r[problem.index(col)]] for r in rows])
+    lo, hi = problem.n_rows
+    out = []
+    for n in range(lo, hi + 1):
+        for combo in itertools.combinations_with_replacement(range(len(rows)), n):
+            if any(edits[i] for i in combo):
+                continue
+            ok = True
+            for c, mask, vals in zip(problem.constraints, masks, values):
+                chosen = [i for i in combo if mask[i]]
+                kind = c.statistic.kind
+                if kind == "count":
+                    v = Fraction(len(chosen))
+                elif kind == "sum":
+                    v = Fraction(sum(vals[i] for i in chosen))
+                elif not chosen:
+                    v = None
+                elif kind == "mean":
+                    v = Fraction(sum(vals[i] for i in chosen), len(chosen))
+                else:
+                    xs = sorted(vals[i] for i in chosen)
+                    k = len(xs)
+                    v = Fraction(xs[k // 2]) if k % 2 else Fraction(xs[k // 2 - 1] + xs[k // 2], 2)
+                if not c.holds(v):
+                    ok = False
+                    break
+            if ok:
+                data = table[list(combo)].reshape(n, len(problem.domains))
+                assert problem.violations(data) == [], "the oracle's statistics disagree with Problem.value"
+                out.append(data)
+    return out
+
+
+def canonical(rows: np.ndarray) -> tuple:
+    return tuple(sorted(tuple(int(v) for v in r) for r in rows))
+
+
+def verified_claims(problem: Problem, datasets: list[np.ndarray]) -> set[Claim]:
+    """The true claims that hold in every consistent dataset."""
+    return {c for c in candidates(problem.truth) if all(c.count(d) == c.m for d in datasets)}
