@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -62,6 +62,10 @@ class Schedule:
     tables: tuple[Table, ...]
     protection: Protection = Protection()
     source: str = "<tables>"
+    # Per-unit suppression (written by ``audit protect``): geo key ("/".join(geo), e.g. "000100/1003")
+    # -> cell keys "TABLE:CELL" suppressed in that unit only. The attacker is assumed to know which
+    # cells these are, so each becomes [0, N] like a cell with ``suppressed: true``.
+    suppress: Mapping[str, frozenset] = field(default_factory=dict)
 
     @property
     def cells(self) -> tuple[CellDef, ...]:
@@ -82,9 +86,10 @@ def load_schedule(path: str | Path, schema: Schema) -> Schedule:
     if not isinstance(data, Mapping) or not isinstance(data.get("tables"), list) or not data["tables"]:
         raise doc.error("a table schedule needs 'tables:' with at least one table",
                         fix="see the README's 'Table schedule' section")
-    unknown = set(data) - {"tables", "protection"}
+    unknown = set(data) - {"tables", "protection", "suppress"}
     if unknown:
-        raise doc.error(f"unknown key(s) {sorted(unknown)}", sorted(unknown)[0], fix="allowed: tables, protection")
+        raise doc.error(f"unknown key(s) {sorted(unknown)}", sorted(unknown)[0],
+                        fix="allowed: tables, protection, suppress")
     default = _protection(doc, data.get("protection"), Protection(), "protection")
     tables, seen = [], {}
     for i, spec in enumerate(data["tables"]):
@@ -94,7 +99,28 @@ def load_schedule(path: str | Path, schema: Schema) -> Schedule:
                             fix="give every table its own id")
         seen[table.id] = i
         tables.append(table)
-    return Schedule(tuple(tables), default, str(doc.file))
+    return Schedule(tuple(tables), default, str(doc.file), _per_unit(doc, data.get("suppress"), tables))
+
+
+def _per_unit(doc: Located, spec: Any, tables: list[Table]) -> dict[str, frozenset]:
+    """``suppress: {"<geo>": ["TABLE:CELL", ...]}``: cells suppressed in one geographic unit only."""
+    if spec is None:
+        return {}
+    if not isinstance(spec, Mapping):
+        raise doc.error("suppress must map a unit (its geography codes joined by '/') to a list of cells",
+                        "suppress", fix='e.g. suppress: {"000100/1003": ["P15:hisp1"]}')
+    known = {c.key for t in tables for c in t.cells}
+    out = {}
+    for geo, cells in spec.items():
+        if not isinstance(cells, list) or not all(isinstance(c, str) for c in cells):
+            raise doc.error(f"suppress['{geo}'] must be a list of 'TABLE:CELL' keys", "suppress", geo,
+                            fix='e.g. ["P15:hisp1", "P18:total"]')
+        for j, key in enumerate(cells):
+            if key not in known:
+                raise doc.error(f"unknown cell '{key}' in suppress['{geo}']", "suppress", geo, j,
+                                fix="use TABLE:CELL with a table id and a cell id of this schedule")
+        out[str(geo)] = frozenset(cells)
+    return out
 
 
 def _protection(doc: Located, spec: Any, base: Protection, *path: Any) -> Protection:

@@ -1,6 +1,7 @@
 """Tabulation: microdata + schedule -> the release, per geographic unit."""
 from __future__ import annotations
 
+from dataclasses import replace
 from fractions import Fraction
 from functools import lru_cache
 
@@ -30,8 +31,14 @@ def median(values: np.ndarray) -> Fraction:
 
 
 def tabulate(frame: pd.DataFrame, schema: Schema, schedule: Schedule) -> list[UnitRelease]:
-    """Publish every cell of every table for every unit, applying the schedule's protection."""
+    """Publish every cell of every table for every unit, applying the schedule's protection.
+
+    ``schedule.suppress`` (per-unit suppression) hides the listed cells in that unit only; they are
+    marked suppressed on the cell, so the attacker model gives them [0, N].
+    """
     releases = []
+    per_unit = getattr(schedule, "suppress", None) or {}
+    used: set[str] = set()
     for level in schedule.levels:
         tables = [t for t in schedule.tables if t.level == level]
         cells = [c for t in tables for c in t.cells]
@@ -41,10 +48,27 @@ def tabulate(frame: pd.DataFrame, schema: Schema, schedule: Schedule) -> list[Un
         for geo, idx in units_of(frame, schema, level):
             sub, sub_masks = (frame.iloc[idx] if needs_rows else None), masks[idx]
             values: list[Value] = []
+            hidden = per_unit.get("/".join(geo), frozenset())
+            if hidden:
+                used.add("/".join(geo))
             for table, base in zip(tables, offsets):
-                values.extend(_publish_table(table, sub, sub_masks, int(base)))
+                values.extend(_publish_table(_hide(table, hidden) if hidden else table, sub, sub_masks, int(base)))
             releases.append(UnitRelease(level, geo, tuple(values), {t.id: t.protection for t in tables}))
+    unknown = sorted(set(per_unit) - used)
+    if unknown:
+        from .errors import AuditError
+
+        raise AuditError(f"suppress: unit '{unknown[0]}' is not a geographic unit of the data"
+                         + (f" (and {len(unknown) - 1} more)" if len(unknown) > 1 else ""), schedule.source,
+                         fix="key units by their geography codes joined by '/', e.g. '000100/1003'")
     return releases
+
+
+def _hide(table: Table, hidden: frozenset) -> Table:
+    """The table with the unit's extra suppressed cells marked ``suppressed`` (same keys)."""
+    if not any(c.key in hidden for c in table.cells):
+        return table
+    return replace(table, cells=tuple(replace(c, suppressed=True) if c.key in hidden else c for c in table.cells))
 
 
 def _masks(frame: pd.DataFrame, cells: list) -> np.ndarray:
