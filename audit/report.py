@@ -16,7 +16,7 @@ from typing import Any, Mapping
 
 from markupsafe import Markup
 
-from ._svg import PALETTE, line_chart
+from ._svg import PALETTE, _fmt, _ticks, line_chart
 from .errors import AuditError
 
 TOP_UNITS = 200          # rows of the unit table
@@ -98,8 +98,12 @@ def bar_chart(groups: Mapping[str, Mapping[str, float]], *, title: str = "", xla
               width: int = 560, height: int = 300) -> str:
     """Grouped bars: ``groups`` maps x label -> {series: value}. Returns an inline ``<svg>``."""
     series = list(dict.fromkeys(s for g in groups.values() for s in g))
-    top = max([v for g in groups.values() for v in g.values()] + [1])
-    left, right, head, bottom = 55, 130, 30 if title else 12, 45
+    ticks = _ticks(0, max([v for g in groups.values() for v in g.values()] + [1]), 4)
+    top = ticks[-1] if ticks[-1] > 0 else 1
+    if max([v for g in groups.values() for v in g.values()] + [0]) > top:
+        top = top + (ticks[1] - ticks[0] if len(ticks) > 1 else 1)
+        ticks.append(top)
+    left, right, head, bottom = 55, 150, 30 if title else 12, 45
     pw, ph = width - left - right, height - head - bottom
     n = max(len(groups), 1)
     slot = pw / n
@@ -109,11 +113,10 @@ def bar_chart(groups: Mapping[str, Mapping[str, float]], *, title: str = "", xla
            f'<rect x="0" y="0" width="{width}" height="{height}" fill="white"/>']
     if title:
         out.append(f'<text x="{left + pw / 2:.1f}" y="18" text-anchor="middle" font-size="13">{escape(title)}</text>')
-    for i in range(5):
-        v = top * i / 4
-        y = head + ph - ph * i / 4
+    for v in ticks:
+        y = head + ph - ph * v / top
         out.append(f'<line x1="{left}" x2="{left + pw}" y1="{y:.1f}" y2="{y:.1f}" stroke="#eee"/>'
-                   f'<text x="{left - 5}" y="{y + 4:.1f}" text-anchor="end">{v:.3g}</text>')
+                   f'<text x="{left - 5}" y="{y + 4:.1f}" text-anchor="end">{_fmt(v)}</text>')
     for gi, (label, values) in enumerate(groups.items()):
         x0 = left + gi * slot + slot * 0.1
         for si, name in enumerate(series):
@@ -185,8 +188,8 @@ def _claims_by_columns(doc: Mapping) -> dict[str, dict[str, float]]:
             if c["status"] != "verified" or c["m"] != 1:
                 continue
             k = len(c["columns"])
-            name = "published directly" if c.get("direct") else "derived from several cells"
-            out.setdefault(k, {"derived from several cells": 0, "published directly": 0})[name] += 1
+            name = "published directly" if c.get("direct") else "derived"
+            out.setdefault(k, {"derived": 0, "published directly": 0})[name] += 1
     return {str(k): out[k] for k in sorted(out)}
 
 
@@ -301,7 +304,7 @@ def context(doc: Mapping, extras: Mapping[str, Mapping] | None = None) -> dict:
     if by_cols:
         charts["by_columns"] = Markup(bar_chart(by_cols, title="Verified singleton claims by number of attributes",
                                                 xlabel="number of attributes in the claim", ylabel="claims"))
-    if len(rows) > 1:
+    if len(rows) > 5:
         charts["distribution"] = Markup(bar_chart(_histogram(derived), title="Units by number of derived singletons",
                                                   xlabel="derived singleton claims in the unit", ylabel="units"))
     return {
@@ -328,7 +331,9 @@ def _appendix(doc: Mapping, extras: Mapping) -> list[tuple[str, list[tuple[str, 
                 ("Exact attack parameters", [(k, _flat(v)) for k, v in (doc.get("options") or {}).items()]),
                 ("Policy", [("name", _flat((doc.get("rules") or {}).get("name"))),
                             ("file", _flat((doc.get("rules") or {}).get("source")))] +
-                 [(k, _flat(v)) for k, v in ((doc.get("rules") or {}).get("rules") or {}).items()]),
+                 [(k, "; ".join(f"{a} {b}" if a != "action" else str(b) for a, b in v.items() if b is not None)
+                   if isinstance(v, Mapping) else _flat(v))
+                  for k, v in ((doc.get("rules") or {}).get("rules") or {}).items()]),
                 ("Versions", [(k, _flat(v)) for k, v in tool.items()] +
                  [(k, _flat(v)) for k, v in (doc.get("versions") or {}).items()]),
                 ("Run", [("created", _flat(doc.get("created", "?"))), ("run time (s)", _flat(doc.get("seconds", "?"))),

@@ -277,7 +277,8 @@ def summarize(checks: list[dict], rules: Rules) -> tuple[str, list[dict], list[d
             by_rule.setdefault((c["rule"], c["outcome"]), []).append(c)
     titles = {r.id: r.title for r in rules.rules}
     rows = [{"rule": rid, "title": titles.get(rid, rid), "outcome": outcome, "units": len(cs),
-             "count": sum(c["count"] for c in cs), "example": f"{cs[0]['unit']}: {cs[0]['message']}",
+             "scope": "release" if cs[0]["unit"] == RELEASE else "units", "count": sum(c["count"] for c in cs),
+             "example": cs[0]["message"] if cs[0]["unit"] == RELEASE else f"{cs[0]['unit']}: {cs[0]['message']}",
              "unit_list": [c["unit"] for c in cs][:50]}
             for (rid, outcome), cs in by_rule.items()]
     failing = [r for r in rows if r["outcome"] == FAIL]

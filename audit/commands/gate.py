@@ -47,7 +47,9 @@ def register(app: typer.Typer) -> None:
         elif not quiet:
             typer.echo(f"{doc['verdict'].upper()} ({doc['rules']['name']} policy, {doc['summary']['units']} units)")
             for f in doc["failing"]:
-                typer.echo(f"FAIL {f['rule']}: {f['units']} unit(s); {f['example']}")
+                where = "" if f.get("scope") == "release" else f"{f['units']} unit(s); "
+                typer.echo(f"FAIL {f['rule']}: {where}{f['example']}")
             for w in doc["warnings"]:
-                typer.echo(f"WARN {w['rule']}: {w['units']} unit(s); {w['example']}")
+                where = "" if w.get("scope") == "release" else f"{w['units']} unit(s); "
+                typer.echo(f"WARN {w['rule']}: {where}{w['example']}")
         exit_for(doc)

@@ -1,0 +1,298 @@
+"""The HTML report: self-contained, escaped, plain language, capped on large runs; renders in headless chromium
+with no console error and no network request (install: apt-get install -y chromium)."""
+from __future__ import annotations
+
+import base64
+import copy
+import json
+import os
+import re
+import shutil
+import socket
+import struct
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from audit.cli import run
+from audit.report import CLAIMS_PER_UNIT, claim_text, describe_value, render, write_report
+
+ROOT = Path(__file__).resolve().parents[1]
+PROTECTED = ROOT / "tests" / "data" / "protected"
+HOUSEHOLDS = ROOT / "audit" / "samples_data" / "households"
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+RANK = {"pooled": {"k_over_u": [0.1, 0.25, 0.5, 1.0], "attack": [0.9, 0.8, 0.7, 0.5],
+                   "baselines": {"holdout": [0.4, 0.4, 0.4, 0.4], "tract": [0.5, 0.45, 0.42, 0.4]}},
+        "units": [{"geo": "000100/1003", "rows": 5, "ranked": [], "attack": [1.0, 1.0, 0.8, 0.6],
+                   "baselines": {"holdout": [0.5, 0.5, 0.5, 0.5]}}]}
+LINEAR = {"secret": "hisp", "accuracy": 0.96, "baseline": 0.7, "ci": [0.9, 0.99], "n_rows": 100, "n_queries": 200,
+          "method": "lstsq", "sweep": [{"mitigation": m, "param": p, "accuracy": a, "answer_rmse": p / 2}
+                                       for m in ("round", "noise") for p, a in ((1, 0.95), (5, 0.8), (20, 0.6))]}
+PROTECTION = {"strategy": "suppress", "cells": ["P18:family", "P19:size1"], "before": {"verdict": "fail"},
+              "after": {"verdict": "pass", "summary": {"derived_singletons": 0}}}
+
+
+@pytest.fixture(scope="module")
+def findings(tmp_path_factory) -> Path:
+    """A real run on one household block (5 households), with rank/linear/protection results beside it."""
+    out = tmp_path_factory.mktemp("hh")
+    data = out / "data.csv"
+    data.write_text((PROTECTED / "data.csv").read_text())
+    for name, doc in (("rank", RANK), ("linear", LINEAR), ("protection", PROTECTION)):
+        (out / f"{name}.json").write_text(json.dumps(doc))
+    code = run(["run", str(data), "-s", str(HOUSEHOLDS / "schema.yaml"), "-t", str(HOUSEHOLDS / "tables.yaml"),
+                "-o", str(out), "--explain-seconds", "1", "--quiet"])
+    assert code == 1  # the unprotected block fails the default rules
+    return out / "findings.json"
+
+
+def test_report_is_self_contained_and_complete(findings):
+    html = (findings.parent / "report.html").read_text()
+    doc = json.loads(findings.read_text())
+    assert "CONFIDENTIAL" in html and 'id="verdict"' in html and "FAIL" in html
+    for rule in doc["failing"]:
+        assert rule["rule"] in html
+    # no external resource: nothing loaded from a URL, and a CSP that forbids any network request
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", html, re.I)
+    assert not re.search(r"@import|url\(\s*['\"]?https?:", html, re.I)
+    assert "default-src 'none'" in html
+    assert "<svg" in html and 'id="chart-columns"' in html and 'id="chart-rank"' in html
+    assert 'class="chart-linear"' in html and "96.0%" in html  # linear accuracy
+    assert "P18:family" in html  # recommended protection
+    assert "Exactly one household in block 000100/1003 has:" in html
+    for section in ("units", "claims", "ranking", "linear", "protection", "appendix"):
+        assert f'id="{section}"' in html
+    assert "python-sat" in html and "seed" in html  # appendix: versions and seeds
+
+
+def test_absent_optional_results_are_explained(findings):
+    doc = json.loads(findings.read_text())
+    html = render(doc)
+    assert html.count("Not run.") == 2 and "No recommendation was computed" in html
+
+
+def test_plain_language_from_schema_labels():
+    schema = {"unit": "household", "columns": {"hhsex": {"kind": "categorical", "labels": {"0": "Male", "1": "Female"}},
+                                              "age": {"kind": "integer", "labels": {}},
+                                              "race": {"kind": "categorical", "labels": {"W": "White", "B": "Black"}}}}
+    c = {"columns": {"hhsex": "1", "age": "65-74", "race": "W|B"}, "m": 1}
+    assert claim_text(c, schema, {"level": "block", "geo": "1001"}) == \
+        "Exactly one household in block 1001 has: hhsex Female, age 65 to 74, race White or Black."
+    assert describe_value(schema, "age", "36") == "36"
+    assert claim_text({**c, "m": 2}, schema, {"level": "block", "geo": "1"}).startswith("Exactly two households")
+
+
+def test_values_are_escaped(findings):
+    doc = json.loads(findings.read_text())
+    evil = "<script>alert(1)</script><img src=x onerror=alert(2)>"
+    doc["schema"]["columns"]["hhsex"]["labels"] = {k: evil for k in doc["schema"]["columns"]["hhsex"]["labels"]}
+    doc["units"][0]["geo"] = evil
+    doc["inputs"]["tables"] = evil
+    html = render(doc)
+    assert evil not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert html.count("<script>") == 1  # only the report's own table sorter
+
+
+def test_large_runs_are_capped(findings):
+    doc = json.loads(findings.read_text())
+    u = doc["units"][0]
+    doc["units"] = []
+    for i in range(260):
+        v = copy.deepcopy(u)
+        v["geo"] = f"000100/{i:04d}"
+        doc["units"].append(v)
+    doc["summary"]["units"] = 260
+    html = render(doc)
+    assert "Showing the 200 riskiest of 260 units; 60 more are in findings.json." in html
+    assert html.count('class="claim"') == 20 * CLAIMS_PER_UNIT  # 20 units x 10 claims
+    assert "more are in findings.json" in html and 'id="chart-distribution"' in html
+
+
+def test_report_command_rerenders_with_other_rules(findings, tmp_path):
+    out = tmp_path / "r.html"
+    assert run(["report", str(findings), "--out", str(out), "--rules", "lenient", "--junit", str(tmp_path / "j.xml"),
+                "--quiet"]) == 0
+    assert "lenient" in out.read_text() and (tmp_path / "j.xml").is_file()
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    assert run(["report", str(bad)]) == 2
+
+
+def test_pass_report(tmp_path):
+    assert run(["run", str(PROTECTED / "data.csv"), "-s", str(PROTECTED / "schema.yaml"), "-t",
+                str(PROTECTED / "tables.yaml"), "-o", str(tmp_path), "--quiet"]) == 0
+    html = (tmp_path / "report.html").read_text()
+    assert "PASS" in html and "No derived singleton claim" in html
+
+
+# ------------------------------------------------------------------ headless chromium (DevTools protocol)
+
+class DevTools:
+    """A minimal client for the Chrome DevTools Protocol over a websocket (standard library only)."""
+
+    def __init__(self, ws_url: str):
+        m = re.match(r"ws://([^:/]+):(\d+)(/.*)", ws_url)
+        self.sock = socket.create_connection((m.group(1), int(m.group(2))), timeout=30)
+        key = base64.b64encode(os.urandom(16)).decode()
+        self.sock.sendall((f"GET {m.group(3)} HTTP/1.1\r\nHost: {m.group(1)}:{m.group(2)}\r\nUpgrade: websocket\r\n"
+                           f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n").encode())
+        head = b""
+        while b"\r\n\r\n" not in head:
+            head += self.sock.recv(1)
+        assert b" 101 " in head.split(b"\r\n")[0], head
+        self.next_id, self.events = 0, []
+
+    def _send(self, text: str) -> None:
+        data = text.encode()
+        mask = os.urandom(4)
+        n = len(data)
+        header = bytes([0x81]) + (bytes([0x80 | n]) if n < 126 else
+                                  bytes([0x80 | 126]) + struct.pack(">H", n) if n < 65536 else
+                                  bytes([0x80 | 127]) + struct.pack(">Q", n))
+        self.sock.sendall(header + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(data)))
+
+    def _exact(self, n: int) -> bytes:
+        buf = b""
+        while len(buf) < n:
+            chunk = self.sock.recv(n - len(buf))
+            if not chunk:
+                raise ConnectionError("devtools socket closed")
+            buf += chunk
+        return buf
+
+    def _recv(self) -> dict:
+        message = b""
+        while True:
+            b0, b1 = self._exact(2)
+            n = b1 & 0x7F
+            if n == 126:
+                n = struct.unpack(">H", self._exact(2))[0]
+            elif n == 127:
+                n = struct.unpack(">Q", self._exact(8))[0]
+            payload = self._exact(n)
+            opcode = b0 & 0x0F
+            if opcode == 9:  # ping
+                continue
+            if opcode == 8:
+                raise ConnectionError("devtools closed the websocket")
+            message += payload
+            if b0 & 0x80:
+                return json.loads(message)
+
+    def call(self, method: str, session: str | None = None, **params) -> dict:
+        self.next_id += 1
+        msg = {"id": self.next_id, "method": method, "params": params}
+        if session:
+            msg["sessionId"] = session
+        self._send(json.dumps(msg))
+        while True:
+            reply = self._recv()
+            if reply.get("id") == self.next_id:
+                if "error" in reply:
+                    raise RuntimeError(f"{method}: {reply['error']}")
+                return reply.get("result", {})
+            self.events.append(reply)
+
+    def wait_for(self, method: str, timeout: float = 30) -> None:
+        end = time.time() + timeout
+        while not any(e.get("method") == method for e in self.events):
+            if time.time() > end:
+                raise TimeoutError(method)
+            self.events.append(self._recv())
+
+    def drain(self, seconds: float) -> None:
+        self.sock.settimeout(seconds)
+        try:
+            while True:
+                self.events.append(self._recv())
+        except (socket.timeout, TimeoutError):
+            pass
+        finally:
+            self.sock.settimeout(30)
+
+
+@pytest.fixture
+def chromium(tmp_path):
+    if not CHROMIUM.exists():
+        pytest.skip("headless browser test needs Debian chromium at /usr/bin/chromium "
+                    "(apt-get update && apt-get install -y chromium)")
+    profile = tempfile.mkdtemp(prefix="audit-chromium-")
+    proc = subprocess.Popen([str(CHROMIUM), *CHROMIUM_FLAGS, f"--user-data-dir={profile}",
+                             "--remote-debugging-port=0", "--remote-allow-origins=*", "about:blank"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    url, end = None, time.time() + 60
+    while url is None and time.time() < end:
+        line = proc.stderr.readline()
+        if not line and proc.poll() is not None:
+            break
+        m = re.search(r"DevTools listening on (ws://\S+)", line)
+        url = m.group(1) if m else None
+    if url is None:
+        proc.kill()
+        pytest.fail("chromium did not start its DevTools endpoint")
+    try:
+        yield DevTools(url)
+    finally:
+        proc.kill()
+        proc.wait(timeout=30)
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+def test_report_renders_in_headless_chromium(findings, chromium, tmp_path):
+    page = findings.parent / "report.html"
+    target = chromium.call("Target.createTarget", url="about:blank")["targetId"]
+    session = chromium.call("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
+    for domain in ("Page", "Runtime", "Network", "Log"):
+        chromium.call(f"{domain}.enable", session)
+    chromium.call("Emulation.setDeviceMetricsOverride", session, width=1200, height=900, deviceScaleFactor=1,
+                  mobile=False)
+    chromium.call("Page.navigate", session, url=page.as_uri())
+    chromium.wait_for("Page.loadEventFired")
+
+    def js(expr: str):
+        return chromium.call("Runtime.evaluate", session, expression=expr, returnByValue=True)["result"].get("value")
+
+    # the sortable table works: sorting by unit name keeps every row
+    rows = js("document.querySelectorAll('#unit-table tbody tr').length")
+    js("document.querySelector('#unit-table th.sortable').click(); 1")
+    assert js("document.querySelectorAll('#unit-table tbody tr').length") == rows >= 1
+    chromium.drain(0.5)
+    verdict = js("document.querySelector('#verdict .word').innerText")
+    assert verdict.startswith("FAIL")
+    assert js("document.querySelector('#confidential').innerText").startswith("CONFIDENTIAL")
+    assert js("document.querySelectorAll('svg').length") >= 4
+    assert js("document.querySelector('#verdict').getBoundingClientRect().top") < 300  # verdict at the top
+    shot = base64.b64decode(chromium.call("Page.captureScreenshot", session, format="png")["data"])
+    assert shot[:8] == b"\x89PNG\r\n\x1a\n" and len(shot) > 10_000
+    (findings.parent / "report.png").write_bytes(shot)
+    requests = [e["params"]["request"]["url"] for e in chromium.events if e.get("method") == "Network.requestWillBeSent"]
+    external = [u for u in requests if not u.startswith(("file:", "data:", "about:"))]
+    assert external == []
+    assert any(u.startswith("file:") for u in requests)  # the network domain did see the page load
+    errors = [e["params"] for e in chromium.events
+              if e.get("method") == "Runtime.exceptionThrown"
+              or (e.get("method") == "Runtime.consoleAPICalled" and e["params"]["type"] in ("error", "assert"))
+              or (e.get("method") == "Log.entryAdded" and e["params"]["entry"]["level"] == "error")]
+    assert errors == []
+    if os.environ.get("AUDIT_KEEP_SCREENSHOT"):
+        shutil.copy(findings.parent / "report.png", os.environ["AUDIT_KEEP_SCREENSHOT"])
+
+
+def test_screenshot_cli_shows_verdict(findings, tmp_path):
+    """The plain --screenshot route (no DevTools) also renders the page."""
+    if not CHROMIUM.exists():
+        pytest.skip("needs /usr/bin/chromium (apt-get update && apt-get install -y chromium)")
+    shot = tmp_path / "shot.png"
+    dom = subprocess.run([str(CHROMIUM), *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom",
+                          (findings.parent / "report.html").as_uri()], capture_output=True, text=True, timeout=120)
+    assert "FAIL – do not publish as planned" in dom.stdout
+    subprocess.run([str(CHROMIUM), *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile'}",
+                    f"--screenshot={shot}", "--window-size=1200,900", (findings.parent / "report.html").as_uri()],
+                   capture_output=True, timeout=120)
+    assert shot.read_bytes()[:4] == b"\x89PNG"

@@ -1,0 +1,144 @@
+"""Rules: the shipped policies load, bad files fail with file:line and a fix, checks follow the findings."""
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+
+from audit.errors import AuditError
+from audit.rules import RULES, apply, builtin_names, evaluate, load_rules, rank_lift
+
+
+def unit(geo="1001", claims=(), **summary):
+    s = {"verified": len(claims), "undecided": 0, "refuted": 0, "verified_singletons": 0, "derived_singletons": 0,
+         "full_records": 0, "singletons_by_columns": {}}
+    s.update(summary)
+    return {"geo": geo, "level": "block", "rows": 5, "status": "done", "reason": "", "reconstructed": False,
+            "solutions": {"count": 100, "exhausted": False}, "summary": s, "claims": list(claims),
+            "cells": {"values": 10, "suppressed": 0, "rounded": 0, "small": []}}
+
+
+def claim(m=1, direct=False, ncols=2, status="verified"):
+    return {"columns": {f"c{i}": "0" for i in range(ncols)}, "m": m, "status": status, "direct": direct, "cells": []}
+
+
+def doc(*units):
+    return {"units": list(units), "summary": {}}
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    p = tmp_path / "rules.yaml"
+    p.write_text(text)
+    return p
+
+
+def outcomes(checks, rule):
+    return [c["outcome"] for c in checks if c["rule"] == rule]
+
+
+def test_builtin_policies_load_and_cover_every_rule():
+    assert {"default", "strict", "lenient"} <= set(builtin_names())
+    default = load_rules()
+    assert default.name == "default" and {r.id for r in default.rules} == set(RULES)
+    assert next(r for r in default.rules if r.id == "undecided").action == "fail"  # fail closed
+    lenient = load_rules("lenient")
+    assert "direct_singletons" not in {r.id for r in lenient.rules}
+    strict = load_rules("strict")
+    assert next(r for r in strict.rules if r.id == "derived_singletons").settings["min_columns"] == 1
+
+
+@pytest.mark.parametrize("text, where, words", [
+    ("derived_singletons:\n  min_colums: 2\n", ":2", "unknown setting 'min_colums'"),
+    ("name: x\nsingletons: on\n", ":2", "unknown rule 'singletons'"),
+    ("small_cells:\n  threshold: 40\n", ":2", "threshold must be from 2 to 10"),
+    ("rank_lift:\n  max: high\n", ":2", "must be a number"),
+    ("undecided:\n  action: maybe\n", ":2", "action must be fail or warn"),
+    ("full_records: 3\n", ":1", "must be on, off or a mapping"),
+    ("derived_singletons: [1\n", ":", "malformed YAML"),
+])
+def test_bad_rules_name_file_line_and_fix(tmp_path, text, where, words):
+    path = write(tmp_path, text)
+    with pytest.raises(AuditError) as info:
+        load_rules(path)
+    line = info.value.line()
+    assert f"{path}{where}" in line and words in line
+    if "malformed" not in words:
+        assert "fix:" in line
+
+
+def test_missing_rules_file():
+    with pytest.raises(AuditError, match="file not found"):
+        load_rules("no/such/rules.yaml")
+
+
+def test_singleton_rules_count_columns_and_direct_separately(tmp_path):
+    rules = load_rules(write(tmp_path, "derived_singletons: {min_columns: 3}\ndirect_singletons: {min_columns: 1}\n"))
+    d = doc(unit("a", [claim(ncols=2)]), unit("b", [claim(ncols=3)]), unit("c", [claim(direct=True, ncols=1)]),
+            unit("d", [claim(m=2, ncols=5), claim(ncols=4, status="undecided")]))
+    checks = evaluate(d, rules)
+    assert outcomes(checks, "derived_singletons") == ["pass", "fail", "pass", "pass"]
+    assert outcomes(checks, "direct_singletons") == ["pass", "pass", "fail", "pass"]
+    apply(d, rules)
+    assert d["verdict"] == "fail" and {f["rule"] for f in d["failing"]} == {"derived_singletons", "direct_singletons"}
+
+
+def test_records_units_small_cells_and_undecided(tmp_path):
+    rules = load_rules(write(tmp_path, "full_records: on\nreconstructed_units: on\nsmall_cells: {threshold: 3}\n"
+                                       "undecided: on\n"))
+    a = unit("a", full_records=1)
+    b = unit("b")
+    b["reconstructed"] = True
+    c = unit("c")
+    c["cells"]["small"] = [{"cell": "T:x", "value": 3}, {"cell": "T:y", "value": 2}]
+    e = unit("e", undecided=4)
+    f = unit("f")
+    f["cells"]["small"] = [{"cell": "T:x", "value": 3}]
+    checks = evaluate(doc(a, b, c, e, f), rules)
+    assert outcomes(checks, "full_records") == ["fail", "pass", "pass", "pass", "pass"]
+    assert outcomes(checks, "reconstructed_units") == ["pass", "fail", "pass", "pass", "pass"]
+    assert outcomes(checks, "small_cells") == ["pass", "pass", "fail", "pass", "pass"]
+    assert outcomes(checks, "undecided") == ["pass", "pass", "pass", "fail", "pass"]
+    assert "T:y = 2" in next(c["message"] for c in checks if c["rule"] == "small_cells" and c["outcome"] == "fail")
+
+
+def test_warn_action_does_not_fail_and_off_disables(tmp_path):
+    rules = load_rules(write(tmp_path, "undecided: {action: warn}\nfull_records: off\n"))
+    d = apply(doc(unit("a", undecided=2, full_records=3)), rules)
+    assert d["verdict"] == "pass" and d["warnings"][0]["rule"] == "undecided"
+    assert {c["rule"] for c in d["checks"]} == {"undecided"}
+
+
+def test_empty_rules_file_passes_everything(tmp_path):
+    d = apply(doc(unit("a", full_records=3)), load_rules(write(tmp_path, "")))
+    assert d["verdict"] == "pass" and d["checks"] == []
+
+
+def test_rank_lift_per_unit_and_skipped_without_rank(tmp_path):
+    rules = load_rules(write(tmp_path, "rank_lift: {max: 0.1, up_to_k_over_u: 0.5}\n"))
+    d = doc(unit("a"), unit("b"), unit("c"))
+    assert outcomes(evaluate(d, rules), "rank_lift") == ["skipped"] * 3
+    rank = {"pooled": {"k_over_u": [0.1, 0.5, 1.0], "attack": [0.9, 0.8, 0.5], "baselines": {"holdout": [0.5, 0.6, 0.5]}},
+            "units": [{"geo": "a", "attack": [0.9, 0.6, 1.0], "baselines": {"holdout": [0.5, 0.6, 0.2], "tract": [0.7, 0.55, 0.1]}},
+                      {"geo": "b", "attack": [0.55, 0.6, 1.0], "baselines": {"holdout": [0.5, 0.6, 0.1]}}]}
+    checks = evaluate(d, rules, rank=rank)
+    assert outcomes(checks, "rank_lift") == ["fail", "pass", "skipped"]
+    lift, at, which = rank_lift(rank["units"][0], rank["pooled"]["k_over_u"], 0.5)
+    assert lift == pytest.approx(0.2) and at == 0.1 and which == "tract"  # k/u = 1.0 ignored (above 0.5)
+
+
+def test_linear_accuracy_is_release_wide(tmp_path):
+    rules = load_rules(write(tmp_path, "linear_accuracy: {max_lift: 0.1}\n"))
+    d = doc(unit("a"), unit("b"))
+    assert outcomes(evaluate(d, rules), "linear_accuracy") == ["skipped"]
+    high = {"secret": "hisp", "accuracy": 0.97, "baseline": 0.6}
+    assert outcomes(evaluate(d, rules, linear=high), "linear_accuracy") == ["fail"]
+    assert outcomes(evaluate(d, rules, linear={**high, "accuracy": 0.65}), "linear_accuracy") == ["pass"]
+    rules = load_rules(write(tmp_path, "linear_accuracy: {max: 0.9, max_lift: off}\n"))
+    assert outcomes(evaluate(d, rules, linear={**high, "accuracy": 0.95}), "linear_accuracy") == ["fail"]
+
+
+def test_apply_is_idempotent():
+    d = doc(unit("a", [claim(ncols=4)]))
+    once = copy.deepcopy(apply(d, load_rules()))
+    assert apply(d, load_rules()) == once
