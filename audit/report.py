@@ -276,20 +276,43 @@ def _flat(value: Any, limit: int = 200) -> str:
 
 
 def _protection_section(prot: Mapping | None) -> dict | None:
+    """protection.json of ``audit protect``: the recommendation and the re-audit before/after."""
     if not prot:
         return None
-    cells = prot.get("cells") or prot.get("suppressed") or prot.get("changed") or []
-    if isinstance(cells, Mapping):
-        cells = [f"{k}: {v}" for k, v in cells.items()]
-    after = prot.get("after") or prot.get("reaudit") or prot.get("re_audit") or {}
-    before = prot.get("before") or {}
-    facts = [(k, _flat(v)) for k, v in prot.items()
-             if k not in ("cells", "suppressed", "changed", "after", "before", "reaudit", "re_audit")]
-    return {"strategy": prot.get("strategy"), "cells": [_flat(c) for c in cells[:100]],
-            "more": max(len(cells) - 100, 0), "count": len(cells),
-            "before": before.get("verdict") if isinstance(before, Mapping) else None,
-            "after": after.get("verdict") if isinstance(after, Mapping) else None,
-            "after_summary": after.get("summary") if isinstance(after, Mapping) else None, "facts": facts}
+    rec = prot.get("recommendation")
+    cells: list[str] = []
+    source = (rec or {}).get("cells") if isinstance(rec, Mapping) else None
+    if source is None:
+        source = {u.get("geo"): u.get("cells") for u in prot.get("units") or () if isinstance(u, Mapping)}
+    if isinstance(source, Mapping):
+        cells = [f"{geo}: {c}" for geo, cs in source.items() for c in (cs or ())]
+    elif isinstance(source, list):
+        cells = [_flat(c) for c in source]
+    totals = prot.get("totals") or {}
+    count = totals.get("cells_suppressed", (rec or {}).get("cells_suppressed") if isinstance(rec, Mapping) else None)
+    before, after = prot.get("before") or {}, prot.get("after") or {}
+    compare = []
+    for key, label in (("derived_singletons", "derived singleton claims"), ("full_records", "records fully reconstructed"),
+                       ("units_reconstructed", "units with one possible dataset"), ("undecided", "claims undecided"),
+                       ("verified", "verified claims")):
+        b, a = (before.get("summary") or {}).get(key), (after.get("summary") or {}).get(key)
+        if b is not None or a is not None:
+            compare.append((label, b, a))
+    facts = []
+    for key, label in (("round_to", "rounding base"), ("scale", "noise scale"), ("epsilon", "epsilon"),
+                       ("reason", "why not"), ("attacker_model", "attacker model")):
+        value = prot.get(key, (rec or {}).get(key) if isinstance(rec, Mapping) else None)
+        if value is not None:
+            facts.append((label, _flat(value, 400)))
+    for key, label in (("units_protected", "units protected"), ("units_not_protected", "units not protected"),
+                       ("persons_in_suppressed_cells", "records in suppressed cells")):
+        if key in totals:
+            facts.append((label, _flat(totals[key])))
+    return {"strategy": prot.get("strategy") or (rec or {}).get("strategy") if isinstance(rec, Mapping) else prot.get("strategy"),
+            "offered": rec is not None, "cells": cells[:100], "more": max(len(cells) - 100, 0),
+            "count": count if count is not None else len(cells), "before": before.get("verdict"),
+            "after": after.get("verdict"), "after_failing": [f.get("rule") for f in after.get("failing") or ()],
+            "compare": compare, "facts": facts}
 
 
 def context(doc: Mapping, extras: Mapping[str, Mapping] | None = None) -> dict:

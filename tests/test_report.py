@@ -34,8 +34,12 @@ RANK = {"pooled": {"k_over_u": [0.1, 0.25, 0.5, 1.0], "attack": [0.9, 0.8, 0.7, 
 LINEAR = {"secret": "hisp", "accuracy": 0.96, "baseline": 0.7, "ci": [0.9, 0.99], "n_rows": 100, "n_queries": 200,
           "method": "lstsq", "sweep": [{"mitigation": m, "param": p, "accuracy": a, "answer_rmse": p / 2}
                                        for m in ("round", "noise") for p, a in ((1, 0.95), (5, 0.8), (20, 0.6))]}
-PROTECTION = {"strategy": "suppress", "cells": ["P18:family", "P19:size1"], "before": {"verdict": "fail"},
-              "after": {"verdict": "pass", "summary": {"derived_singletons": 0}}}
+PROTECTION = {"strategy": "suppress", "totals": {"units_protected": 1, "cells_suppressed": 2,
+                                                 "persons_in_suppressed_cells": 3},
+              "before": {"verdict": "fail", "summary": {"derived_singletons": 568}, "failing": []},
+              "after": {"verdict": "pass", "summary": {"derived_singletons": 0}, "failing": []},
+              "recommendation": {"strategy": "suppress", "cells": {"000100/1003": ["P18:family", "P19:size1"]},
+                                 "cells_suppressed": 2}}
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +68,7 @@ def test_report_is_self_contained_and_complete(findings):
     assert "default-src 'none'" in html
     assert "<svg" in html and 'id="chart-columns"' in html and 'id="chart-rank"' in html
     assert 'class="chart-linear"' in html and "96.0%" in html  # linear accuracy
-    assert "P18:family" in html  # recommended protection
+    assert "000100/1003: P18:family" in html and "passes</b> the policy" in html  # recommended protection
     assert "Exactly one household in block 000100/1003 has:" in html
     for section in ("units", "claims", "ranking", "linear", "protection", "appendix"):
         assert f'id="{section}"' in html
