@@ -190,3 +190,15 @@ def test_every_rules_key_is_documented():
         for setting in settings:
             assert f"`{rid}.{setting}`" in docs, f"rules setting '{rid}.{setting}' is not documented"
     assert "`action`" in docs
+
+
+def test_run_with_the_linear_attack_applies_its_rule(tmp_path):
+    code = run(["run", str(HOUSEHOLDS / "data.csv"), "-s", str(PROTECTED / "schema.yaml"), "-t",
+                str(PROTECTED / "tables.yaml"), "-o", str(tmp_path), "--linear-secret", "multi",
+                "--linear-public", "hhsex,hhage,size,hhtype", "--rules", "strict", "--quiet"])
+    doc = json.loads((tmp_path / "findings.json").read_text())
+    assert doc["attacks"] == ["exact", "linear"] and (tmp_path / "linear.json").is_file()
+    check, = [c for c in doc["checks"] if c["rule"] == "linear_accuracy"]
+    assert check["outcome"] in ("pass", "fail") and "multi reconstructed with accuracy" in check["message"]
+    assert code == (1 if doc["verdict"] == "fail" else 0)
+    assert 'class="chart-linear"' in (tmp_path / "report.html").read_text()

@@ -60,8 +60,17 @@ def _subcommand(name: str, args: list[str]) -> None:
     if name not in getattr(command, "commands", {}):
         raise AuditError(f"the '{name}' attack is not available in this installation", f"--{name}",
                          f"install a version with 'audit {name}', or drop the option")
+    sub = command.commands[name]
+    known = {o for p in sub.params for o in getattr(p, "opts", ())}
+    cleaned, i = [], 0
+    while i < len(args):  # drop options this version of the command does not take (e.g. --seed)
+        if args[i].startswith("--") and args[i] not in known:
+            i += 2
+            continue
+        cleaned.append(args[i])
+        i += 1
     try:
-        command.main(args=[name, *args], prog_name="audit", standalone_mode=False)
+        command.main(args=[name, *cleaned], prog_name="audit", standalone_mode=False)
     except click.exceptions.Exit as exc:
         if exc.exit_code:
             raise AuditError(f"audit {name} failed (exit {exc.exit_code})") from None
