@@ -126,7 +126,8 @@ def test_wheel_ships_rules_and_reports(tmp_path):
     wheel, = tmp_path.glob("disclosure_audit-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
     expected = {"rules/__init__.py", "reports/__init__.py", "audit/cli.py"}
-    for folder, patterns in (("rules", ("*.yaml",)), ("reports", ("*.j2", "*.html", "*.css"))):
+    for folder, patterns in (("rules", ("*.yaml",)), ("reports", ("*.j2", "*.html", "*.css")),
+                             ("audit/samples_data", ("*/*.csv", "*/*.yaml"))):
         for pattern in patterns:
             expected |= {p.relative_to(ROOT).as_posix() for p in (ROOT / folder).glob(pattern)}
     assert expected <= names, sorted(expected - names)
