@@ -107,13 +107,15 @@ def simple_heuristic(ids: Sequence[str], counts: Sequence[int], primary: Iterabl
 
 
 def hitting_set(clauses: Sequence[tuple[frozenset, frozenset]], cost: dict[str, int], forced: Iterable[str] = (),
-                exact: bool = True) -> set[str]:
+                exact: bool = True, size: dict[str, int] | None = None) -> set[str]:
     """A cheapest set S of cells with, for every clause (pos, neg): S meets pos, or S misses part of neg.
 
-    ``cost``: cell -> tie-break cost (its count); the number of cells is minimised first. Exact
+    ``cost``: cell -> tie-break cost (its count); the number of cells (``size``: cells an item stands
+    for, default 1) is minimised first. Exact
     with RC2 (MaxSAT); greedy (most clauses hit per cell) when ``exact`` is False.
     """
     forced = set(forced)
+    size = size or {}
     if not exact:
         chosen = set(forced)
         while True:
@@ -124,7 +126,7 @@ def hitting_set(clauses: Sequence[tuple[frozenset, frozenset]], cost: dict[str, 
             for pos in open_:
                 for c in pos:
                     tally[c] = tally.get(c, 0) + 1
-            chosen.add(min(tally, key=lambda c: (-tally[c], cost.get(c, 0), c)))
+            chosen.add(min(tally, key=lambda c: (-tally[c] / size.get(c, 1), cost.get(c, 0), c)))
     from pysat.examples.rc2 import RC2
     from pysat.formula import WCNF
 
@@ -138,7 +140,7 @@ def hitting_set(clauses: Sequence[tuple[frozenset, frozenset]], cost: dict[str, 
         wcnf.append([var[c] for c in sorted(pos)] + [-var[c] for c in sorted(neg)])
     for c in cells:
         if c not in forced:
-            wcnf.append([-var[c]], weight=big + cost.get(c, 0))
+            wcnf.append([-var[c]], weight=big * size.get(c, 1) + cost.get(c, 0))
     with RC2(wcnf) as rc2:
         model = rc2.compute()
     if model is None:  # cannot happen: the clauses come from real sets that suppressing more cells hits

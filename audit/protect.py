@@ -240,6 +240,19 @@ def forced_cells(release: UnitRelease, problem: Problem, tables, policy: Policy,
     return sorted(primary), sorted(comp)
 
 
+def cell_classes(problem: Problem) -> dict[str, str]:
+    """Cell -> representative of its class: cells publishing identical constraints (same atoms, same values).
+
+    Suppressing part of a class hides nothing (the rest publishes the same numbers), so the hitting
+    set chooses whole classes; its cost is the number of cells in the class.
+    """
+    sig: dict[str, list] = {}
+    for c in problem.constraints:
+        sig.setdefault(cell_of(c.key), []).append((c.statistic.name, c.predicate, c.lo, c.hi, c.lo_open, c.hi_open))
+    rep: dict[tuple, str] = {}
+    return {k: rep.setdefault(tuple(sorted(v, key=repr)), k) for k, v in sorted(sig.items())}
+
+
 def information_loss(problem: Problem, cells: list[str], counts: dict[str, int]) -> dict:
     n = problem.n_rows[1]
     mask = np.zeros(len(problem.truth), dtype=bool)
@@ -272,6 +285,13 @@ def suppress_unit(ctx: UnitContext, policy: Policy, options: ProtectOptions,
     forced = set(out.primary) | set(out.complementary)
     counts = cell_counts(problem)
     direct_of = twins(problem)
+    rep = cell_classes(problem)
+    members: dict[str, set] = {}
+    for k, r in rep.items():
+        members.setdefault(r, set()).add(k)
+    expand = lambda reps: set().union(*(members.get(r, {r}) for r in reps)) if reps else set()  # noqa: E731
+    size = {r: len(m) for r, m in members.items()}
+    rcost = {r: sum(counts.get(k, 0) for k in m) for r, m in members.items()}
     clauses: list[tuple[frozenset, frozenset]] = []
     chosen: set[str] = set(forced)
     result = first
@@ -314,9 +334,11 @@ def suppress_unit(ctx: UnitContext, policy: Policy, options: ProtectOptions,
             out.status = "unfixable"
             out.reason = "a failing claim follows from the population and the structural edits alone"
             break
-        clauses += new
+        clauses += [(frozenset(rep.get(k, k) for k in pos), frozenset(rep.get(k, k) for k in neg)) for pos, neg in new]
         try:
-            chosen = hitting_set(clauses, counts, forced, exact=options.hitting == "exact")
+            picked = hitting_set(clauses, rcost, {rep.get(k, k) for k in forced}, exact=options.hitting == "exact",
+                                 size=size)
+            chosen = expand(picked) | forced
         except AssertionError:
             out.status, out.reason = "unfixable", "the explanation clauses admit no suppression"
             break
@@ -476,7 +498,8 @@ def _round_sweep(inputs: Inputs, options: ProtectOptions, policy: Policy, failin
         sched = protected_schedule(inputs.schedule, round_to=base)
         ok, detail = True, {}
         for ctx in contexts:
-            p, _ = ctx.problem(schedule=replace(sched, tables=ctx.schedule.tables, suppress={}))
+            p, _ = ctx.problem(schedule=replace(sched, tables=tuple(t for t in sched.tables if t.level == ctx.level),
+                                               suppress={}))
             try:
                 res = audit_unit(p, exact)
             except InconsistentRelease:  # pragma: no cover - rounding intervals always hold the truth
