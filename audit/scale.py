@@ -41,12 +41,13 @@ from .inputs import Inputs
 from .problem import Problem, build_problems
 from .schedule import Schedule
 from .schema import Schema
-from .stream import DEFAULT_CHUNK_ROWS, count_units, stream_chunks
+from .stream import DEFAULT_CHUNK_ROWS, _keys, count_units, stream_chunks
 from .tabulate import tabulate
 
 AUTO_CAP_UNITS = 200  # runs with more units list at most DEFAULT_CAP claims per unit in findings.json
 DEFAULT_CAP = 25
-LISTED_MAX = 20_000  # a unit past its bounds with more candidates than this is summarised, not listed
+LISTED_MAX = 20_000
+PIECE_UNITS = 16  # units whose problems are built together  # a unit past its bounds with more candidates than this is summarised, not listed
 
 
 @dataclass(frozen=True)
@@ -235,23 +236,36 @@ def _tasks(source, schema: Schema, schedule: Schedule, scale: ScaleOptions, done
     """(problem, prior rows, published-cells summary) for every unit not yet done, chunk by chunk."""
     coupled = coupled_levels(schema, schedule) if scale.coupled else []
     finest = [lv for lv in schedule.levels if lv not in coupled]
+    finest_cols = list(schema.geography[: max(schema.geography.index(lv) for lv in finest) + 1]) if finest else []
     for chunk in stream_chunks(source, schema, schedule, scale.chunk_rows):
         stats["rows"] += len(chunk)
-        releases = tabulate(chunk, schema, schedule)
-        todo = [r for r in releases if r.level in finest and (r.level, "/".join(r.geo)) not in done]
-        problems = build_problems(chunk, schema, schedule, todo) if todo else []
+        light = Inputs(schema, schedule, chunk)
+        cache: dict = {}
+        # Problems are built PIECE_UNITS units at a time, so that the first ones go out at once and
+        # memory holds a few dozen problems, not a chunk's worth (prior rows still come from the chunk).
+        pieces = []
+        if finest_cols and len(chunk):
+            keys = _keys(chunk, finest_cols)
+            starts = np.concatenate([[0], np.flatnonzero(keys[1:] != keys[:-1]) + 1, [len(chunk)]])
+            pieces = [chunk.iloc[starts[i]: starts[min(i + PIECE_UNITS, len(starts) - 1)]].reset_index(drop=True)
+                      for i in range(0, len(starts) - 1, PIECE_UNITS)]
+        for piece in pieces:
+            releases = tabulate(piece, schema, schedule)
+            todo = [r for r in releases if r.level in finest and (r.level, "/".join(r.geo)) not in done]
+            by_unit = {(r.level, r.geo): r for r in todo}
+            for problem in (build_problems(piece, schema, schedule, todo) if todo else []):
+                release = by_unit.get((problem.level, problem.geo))
+                yield (problem, prior_rows(chunk, light, problem, cache),
+                       cells_json(release) if release is not None else None)
         if coupled:
+            releases = tabulate(chunk, schema, schedule)
             parents = [r for r in releases if r.level in coupled and (r.level, "/".join(r.geo)) not in done]
             if parents:
                 children = [r for r in releases if r.level not in coupled]
-                problems += build_coupled_problems(chunk, schema, schedule, parents + children, coupled)
-        light = Inputs(schema, schedule, chunk)
-        cache: dict = {}
-        by_unit = {(r.level, r.geo): r for r in releases}
-        for problem in problems:
-            prior = None if problem.level in coupled else prior_rows(chunk, light, problem, cache)
-            release = by_unit.get((problem.level, problem.geo))
-            yield problem, prior, (cells_json(release) if release is not None else None)
+                by_unit = {(r.level, r.geo): r for r in parents}
+                for problem in build_coupled_problems(chunk, schema, schedule, parents + children, coupled):
+                    release = by_unit.get((problem.level, problem.geo))
+                    yield problem, None, (cells_json(release) if release is not None else None)
 
 
 # -- running ------------------------------------------------------------------------------------------

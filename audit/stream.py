@@ -23,7 +23,7 @@ from .microdata import validate
 from .schedule import Schedule
 from .schema import Schema
 
-DEFAULT_CHUNK_ROWS = 100_000
+DEFAULT_CHUNK_ROWS = 20_000
 
 
 def group_columns(schema: Schema, schedule: Schedule) -> list[str]:

@@ -42,6 +42,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--unit-seconds", type=float, default=120.0)
     ap.add_argument("--out", default="/tmp/audit-bench-scale")
     ap.add_argument("--resume", action="store_true")
+    ap.add_argument("--tracemalloc", action="store_true", help="trace parent allocations (slows the parent)")
     args = ap.parse_args(argv)
 
     out = Path(args.out)
@@ -61,7 +62,8 @@ def main(argv: list[str] | None = None) -> int:
     schema = load_schema(ROOT / "samples" / "sf1" / "schema.yaml")
     schedule = load_schedule(ROOT / "samples" / "sf1" / "tables.yaml", schema)
     options = ExactOptions(explain=args.explain, unit_seconds=args.unit_seconds)
-    tracemalloc.start()
+    if args.tracemalloc:
+        tracemalloc.start()
     start = time.perf_counter()
     doc = run_scaled(path, schema, schedule, options, ScaleOptions(workers=args.workers, resume=args.resume),
                      out / "run", str(path))
@@ -77,7 +79,8 @@ def main(argv: list[str] | None = None) -> int:
             ("unit seconds p50 / p90 / p99 / max", "{p50} / {p90} / {p99} / {max}".format(**sc["seconds_per_unit"])),
             ("sum of unit seconds", f"{sc['seconds_per_unit']['sum']:.0f} s"),
             ("peak RSS parent / largest worker", f"{parent_mb:.0f} MB / {child_mb:.0f} MB"),
-            ("peak Python allocations in parent (tracemalloc)", f"{traced_peak / 2**20:.0f} MB"),
+            *([("peak Python allocations in parent (tracemalloc)", f"{traced_peak / 2**20:.0f} MB")]
+              if args.tracemalloc else []),
             ("uniquely reconstructed", f"{s['units_reconstructed']} ({s['units_reconstructed'] / n:.1%})"),
             ("with derived singletons", f"{s['units_with_derived_singletons']} ({s['units_with_derived_singletons'] / n:.1%})"),
             ("units by status", ", ".join(f"{k} {v}" for k, v in sc["units_by_status"].items())),

@@ -92,8 +92,12 @@ def pipeline(data: Path, tables: Path, schema: Optional[Path], out: Path, *, rul
              max_rows: int = 200, infer_schema: bool = False, geography: Optional[str] = None, rank: bool = False,
              linear_secret: Optional[str] = None, linear_public: Optional[str] = None, report: bool = True,
              quiet: bool = False, progress: bool = True, use_existing: bool = True,
-             on_unit: Callable[[dict], None] | None = None) -> dict:
-    """Attack, apply the rules, write findings.json, junit.xml and report.html; return the findings."""
+             on_unit: Callable[[dict], None] | None = None, scale=None) -> dict:
+    """Attack, apply the rules, write findings.json, junit.xml and report.html; return the findings.
+
+    ``scale`` (:class:`audit.scale.ScaleOptions`): stream the data, run units on a pool or Dask, write
+    parts to ``out/parts`` (resumable) and cap the claims listed per unit; None: the in-process run.
+    """
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
     from ..errors import AuditError
@@ -110,8 +114,18 @@ def pipeline(data: Path, tables: Path, schema: Optional[Path], out: Path, *, rul
     options = ExactOptions(engine=engine, max_columns=max_columns, seed=seed, conflicts=conflicts,
                            unit_seconds=unit_seconds, explain=explain, explain_seconds=explain_seconds,
                            max_rows=max_rows)
-    inputs = inputs_from(data, schema, tables, infer_schema, geography)
     started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    if scale is not None:
+        from ..scale import Interrupted, run_cli
+
+        try:
+            doc = run_cli(data, schema, tables, options, scale, out, policy, infer_schema, geography,
+                          quiet or not progress, on_unit)
+        except Interrupted as exc:  # Ctrl-C: the parts are intact
+            typer.echo(str(exc), err=True)
+            raise typer.Exit(130) from None
+    else:
+        inputs = inputs_from(data, schema, tables, infer_schema, geography)
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
                   disable=quiet or not progress, transient=True) as bar:
         task = bar.add_task("units", total=None)
@@ -121,7 +135,8 @@ def pipeline(data: Path, tables: Path, schema: Optional[Path], out: Path, *, rul
             if on_unit:
                 on_unit(u)
 
-        doc = run_exact(inputs, options, on_unit=tick, rules=policy)
+        if scale is None:
+            doc = run_exact(inputs, options, on_unit=tick, rules=policy)
     out.mkdir(parents=True, exist_ok=True)
     fresh: set[str] = set()
     common = [str(data), "--tables", str(tables)] + (["--schema", str(schema)] if schema else [])
@@ -154,6 +169,15 @@ def verdict_json(doc: dict) -> str:
     return json.dumps({k: doc.get(k) for k in keep}, indent=1)
 
 
+def _scale(workers: int, scheduler: Optional[str], resume: bool, claims_cap: Optional[int]):
+    """Scale options when any scale flag is given; None keeps the plain in-process run."""
+    if workers == 1 and scheduler is None and not resume and claims_cap is None:
+        return None
+    from ..scale import ScaleOptions
+
+    return ScaleOptions(workers=workers, scheduler=scheduler, resume=resume, claims_cap=claims_cap)
+
+
 def exit_for(doc: dict) -> None:
     if doc.get("verdict") == "fail":
         raise typer.Exit(1)
@@ -183,13 +207,17 @@ def register(app: typer.Typer) -> None:
         report: ReportOpt = True,
         json_out: JsonOpt = False,
         quiet: QuietOpt = False,
+        workers: Annotated[int, typer.Option("--workers", help="Units in parallel on a local process pool (1: in this process).")] = 1,
+        scheduler: Annotated[Optional[str], typer.Option("--scheduler", help="Run units on a Dask cluster at this address (needs the 'cluster' extra).")] = None,
+        resume: Annotated[bool, typer.Option("--resume", help="Continue an interrupted run: skip the units already in OUT/parts.")] = False,
+        claims_cap: Annotated[Optional[int], typer.Option("--claims-cap", help="Claims listed per unit in findings.json (all claims stay in OUT/parts); default: all up to 200 units, else 25.")] = None,
     ) -> None:
         """Attack the release, apply the rules, write findings.json, junit.xml and report.html (exit 1 on failure)."""
         doc = pipeline(data, tables, schema, out, rules=rules, engine=engine, max_columns=max_columns, seed=seed,
                        conflicts=conflicts, unit_seconds=unit_seconds, explain=explain,
                        explain_seconds=explain_seconds, max_rows=max_rows, infer_schema=infer_schema,
                        geography=geography, rank=rank, linear_secret=linear_secret, linear_public=linear_public,
-                       report=report, quiet=quiet or json_out)
+                       report=report, quiet=quiet or json_out, scale=_scale(workers, scheduler, resume, claims_cap))
         if json_out:
             typer.echo(verdict_json(doc))
         elif not quiet:
