@@ -632,7 +632,12 @@ def _noise(inputs: Inputs, options: ProtectOptions, policy: Policy, failing_unit
     for ctx in unit_contexts(inputs):
         p, release = ctx.problem()
         units.append(unit_json(audit_unit(noisy_problem(p, chosen, options.alpha), options.exact), None))
-    res["_after"] = document(inputs, options.exact, units, time.perf_counter() - start, rules)
+    doc = document(inputs, options.exact, units, time.perf_counter() - start, rules)
+    if res["rank"].get("run") and isinstance(res["rank"].get("result"), dict):
+        from .rules import apply
+
+        doc = apply(doc, rules, rank=res["rank"]["result"])  # the rank_lift rule now has its curve
+    res["_after"] = doc
     return res
 
 
