@@ -110,17 +110,23 @@ class CellSums:
         names = problem.names
         self.sizes = [len(d) for d in problem.domains]
         self.cells = []  # (table, cell key, {column index: atom set}, value)
+        self.index: dict[tuple[int, int], set[int]] = {}  # (column, atom) -> cells fixing that column to it
         for c in problem.constraints:
             if c.statistic.kind == "count" and c.exact:
                 clauses = {names.index(n): a for n, a in c.predicate.clauses}
+                for col, atoms in clauses.items():
+                    if len(atoms) == 1:
+                        self.index.setdefault((col, next(iter(atoms))), set()).add(len(self.cells))
                 self.cells.append((c.key.split(":", 1)[0], c.key.rsplit(":", 1)[0], clauses, int(c.lo)))
 
     def explain(self, claim: Claim) -> tuple[str, ...] | None:
         target = {c: frozenset([v]) for c, v in claim.assignment}
-        inside = [cell for cell in self.cells
-                  if all(col in cell[2] and cell[2][col] <= target[col] for col in target)]
-        if not inside:
-            return None
+        ids = None
+        for key in claim.assignment:
+            ids = self.index.get(key, set()) if ids is None else ids & self.index.get(key, set())
+            if not ids:
+                return None
+        inside = [self.cells[i] for i in sorted(ids)]
         goal = _volume(target, self.sizes)
         groups: dict[str, list] = {}
         for cell in inside:
@@ -157,16 +163,11 @@ def audit_unit(problem: Problem, options: ExactOptions = ExactOptions(),
                                   f"conflicting cells {engine.conflicting_cells()}")
     todo = candidates(problem.truth, options.max_columns)
     direct = direct_cells(problem)
-    sums = CellSums(problem)
     pending: list[Claim] = []
     for claim in todo:
         hit = direct.get(claim.assignment)
         if hit is not None and hit[0] == claim.m:
             result.verdicts.append(Verdict(claim, VERIFIED, (hit[1],), True, direct=True))
-            continue
-        cells = sums.explain(claim)
-        if cells is not None:
-            result.verdicts.append(Verdict(claim, VERIFIED, cells, False))
         else:
             pending.append(claim)
     result.solutions, result.exhausted = engine.count_solutions(options.solution_cap)
@@ -177,6 +178,15 @@ def audit_unit(problem: Problem, options: ExactOptions = ExactOptions(),
     for rows in pool:
         pending, gone = _prune(pending, rows)
         result.refuted += gone
+    sums = CellSums(problem)
+    rest = []
+    for claim in pending:
+        cells = sums.explain(claim)
+        if cells is None:
+            rest.append(claim)
+        else:
+            result.verdicts.append(Verdict(claim, VERIFIED, cells, False))
+    pending = rest
     deadline = start + options.unit_seconds
     i = 0
     while i < len(pending):

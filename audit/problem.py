@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from fractions import Fraction
 
 import numpy as np
@@ -94,12 +95,16 @@ class Problem:
             if not set(c.predicate.columns) <= names:
                 raise ValueError(f"constraint {c.key} names an unknown column")
 
-    @property
+    @cached_property
     def names(self) -> tuple[str, ...]:
         return tuple(d.name for d in self.domains)
 
+    @cached_property
+    def _positions(self) -> dict[str, int]:
+        return {name: i for i, name in enumerate(self.names)}
+
     def index(self, name: str) -> int:
-        return self.names.index(name)
+        return self._positions[name]
 
     def row_mask(self, rows: np.ndarray, predicate: Predicate) -> np.ndarray:
         """Which rows (atom-index arrays, shape n x columns) satisfy an atom-level predicate."""
