@@ -118,13 +118,15 @@ class RankOptions:
     steps: int = 300
     lr: float = 0.1
     init: str = "uniform"
-    init_mass: float = 0.8
+    init_mass: float = 0.5
     device: str = "auto"
     seed: int = 0
     grid: tuple[float, ...] = GRID
     batch_elements: int = 2 ** 24   # bound on runs * units * rows * queries per tensor program
     combine: str = "auto"           # answer product: matmul (log space; default) or gather (direct product)
     confidence: float = 0.95
+    keep: float = 0.5               # share of terms in each step's loss while exploring (1: all)
+    explore: float = 0.5            # share of the steps that explore
     threads: int | None = 1         # CPU threads for torch (1: fastest on a shared machine, deterministic)
 
     def __post_init__(self):
@@ -390,10 +392,20 @@ def _attack_batch(problems: Sequence[Problem], priors: Sequence[np.ndarray | Non
     probs, answers, residual, tw = prog.probs, prog.answers, prog.residual, prog.w
     opt = torch.optim.Adam([theta], lr=opts.lr)
     loss_r = torch.zeros(R, device=dev)
-    for _ in range(opts.steps):
+    # stochastic terms (the "randomness of SGD"): during the first ``explore`` share of the steps each
+    # term enters a step's loss with probability ``keep``, on a low-discrepancy schedule whose phase is
+    # drawn per (unit, run, term) from the numpy generators: deterministic and batch-independent.
+    phase = torch.tensor(np.repeat(np.stack([_seed(opts.seed, unit_key(problems[u]), 0x5EED).random(tw.shape[1])
+                                             for u in unit_ids]), K, axis=0), device=dev, dtype=torch.float32)
+    phase = torch.remainder(phase + torch.arange(R, device=dev, dtype=torch.float32)[:, None] * 0.7548776662, 1.0)
+    explore = int(opts.steps * opts.explore) if opts.keep < 1 else 0
+    for step in range(opts.steps):
         opt.zero_grad(set_to_none=True)
         r = residual(answers(probs(theta)))
-        loss_r = (tw * r * r).sum(1)
+        weight = tw
+        if step < explore:
+            weight = tw * (torch.remainder(phase + step * 0.6180339887, 1.0) < opts.keep)
+        loss_r = (weight * r * r).sum(1)
         loss_r.sum().backward()
         opt.step()
     with torch.no_grad():

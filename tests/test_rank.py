@@ -1,0 +1,189 @@
+"""RAP-RANK (audit/engines/rank.py, ``audit rank``): CPU only, small sizes."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from audit.problem import Domain, Problem
+from audit.query import Predicate, Statistic
+from audit.release import Constraint
+
+ROOT = Path(__file__).resolve().parents[1]
+SF1 = ROOT / "samples" / "sf1"
+
+
+def test_the_tool_does_not_import_torch():
+    code = "import sys, audit.cli, audit.engines.rank; assert 'torch' not in sys.modules, 'torch imported'"
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
+
+
+def test_without_torch_the_command_says_how_to_install(monkeypatch, capsys, tmp_path):
+    from audit.cli import run
+
+    monkeypatch.setitem(sys.modules, "torch", None)          # import torch -> ImportError
+    code = run(["rank", str(SF1 / "data.csv"), "-s", str(SF1 / "schema.yaml"), "-t", str(SF1 / "tables.yaml"),
+                "--out", str(tmp_path)])
+    err = capsys.readouterr().err.strip()
+    assert code == 2
+    assert len(err.splitlines()) == 1 and "pip install 'disclosure-audit[rank]'" in err
+    assert not (tmp_path / "rank.json").exists()
+
+
+def test_match_rate_follows_the_paper():
+    from audit.engines.rank import match_rates, rank_rows
+
+    ranked = rank_rows(np.array([[0], [0], [0], [1], [1], [2], [3]]))
+    assert ranked == [((0,), 3), ((1,), 2), ((2,), 1), ((3,), 1)]
+    truth = {(0,), (2,)}                                         # u = 2
+    # k = 1: row 0 (hit) -> 1; k = 2: rows 0, 1 -> 1/2; k/u = 1.5 -> k = 3: 0, 1 and one of the tied {2, 3}
+    assert match_rates(ranked, truth, 2, [0.5, 1.0, 1.5]) == [1.0, 0.5, pytest.approx((1 + 0.5) / 3)]
+    # a ranking shorter than k: the missing candidates are misses
+    assert match_rates([((0,), 1)], truth, 2, [1.0]) == [0.5]
+    assert match_rates([], truth, 0, [1.0]) is None
+
+
+pytest.importorskip("torch", reason="the rank extra (PyTorch) is not installed: pip install 'disclosure-audit[rank]'")
+
+from audit.engines.rank import RankAttack, RankOptions, _Encoding, relaxed_residuals  # noqa: E402
+
+
+def _tiny(truth: np.ndarray, cells: str = "full", noise: float = 0.0, seed: int = 0) -> Problem:
+    """sex (2) x age (3 atoms) x flag (2); 'full' publishes the whole 3-way histogram (data determined)."""
+    domains = (Domain("sex", (frozenset("M"), frozenset("F")), ("M", "F")),
+               Domain("age", (frozenset([0]), frozenset([1]), frozenset([2])), ("0", "1", "2"), True),
+               Domain("flag", (frozenset("Y"), frozenset("N")), ("Y", "N")))
+    rng = np.random.default_rng(seed)
+    cons = []
+    for s in range(2):
+        for a in range(3):
+            for f in range(2):
+                pred = Predicate.of({"sex": [s], "age": [a], "flag": [f]})
+                v = int(((truth[:, 0] == s) & (truth[:, 1] == a) & (truth[:, 2] == f)).sum())
+                key = f"T:{s}{a}{f}:count"
+                if cells == "interval" and v <= 2:
+                    cons.append(Constraint(key, pred, Statistic(), Fraction(0), Fraction(2)))
+                elif noise:
+                    x = Fraction(v + rng.normal(0, noise)).limit_denominator(1000)
+                    cons.append(Constraint(key, pred, Statistic(), x, x))
+                else:
+                    cons.append(Constraint(key, pred, Statistic(), Fraction(v), Fraction(v)))
+    cons.append(Constraint("P:total:count", Predicate(), Statistic(), Fraction(len(truth)), Fraction(len(truth))))
+    return Problem("block", ("1", str(len(truth))), domains, (len(truth), len(truth)), tuple(cons), (), truth)
+
+
+TRUTH = np.array([[0, 0, 0], [0, 2, 1], [1, 1, 0], [1, 1, 0], [1, 2, 1]])
+
+
+def test_answers_determine_the_data_and_rank_the_true_rows_first():
+    p = _tiny(TRUTH)
+    res = RankAttack([p], options=RankOptions(runs=4, steps=150, lr=0.2, device="cpu")).evaluate()
+    unit = res.units[0]
+    true_rows = set(map(tuple, TRUTH.tolist()))
+    top = {row for row, _ in unit.ranked[:len(true_rows)]}
+    assert top == true_rows
+    assert unit.attack == tuple([1.0] * len(res.grid))
+    assert unit.consistent >= 0.5
+
+
+def test_relaxation_is_exact_on_integer_data():
+    # counts, a sum, a mean interval and an edit, on the true rows and on a wrong dataset
+    p = _tiny(TRUTH)
+    extra = (Constraint("S:sum", Predicate.of({"sex": [1]}), Statistic("sum", "age"), Fraction(4), Fraction(4)),
+             Constraint("S:mean", Predicate.of({"flag": [0]}), Statistic("mean", "age"), Fraction(65, 100),
+                        Fraction(75, 100), hi_open=True),                 # ages 0, 1, 1: mean 0.7 rounded
+             Constraint("S:median", Predicate(), Statistic("median", "age"), Fraction(1), Fraction(1)))
+    p = Problem(p.level, p.geo, p.domains, p.n_rows, p.constraints + extra, (Predicate.of({"age": [2], "flag": [0]}),),
+                p.truth)
+    assert p.violations(TRUTH) == []
+    for combine in ("matmul", "gather"):
+        assert np.abs(relaxed_residuals(p, TRUTH, combine=combine)).max() < 1e-4
+        wrong = TRUTH.copy()
+        wrong[0, 1] = 2                                          # age 2 with flag Y: breaks counts, sum, edit
+        r = relaxed_residuals(p, wrong, combine=combine)
+        assert r.max() > 0.5 and p.violations(wrong)
+    enc = _Encoding([p], {})
+    assert any("median" in n for n in enc.notes)
+
+
+def test_interval_bounds_tighten_to_integers():
+    p = _tiny(TRUTH)
+    pred = Predicate.of({"sex": [0]})
+    cases = [(Constraint("a", pred, Statistic(), Fraction(3, 2), Fraction(9, 2)), (2.0, 4.0)),
+             (Constraint("b", pred, Statistic(), Fraction(2), Fraction(4), lo_open=True, hi_open=True), (3.0, 3.0)),
+             (Constraint("c", pred, Statistic(), Fraction(0), None), (0.0, float("inf")))]
+    for c, (lo, hi) in cases:
+        q = Problem(p.level, p.geo, p.domains, p.n_rows, (c,), (), p.truth)
+        term = _Encoding([q], {}).terms[0][0]
+        assert (term.lo, term.hi) == (lo, hi)
+
+
+def test_interval_answers_are_met_by_the_rounded_data():
+    truth = np.array([[0, 0, 0], [0, 0, 0], [0, 0, 0], [1, 1, 1], [1, 2, 1], [0, 1, 0]])
+    p = _tiny(truth, cells="interval")
+    assert any(not c.exact for c in p.constraints)
+    unit = RankAttack([p], options=RankOptions(runs=6, steps=150, lr=0.2, device="cpu")).evaluate().units[0]
+    assert unit.consistent >= 0.5                                # most runs reproduce the protected release
+    assert unit.ranked[0][0] == (0, 0, 0)                        # the published count of 3 pins this row
+    assert unit.attack[0] == 1.0
+
+
+def test_noisy_answers_are_weighted_and_still_rank():
+    p = _tiny(TRUTH, noise=0.3, seed=1)
+    assert any(c.lo.denominator != 1 for c in p.constraints)
+    enc = _Encoding([p], {"*": 2.0})
+    assert {t.w for t in enc.terms[0]} == {0.25} and not any(t.check for t in enc.terms[0])
+    res = RankAttack([p], options=RankOptions(runs=6, steps=150, lr=0.2, device="cpu"), noise={"*": 0.3}).evaluate()
+    unit = res.units[0]
+    assert np.isfinite(unit.loss)
+    assert unit.attack[res.grid.index(0.6)] == 1.0               # the first 3 of 4 unique rows are right
+
+
+def test_same_seed_same_ranking_and_batching_does_not_matter():
+    ps = [_tiny(TRUTH), _tiny(np.array([[0, 1, 1], [1, 0, 0], [1, 0, 0]]))]
+    ps = [Problem(p.level, (str(i), *p.geo), p.domains, p.n_rows, p.constraints, (), p.truth, ()) for i, p in enumerate(ps)]
+    opts = RankOptions(runs=3, steps=20, lr=0.1, device="cpu", seed=7)
+    a = RankAttack(ps, options=opts).evaluate()
+    b = RankAttack(ps, options=opts).evaluate()
+    one = RankAttack(ps[1:], options=opts).evaluate()           # unit 1 alone, in a batch of its own
+    c = RankAttack(ps, options=RankOptions(runs=3, steps=20, lr=0.1, device="cpu", seed=8)).evaluate()
+    assert [u.ranked for u in a.units] == [u.ranked for u in b.units]
+    assert a.units[1].ranked == one.units[0].ranked
+    assert [u.ranked for u in a.units] != [u.ranked for u in c.units]
+
+
+def test_cli_writes_rank_json_on_sf1(tmp_path):
+    from audit.cli import run
+
+    out = tmp_path / "rk"
+    code = run(["rank", str(SF1 / "data.csv"), "-s", str(SF1 / "schema.yaml"), "-t", str(SF1 / "tables.yaml"),
+                "--runs", "2", "--steps", "25", "--init", "parent", "--device", "cpu", "--seed", "3",
+                "--out", str(out), "--quiet"])
+    assert code == 0
+    doc = json.loads((out / "rank.json").read_text())
+    pooled = doc["pooled"]
+    assert {"k_over_u", "attack", "baselines"} <= set(pooled)
+    n = len(pooled["k_over_u"])
+    assert len(pooled["attack"]) == n
+    assert set(pooled["baselines"]) == {"holdout", "tract", "county", "state"}
+    unit = doc["units"][0]
+    assert {"geo", "rows", "ranked", "attack", "baselines"} <= set(unit)
+    row, freq = unit["ranked"][0]
+    assert set(row) == {"sex", "age", "white", "black", "aian", "asian", "nhopi", "sor", "two_or_more", "hispanic"}
+    assert isinstance(freq, int) and freq >= 1
+    assert len(unit["attack"]) == n and all(len(v) == n for v in unit["baselines"].values() if v is not None)
+    assert (out / "rank.svg").read_text().startswith("<svg")
+
+
+def test_bad_options_are_usage_errors(tmp_path):
+    from audit.cli import run
+
+    args = ["rank", str(SF1 / "data.csv"), "-s", str(SF1 / "schema.yaml"), "-t", str(SF1 / "tables.yaml"),
+            "--out", str(tmp_path)]
+    assert run(args + ["--init", "prior"]) == 2
+    assert run(args + ["--device", "tpu"]) == 2
