@@ -1,0 +1,66 @@
+"""The paper's integer program (HiGHS) against the SAT engine, on the same problems in one process.
+
+    python bench/ip_vs_sat.py [--sizes 5 10 20] [--unit-seconds 120]
+
+Problems: households blocks of about N households from samples/households, and the CACM 7-person
+block. Prints, per problem and engine: time to audit (generate-then-verify, no explanations),
+claims per second, verified / undecided counts, and the IP/SAT time ratio.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from audit.exact import ExactOptions, audit_unit  # noqa: E402
+from audit.inputs import load_inputs  # noqa: E402
+
+
+def problems(sizes: list[int]):
+    hh = load_inputs(ROOT / "samples/households/data.csv", ROOT / "samples/households/schema.yaml",
+                     ROOT / "samples/households/tables.yaml").problems()
+    for n in sizes:
+        p = min(hh, key=lambda q: (abs(q.n_rows[1] - n), q.geo))
+        yield f"households N={p.n_rows[1]} ({'/'.join(p.geo)})", p
+    b7 = load_inputs(ROOT / "samples/block7/data.csv", ROOT / "samples/block7/schema.yaml",
+                     ROOT / "samples/block7/tables.yaml").problems()[0]
+    yield "block7 (CACM)", b7
+
+
+def run(problem, engine: str, seconds: float):
+    start = time.perf_counter()
+    try:
+        r = audit_unit(problem, ExactOptions(engine=engine, explain="none", unit_seconds=seconds))
+    except TimeoutError as err:
+        return time.perf_counter() - start, None, str(err)
+    return time.perf_counter() - start, r, ""
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sizes", type=int, nargs="*", default=[5, 10, 20])
+    ap.add_argument("--unit-seconds", type=float, default=120.0)
+    args = ap.parse_args()
+    head = f"{'problem':32} {'engine':6} {'seconds':>8} {'claims/s':>9} {'verified':>8} {'undecided':>9} {'ratio':>7}"
+    print(head)
+    print("-" * len(head))
+    for name, problem in problems(args.sizes):
+        times = {}
+        for engine in ("sat", "ip"):
+            secs, r, err = run(problem, engine, args.unit_seconds)
+            times[engine] = secs
+            if r is None:
+                print(f"{name:32} {engine:6} {secs:8.2f} {'-':>9} {'-':>8} {'-':>9} {'':>7}  ({err})")
+                continue
+            claims = len(r.verdicts) + r.refuted
+            ratio = f"{secs / times['sat']:7.1f}" if engine == "ip" else ""
+            print(f"{name:32} {engine:6} {secs:8.2f} {claims / secs:9.1f} {len(r.verified):8d} "
+                  f"{len(r.undecided):9d} {ratio:>7}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
