@@ -80,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     sizes = np.array([p.n_rows[1] for p in problems])
     print(f"tracts {', '.join(picked)}: {len(problems)} blocks, {sizes.sum()} persons "
           f"(block sizes median {int(np.median(sizes))}, max {sizes.max()}); prepared in {prep:.1f} s; device {device}")
-    budget = args.batch_elements or (2 ** 24 if device == "cpu" else 2 ** 28)
+    budget = args.batch_elements
     results, doc = {}, {"tracts": picked, "blocks": len(problems), "persons": int(sizes.sum()), "device": device}
     for init in args.inits.split(","):
         opts = RankOptions(runs=args.runs, steps=args.steps, lr=args.lr, init=init, device=device, seed=args.seed,

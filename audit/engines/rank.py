@@ -12,7 +12,10 @@ The attack, per geographic unit (a :class:`~audit.problem.Problem`):
    value, interval cells (suppressed, rounded) only outside the interval (integer bounds tightened for
    open ends), noisy cells to their value weighted by ``1 / max(sigma, 1)^2``. The schema's structural
    edits are count-zero queries.
-4. **Adam**, full batch, then **randomized rounding** (each row's atoms sampled from its softmax).
+4. **Adam**, then **randomized rounding** (each row's atoms sampled from its softmax). During the first
+   ``explore`` share of the steps each term enters a step's loss with probability ``keep`` (the
+   stochastic-gradient randomness of RAP; it also lets runs leave the relaxation's local minima),
+   then every term.
 5. **K runs** with different seeds; the rounded datasets' multiset union ranks rows by frequency.
 
 Initialisation is ``uniform`` (a uniformly random dataset of the schema, sampled afresh per run) or
@@ -27,8 +30,10 @@ when there is one. Units are sorted by size and cut into batches under ``batch_e
 
 **Determinism.** All randomness (start datasets, rounding uniforms, holdout splits) comes from numpy
 generators seeded by ``(seed, crc32(unit geo), run)``, independent of batching and device; the
-optimisation itself is deterministic on CPU for a fixed thread count. On CUDA, the answer product is
-one dense matmul in log space (no scatter/atomics in the backward pass), which cuBLAS computes
+optimisation itself is deterministic on CPU for a fixed thread count (one thread by default). On
+CUDA, the answer product is one dense matmul in log space (no scatter/atomics in its backward pass;
+the only atomics are in the backward of the term gathers, where duplicate indices fall on the constant
+column whose gradient is discarded), which cuBLAS computes
 deterministically on one GPU model and driver, but float results can differ from CPU in the last bits
 and a rounding uniform that falls within that difference flips a sample: same seed, same device, same
 ranking; CPU vs GPU rankings agree up to such rare flips. Set ``CUBLAS_WORKSPACE_CONFIG=:4096:8``
@@ -122,7 +127,8 @@ class RankOptions:
     device: str = "auto"
     seed: int = 0
     grid: tuple[float, ...] = GRID
-    batch_elements: int = 2 ** 24   # bound on runs * units * rows * queries per tensor program
+    batch_elements: int | None = None  # bound on runs * units * rows * queries per tensor program
+                                       # (None: 2**24 on CPU, 2**28 on CUDA, ~5 GB of activations)
     combine: str = "auto"           # answer product: matmul (log space; default) or gather (direct product)
     confidence: float = 0.95
     keep: float = 0.5               # share of terms in each step's loss while exploring (1: all)
@@ -629,6 +635,7 @@ class RankAttack:
 
     def _evaluate(self, device: str, start: float) -> RankResults:
         opts = self.options
+        self._device = device
         cache: dict = {}
         parents = [self._parents(p, cache) for p in self.problems]
         priors = [next(iter(pp.values()), None) for pp in parents]   # the closest parent
@@ -654,13 +661,16 @@ class RankAttack:
         return RankResults(units, opts, device, time.perf_counter() - start, tuple(notes))
 
     def _batches(self, order: list[int], n_queries: int):
-        budget = self.options.batch_elements
+        budget = self.options.batch_elements or (2 ** 28 if self._device == "cuda" else 2 ** 24)
         batch: list[int] = []
-        for i in order:
+        first = 0
+        for i in order:   # sorted by size: cut at the memory budget, or when padding would waste > ~25%
             n = max(1, self.problems[i].n_rows[1])
-            if batch and (len(batch) + 1) * n * n_queries * self.options.runs > budget:
+            if batch and ((len(batch) + 1) * n * n_queries * self.options.runs > budget or n > first * 1.25 + 1):
                 yield batch
                 batch = []
+            if not batch:
+                first = n
             batch.append(i)
         if batch:
             yield batch
