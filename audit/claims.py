@@ -66,11 +66,18 @@ def candidates(truth: np.ndarray, max_columns: int | None = None) -> list[Claim]
     n_cols = truth.shape[1]
     top = n_cols if max_columns is None else min(max_columns, n_cols)
     out = []
+    if len(truth) == 0:
+        return out
+    radix = truth.max(axis=0).astype(np.int64) + 1
     for k in range(1, top + 1):
         for cols in itertools.combinations(range(n_cols), k):
-            values, counts = np.unique(truth[:, cols], axis=0, return_counts=True) if len(truth) else ([], [])
-            for vals, m in zip(values, counts):
-                out.append(Claim(tuple(zip(cols, (int(v) for v in vals))), int(m)))
+            sub = truth[:, cols]
+            keys = np.zeros(len(truth), dtype=object if np.prod(radix[list(cols)].astype(float)) > 2**62 else np.int64)
+            for j, c in enumerate(cols):
+                keys = keys * int(radix[c]) + sub[:, j]
+            _, first, counts = np.unique(keys, return_index=True, return_counts=True)
+            for i, m in zip(first, counts):
+                out.append(Claim(tuple(zip(cols, (int(v) for v in sub[i]))), int(m)))
     return out
 
 

@@ -174,22 +174,30 @@ class SatEngine:
             self._y_cache[key] = y
         return [self._y_cache[key]]
 
-    def match(self, s: int, pred: Predicate) -> int:
-        """Literal true iff slot ``s`` is an active row satisfying ``pred`` (cached per slot and predicate)."""
-        key = (s, pred)
-        if key not in self._m_cache:
-            lits = [self.act[s]]
-            for name, atoms in pred.clauses:
-                lits += self._in_set(s, self.problem.index(name), atoms)
-            if len(lits) == 1:
-                self._m_cache[key] = lits[0]
-            else:
-                m = self.pool.id(("m", s, pred))
-                for lit in lits:
+    def matches(self, pred: Predicate) -> list[int]:
+        """Per slot, a literal true iff the slot is an active row satisfying ``pred`` (cached per predicate)."""
+        lits = self._m_cache.get(pred)
+        if lits is None:
+            cols = [(self.problem.index(name), atoms) for name, atoms in pred.clauses]
+            lits = []
+            for s in range(self.n):
+                conj = [self.act[s]]
+                for c, atoms in cols:
+                    conj += self._in_set(s, c, atoms)
+                if len(conj) == 1:
+                    lits.append(conj[0])
+                    continue
+                m = self.pool.id()
+                for lit in conj:
                     self._add([-m, lit])
-                self._add([m] + [-lit for lit in lits])
-                self._m_cache[key] = m
-        return self._m_cache[key]
+                self._add([m] + [-lit for lit in conj])
+                lits.append(m)
+            self._m_cache[pred] = lits
+        return lits
+
+    def match(self, s: int, pred: Predicate) -> int:
+        """Literal true iff slot ``s`` is an active row satisfying ``pred``."""
+        return self.matches(pred)[s]
 
     def _edit(self, edit: Predicate) -> None:
         for s in range(self.n):
@@ -216,7 +224,7 @@ class SatEngine:
     def _constraint(self, c: Constraint, sel: int) -> None:
         if c.statistic.kind == "count":
             lo, hi = integer_bounds(c, self.n)
-            lits = [self.match(s, c.predicate) for s in range(self.n)]
+            lits = self.matches(c.predicate)
             self._counts.append((cell_of(c.key), lits, lo, hi))
             self._card(lits, lo, hi, [-sel])
         else:
