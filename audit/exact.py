@@ -170,11 +170,17 @@ def audit_unit(problem: Problem, options: ExactOptions = ExactOptions(),
             result.verdicts.append(Verdict(claim, VERIFIED, (hit[1],), True, direct=True))
         else:
             pending.append(claim)
-    result.solutions, result.exhausted = engine.count_solutions(options.solution_cap)
-    if result.reconstructed:  # one dataset fits: every true claim holds in all of them
+    universe = list(engine.solutions(options.solution_cap + 1))
+    result.solutions = min(len(universe), options.solution_cap)
+    result.exhausted = len(universe) <= options.solution_cap and engine.last_exhausted
+    if result.exhausted:
+        # every consistent dataset is known: a claim is verified iff it holds in all of them
+        for rows in universe:
+            pending, gone = _prune(pending, rows)
+            result.refuted += gone
         result.verdicts += [Verdict(c, VERIFIED) for c in pending]
         pending = []
-    pool = [first] + engine.sample(options.samples if pending else 0, options.seed)
+    pool = [first] + universe + engine.sample(options.samples if pending else 0, options.seed)
     for rows in pool:
         pending, gone = _prune(pending, rows)
         result.refuted += gone

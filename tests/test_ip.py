@@ -41,7 +41,7 @@ def test_ip_equals_sat_on_random_problems(seed):
     ip = IpEngine(problem, backend="highs")
     expected = all_datasets(problem)
     assert sorted(canonical(s) for s in ip.solutions(len(expected) + 3)) == sorted(canonical(d) for d in expected)
-    assert ip._last_exhausted
+    assert ip.last_exhausted
     _same_verdicts(problem, ip)
 
 

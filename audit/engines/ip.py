@@ -394,12 +394,12 @@ class IpEngine:
     def solutions(self, limit: int) -> Iterator[np.ndarray]:
         """Distinct consistent datasets, up to ``limit`` (no-good cuts; repeats under hash ties skipped)."""
         cuts, seen = [], set()
-        self._last_exhausted = False
+        self.last_exhausted = False
         found = 0
         while found < limit:
             status, sol = self._solve(None, cuts)
             if status != FEASIBLE:
-                self._last_exhausted = status == INFEASIBLE
+                self.last_exhausted = status == INFEASIBLE
                 return
             cuts.append(self._nogood(sol))
             rows = self.decode(sol)
@@ -412,7 +412,7 @@ class IpEngine:
 
     def count_solutions(self, cap: int) -> tuple[int, bool]:
         count = sum(1 for _ in self.solutions(cap + 1))
-        return min(count, cap), count <= cap and self._last_exhausted
+        return min(count, cap), count <= cap and self.last_exhausted
 
     def sample(self, k: int, seed: int = 0) -> list[np.ndarray]:
         """Up to ``k`` consistent datasets found under random objectives."""

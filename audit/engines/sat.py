@@ -277,12 +277,12 @@ class SatEngine:
     def solutions(self, limit: int) -> Iterator[np.ndarray]:
         """Distinct consistent datasets, up to ``limit`` (blocking clauses retired afterwards)."""
         guard = self.pool.id(("enum", self.calls))
-        self._last_exhausted = False
+        self.last_exhausted = False
         try:
             for _ in range(limit):
                 result = self._solve([guard])
                 if not result:
-                    self._last_exhausted = result is False
+                    self.last_exhausted = result is False
                     return
                 model = self.solver.get_model()
                 true = set(lit for lit in model if lit > 0)
@@ -300,7 +300,7 @@ class SatEngine:
     def count_solutions(self, cap: int) -> tuple[int, bool]:
         """Number of distinct datasets, up to ``cap``; ``exhausted`` is True when the count is exact."""
         count = sum(1 for _ in self.solutions(cap + 1))
-        return min(count, cap), count <= cap and self._last_exhausted
+        return min(count, cap), count <= cap and self.last_exhausted
 
     def sample(self, k: int, seed: int = 0) -> list[np.ndarray]:
         """Up to ``k`` consistent datasets found under random phases (for pruning candidate claims)."""
