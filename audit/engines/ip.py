@@ -39,6 +39,7 @@ from ..claims import REFUTED, UNDECIDED, VERIFIED, Claim, Verdict
 from ..problem import Problem
 from ..query import Predicate
 from ..release import Constraint
+from ._explain import LIMIT as EXPLAIN_LIMIT, SAT, UNSAT, explain_cells
 from .sat import cell_of, integer_bounds
 
 log = logging.getLogger("audit.engines.ip")
@@ -466,30 +467,13 @@ class IpEngine:
 
     def explain(self, claim: Claim, shrink: bool = True) -> tuple[tuple[str, ...], bool]:
         """Cells that imply a verified claim: grown from counterexamples, then shrunk."""
-        chosen: list[str] = []
-        while True:
-            status, sol = self._solve_claim(claim, chosen)
-            if status == LIMIT:
-                return (), False
-            if status == INFEASIBLE:
-                break
-            broken = self._broken_cells(self.decode(sol))
-            pick = next((k for k in self.cells if k in broken and k not in chosen), None)
-            if pick is None:
-                raise AssertionError(f"no cell excludes a counterexample to {claim}")
-            chosen.append(pick)
-        minimal = True
-        if shrink:
-            i = 0
-            while i < len(chosen):
-                trial = chosen[:i] + chosen[i + 1:]
-                status, _ = self._solve_claim(claim, trial)
-                if status == INFEASIBLE:
-                    chosen = trial
-                else:
-                    minimal = minimal and status != LIMIT
-                    i += 1
-        return tuple(sorted(chosen)), shrink and minimal
+        def solve(cells: list[str]):
+            status, sol = self._solve_claim(claim, cells)
+            if status == FEASIBLE:
+                return SAT, self._broken_cells(self.decode(sol))
+            return (UNSAT if status == INFEASIBLE else EXPLAIN_LIMIT), None
+
+        return explain_cells(list(self.cells), solve, shrink)
 
     def conflicting_cells(self) -> list[str]:
         """For an inconsistent release: a set of cells no dataset satisfies together (deletion filter)."""

@@ -21,6 +21,7 @@ from ..claims import REFUTED, UNDECIDED, VERIFIED, Claim, Verdict
 from ..problem import Problem
 from ..query import Predicate
 from ..release import Constraint
+from ._explain import LIMIT, SAT, UNSAT, explain_cells
 
 DEFAULT_SOLVER = "cadical195"
 
@@ -380,34 +381,17 @@ class SatEngine:
         """Cells that imply a verified claim: grown from counterexamples, then shrunk to a minimal set."""
         solver = self.explainer
         g = self._negation(claim, solver)
-        keys = list(self.selectors)
-        chosen: list[str] = []
+        names = {sel: key for key, sel in self.selectors.items()}
+
+        def solve(cells: list[str]):
+            result = self._solve([g] + [self.selectors[k] for k in cells], solver, self.explain_conflicts)
+            if result is None:
+                return LIMIT, None
+            if result is False:
+                return UNSAT, {names[lit] for lit in (solver.get_core() or []) if lit in names}
+            return SAT, self._broken_cells(solver.get_model())
+
         try:
-            while True:
-                result = self._solve([g] + [self.selectors[k] for k in chosen], solver, self.explain_conflicts)
-                if result is None:  # budget spent: no explanation rather than an unhelpful "all cells"
-                    return (), False
-                if result is False:
-                    core = set(solver.get_core() or [])
-                    chosen = [k for k in chosen if self.selectors[k] in core]
-                    break
-                broken = self._broken_cells(solver.get_model())
-                pick = next((k for k in keys if k in broken and k not in chosen), None)
-                if pick is None:  # should not happen: all cells together imply the claim
-                    raise AssertionError(f"no cell excludes a counterexample to {claim}")
-                chosen.append(pick)
-            minimal = True
-            if shrink:
-                i = 0
-                while i < len(chosen):
-                    trial = chosen[:i] + chosen[i + 1:]
-                    result = self._solve([g] + [self.selectors[k] for k in trial], solver, self.explain_conflicts)
-                    if result is False:
-                        core = set(solver.get_core() or [])
-                        chosen = [k for k in trial if self.selectors[k] in core]
-                    else:
-                        minimal = minimal and result is not None
-                        i += 1
-            return tuple(sorted(chosen)), shrink and minimal
+            return explain_cells(list(self.selectors), solve, shrink)
         finally:
             solver.add_clause([-g])
