@@ -27,7 +27,7 @@ class ExactOptions:
     seed: int = 0
     conflicts: int = 200_000
     unit_seconds: float = 120.0
-    solution_cap: int = 100
+    solution_cap: int = 16  # datasets enumerated: up to this many decide every claim at once
     explain: str = "singletons"  # none | singletons | all: which verified claims get explaining cells
     explain_seconds: float = 10.0
     max_rows: int = 200
