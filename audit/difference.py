@@ -13,7 +13,6 @@ about the difference, and the records of the individuals it exposes.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from fractions import Fraction
 from math import ceil, floor
 
 import numpy as np

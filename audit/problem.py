@@ -8,7 +8,7 @@ from fractions import Fraction
 import numpy as np
 import pandas as pd
 
-from .query import Predicate, Statistic
+from .query import Predicate
 from .release import Constraint, UnitRelease, constraints_of
 from .schedule import Schedule
 from .schema import Schema

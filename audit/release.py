@@ -22,6 +22,20 @@ def round_to_base(value: int, base: int) -> int:
     return base * floor(Fraction(value, base) + Fraction(1, 2))
 
 
+def int_lo(lo: Fraction | None, lo_open: bool) -> int | None:
+    """The smallest integer in an interval with lower end ``lo`` (None: unbounded)."""
+    if lo is None:
+        return None
+    return floor(lo) + 1 if lo_open and lo == floor(lo) else ceil(lo)
+
+
+def int_hi(hi: Fraction | None, hi_open: bool) -> int | None:
+    """The largest integer in an interval with upper end ``hi`` (None: unbounded)."""
+    if hi is None:
+        return None
+    return ceil(hi) - 1 if hi_open and hi == ceil(hi) else floor(hi)
+
+
 @dataclass(frozen=True)
 class Value:
     """One published number: status is published, suppressed, or empty (a mean of no rows)."""

@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ._yaml import Located, load_yaml
-from .errors import AuditError
 from .query import Predicate, Statistic
 from .schema import Schema
 

@@ -6,8 +6,6 @@ from typing import Annotated, Optional
 
 import typer
 
-from . import SchemaOpt, TablesOpt
-
 
 def register(app: typer.Typer) -> None:
     @app.command()

@@ -29,11 +29,9 @@ The per-slot value bits are pure definitions (a function of the one-hot literals
 """
 from __future__ import annotations
 
-from fractions import Fraction
-from math import ceil, floor
 
 from ..query import Predicate
-from ..release import Constraint
+from ..release import Constraint, int_hi as _int_hi, int_lo as _int_lo
 
 
 # -- small building blocks ------------------------------------------------------------------------
@@ -166,18 +164,6 @@ def le_const(engine, bits: list, bound: int, prefix: list[int]) -> None:
                 clause.append(bj)
         if ok:
             engine._add(clause)
-
-
-def _int_lo(lo: Fraction | None, lo_open: bool) -> int | None:
-    if lo is None:
-        return None
-    return floor(lo) + 1 if lo_open and lo == floor(lo) else ceil(lo)
-
-
-def _int_hi(hi: Fraction | None, hi_open: bool) -> int | None:
-    if hi is None:
-        return None
-    return ceil(hi) - 1 if hi_open and hi == ceil(hi) else floor(hi)
 
 
 # -- per-cell structures --------------------------------------------------------------------------

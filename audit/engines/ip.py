@@ -28,9 +28,7 @@ logs one line and continues on HiGHS.
 from __future__ import annotations
 
 import logging
-import time
 from fractions import Fraction
-from math import ceil, floor
 from typing import Iterator
 
 import numpy as np
@@ -38,7 +36,7 @@ import numpy as np
 from ..claims import REFUTED, UNDECIDED, VERIFIED, Claim, Verdict
 from ..problem import Problem
 from ..query import Predicate
-from ..release import Constraint
+from ..release import Constraint, int_hi as _int_hi, int_lo as _int_lo
 from ._explain import LIMIT as EXPLAIN_LIMIT, SAT, UNSAT, explain_cells
 from .sat import cell_of, integer_bounds
 
@@ -47,18 +45,6 @@ log = logging.getLogger("audit.engines.ip")
 INF = float("inf")
 FEASIBLE, INFEASIBLE, LIMIT = "feasible", "infeasible", "limit"
 GUROBI_SIZE_LIMIT = 10010
-
-
-def _int_lo(lo: Fraction | None, lo_open: bool) -> int | None:
-    if lo is None:
-        return None
-    return floor(lo) + 1 if lo_open and lo == floor(lo) else ceil(lo)
-
-
-def _int_hi(hi: Fraction | None, hi_open: bool) -> int | None:
-    if hi is None:
-        return None
-    return ceil(hi) - 1 if hi_open and hi == ceil(hi) else floor(hi)
 
 
 class _Model:

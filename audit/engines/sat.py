@@ -9,7 +9,6 @@ added by :mod:`audit.engines._numeric`.
 """
 from __future__ import annotations
 
-from math import ceil, floor
 from typing import Iterator
 
 import numpy as np
@@ -20,7 +19,7 @@ from pysat.solvers import Solver
 from ..claims import REFUTED, UNDECIDED, VERIFIED, Claim, Verdict
 from ..problem import Problem
 from ..query import Predicate
-from ..release import Constraint
+from ..release import Constraint, int_hi, int_lo
 from ._explain import LIMIT, SAT, UNSAT, explain_cells
 
 DEFAULT_SOLVER = "cadical195"
@@ -28,9 +27,8 @@ DEFAULT_SOLVER = "cadical195"
 
 def integer_bounds(c: Constraint, n: int) -> tuple[int, int]:
     """Inclusive integer bounds of an integer-valued statistic's interval, clipped below at 0."""
-    lo = 0 if c.lo is None else (floor(c.lo) + 1 if c.lo_open and c.lo == floor(c.lo) else ceil(c.lo))
-    hi = n if c.hi is None else (ceil(c.hi) - 1 if c.hi_open and c.hi == ceil(c.hi) else floor(c.hi))
-    return max(lo, 0), hi
+    lo, hi = int_lo(c.lo, c.lo_open), int_hi(c.hi, c.hi_open)
+    return max(lo or 0, 0), n if hi is None else hi
 
 
 def cell_of(key: str) -> str:
