@@ -155,10 +155,19 @@ def _complementary(table: Table, counts: np.ndarray, suppressed: np.ndarray) -> 
 
 def release_frame(releases: list[UnitRelease], schema: Schema) -> pd.DataFrame:
     """The release as one long table: geography, table, cell, label, statistic, value, status."""
-    rows = []
+    columns: dict[str, list] = {name: [] for name in
+                                (*schema.geography, "level", "table", "cell", "label", "statistic", "value", "status")}
     for unit in releases:
-        geo = dict(zip(schema.geography, unit.geo))
-        for v in unit.values:
-            rows.append({**geo, "level": unit.level, "table": v.cell.table, "cell": v.cell.id, "label": v.cell.label,
-                         "statistic": v.stat.name, "value": v.text(), "status": v.status})
-    return pd.DataFrame(rows)
+        n = len(unit.values)
+        for name, code in zip(schema.geography, unit.geo):
+            columns[name] += [code] * n
+        for name in schema.geography[len(unit.geo):]:
+            columns[name] += [""] * n
+        columns["level"] += [unit.level] * n
+        columns["table"] += [v.cell.table for v in unit.values]
+        columns["cell"] += [v.cell.id for v in unit.values]
+        columns["label"] += [v.cell.label for v in unit.values]
+        columns["statistic"] += [v.stat.name for v in unit.values]
+        columns["value"] += [v.text() for v in unit.values]
+        columns["status"] += [v.status for v in unit.values]
+    return pd.DataFrame(columns)
