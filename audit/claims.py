@@ -81,22 +81,43 @@ def candidates(truth: np.ndarray, max_columns: int | None = None) -> list[Claim]
     return out
 
 
-def refuted_by(claims: list[Claim], rows: np.ndarray) -> list[bool]:
-    """For each claim, whether the dataset ``rows`` contradicts it (its count differs from m)."""
-    if not claims:
-        return []
-    out = []
-    cache: dict[tuple[int, ...], dict] = {}
-    for claim in claims:
-        cols = claim.columns
-        if cols not in cache:
-            table: dict = {}
-            if len(rows):
-                vals, counts = np.unique(rows[:, cols], axis=0, return_counts=True)
-                table = {tuple(int(x) for x in v): int(n) for v, n in zip(vals, counts)}
-            cache[cols] = table
-        out.append(cache[cols].get(tuple(v for _, v in claim.assignment), 0) != claim.m)
-    return out
+class ClaimTable:
+    """Claims as arrays, so that one dataset is checked against thousands of them in one pass.
+
+    A claim's key is sum((atom + 1) * stride[column]) over its assignment; a row's key for a column
+    subset is the same sum over that subset, computed for every subset at once by one product.
+    """
+
+    def __init__(self, claims: list[Claim], sizes: list[int]):
+        self.index = {claim: i for i, claim in enumerate(claims)}
+        radix = np.array([size + 1 for size in sizes], dtype=object)
+        strides = [int(np.prod(radix[:c])) for c in range(len(sizes))]
+        self.exact = int(np.prod(radix)) < 2 ** 62  # keys fit in int64
+        dtype = np.int64 if self.exact else object
+        self.strides = np.array(strides, dtype=dtype)
+        self.keys = np.array([sum((v + 1) * strides[c] for c, v in claim.assignment) for claim in claims], dtype=dtype)
+        self.m = np.array([claim.m for claim in claims], dtype=np.int64)
+        subsets = sorted({claim.columns for claim in claims})
+        self.masks = np.zeros((len(subsets), len(sizes)), dtype=dtype)
+        for i, cols in enumerate(subsets):
+            self.masks[i, list(cols)] = 1
+
+    def counts(self, rows: np.ndarray) -> np.ndarray:
+        """How many rows of the dataset match each claim."""
+        if len(rows) == 0 or len(self.keys) == 0:
+            return np.zeros(len(self.keys), dtype=np.int64)
+        row_keys = ((np.asarray(rows) + 1) * self.strides) @ self.masks.T
+        values, counts = np.unique(row_keys.ravel(), return_counts=True)
+        at = np.searchsorted(values, self.keys)
+        inside = at < len(values)
+        at = np.where(inside, at, 0)
+        found = inside & (values[at] == self.keys)
+        return np.where(found, counts[at], 0).astype(np.int64)
+
+    def refuted(self, claims: list[Claim], rows: np.ndarray) -> np.ndarray:
+        """For each of ``claims`` (all in the table), whether the dataset contradicts it."""
+        idx = np.fromiter((self.index[c] for c in claims), dtype=np.int64, count=len(claims))
+        return self.counts(rows)[idx] != self.m[idx]
 
 
 def baseline_probability(claim: Claim, n: int, prior_rows: np.ndarray | None) -> float | None:

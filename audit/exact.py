@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from .claims import REFUTED, UNDECIDED, VERIFIED, Claim, Verdict, baseline_probability, candidates, refuted_by
+from .claims import REFUTED, UNDECIDED, VERIFIED, Claim, ClaimTable, Verdict, baseline_probability, candidates
 from .errors import AuditError, InconsistentRelease
 from .problem import Problem
 
@@ -162,6 +162,7 @@ def audit_unit(problem: Problem, options: ExactOptions = ExactOptions(),
         raise InconsistentRelease(f"no dataset reproduces the published values of unit {'/'.join(problem.geo)}: "
                                   f"conflicting cells {engine.conflicting_cells()}")
     todo = candidates(problem.truth, options.max_columns)
+    table = ClaimTable(todo, [len(d) for d in problem.domains])
     direct = direct_cells(problem)
     pending: list[Claim] = []
     for claim in todo:
@@ -176,13 +177,13 @@ def audit_unit(problem: Problem, options: ExactOptions = ExactOptions(),
     if result.exhausted:
         # every consistent dataset is known: a claim is verified iff it holds in all of them
         for rows in universe:
-            pending, gone = _prune(pending, rows)
+            pending, gone = _prune(table, pending, rows)
             result.refuted += gone
         result.verdicts += [Verdict(c, VERIFIED) for c in pending]
         pending = []
     pool = [first] + universe + engine.sample(options.samples if pending else 0, options.seed)
     for rows in pool:
-        pending, gone = _prune(pending, rows)
+        pending, gone = _prune(table, pending, rows)
         result.refuted += gone
     sums = CellSums(problem)
     rest = []
@@ -203,7 +204,7 @@ def audit_unit(problem: Problem, options: ExactOptions = ExactOptions(),
         verdict = engine.verify(claim, explain="none")
         if verdict.status == REFUTED:
             result.refuted += 1
-            rest, gone = _prune(pending[i + 1:], verdict.counterexample)
+            rest, gone = _prune(table, pending[i + 1:], verdict.counterexample)
             result.refuted += gone
             pending = pending[: i + 1] + rest
         else:
@@ -234,7 +235,9 @@ def _explain(engine, result: UnitResult, options: ExactOptions) -> None:
         result.verdicts[i] = replace(verdict, cells=cells, minimal=minimal)
 
 
-def _prune(claims: list[Claim], rows: np.ndarray) -> tuple[list[Claim], int]:
-    flags = refuted_by(claims, rows)
+def _prune(table: ClaimTable, claims: list[Claim], rows: np.ndarray) -> tuple[list[Claim], int]:
+    if not claims:
+        return claims, 0
+    flags = table.refuted(claims, rows)
     kept = [c for c, bad in zip(claims, flags) if not bad]
     return kept, len(claims) - len(kept)
