@@ -16,6 +16,18 @@ import re
 import sys
 from pathlib import Path
 
+
+def _sf1_tables():
+    """The SF1 sample's make_tables module (it reads the field descriptors for both samples)."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parent.parent / "sf1" / "make_tables.py"
+    spec = importlib.util.spec_from_file_location("sf1_make_tables", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 Level = tuple[str, str, dict]  # (id part, label, {column: codes})
 
 
@@ -55,17 +67,6 @@ def cells_of(queries: list[str], spec: dict) -> list[dict]:
             seen.add(cid)
             cells.append({"id": cid, "label": "; ".join(label for _, label, _ in combo), "where": where})
     return cells
-
-
-def titles_from(path: str | None) -> dict[str, str]:
-    """Table number -> SF1 title from the field descriptors, without the '[n]' suffix."""
-    if not path:
-        return {}
-    import pandas as pd
-
-    fields = pd.read_csv(path, dtype=str, keep_default_na=False)
-    rows = fields[fields["Title Row"] == "1"]
-    return {t: re.sub(r"\s*\[\d+\]\s*$", "", n) for t, n in zip(rows["TABLE NUMBER"], rows["FIELD NAME"])}
 
 
 def title_of(table: str, titles: dict[str, str]) -> str:
@@ -119,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("-o", "--out", default=str(Path(__file__).with_name("tables.yaml")))
     args = parser.parse_args(argv)
     spec = json.loads(Path(args.tables_json).read_text(encoding="utf-8"))
-    text = make_tables(spec, titles_from(args.descriptors))
+    text = make_tables(spec, _sf1_tables().titles_from(args.descriptors))
     Path(args.out).write_text(text, encoding="utf-8")
     print(f"wrote {text.count('- {id:')} cells to {args.out}", file=sys.stderr)
     return 0
