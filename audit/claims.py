@@ -89,7 +89,6 @@ class ClaimTable:
     """
 
     def __init__(self, claims: list[Claim], sizes: list[int]):
-        self.index = {claim: i for i, claim in enumerate(claims)}
         radix = np.array([size + 1 for size in sizes], dtype=object)
         strides = [int(np.prod(radix[:c])) for c in range(len(sizes))]
         self.exact = int(np.prod(radix)) < 2 ** 62  # keys fit in int64
@@ -114,9 +113,8 @@ class ClaimTable:
         found = inside & (values[at] == self.keys)
         return np.where(found, counts[at], 0).astype(np.int64)
 
-    def refuted(self, claims: list[Claim], rows: np.ndarray) -> np.ndarray:
-        """For each of ``claims`` (all in the table), whether the dataset contradicts it."""
-        idx = np.fromiter((self.index[c] for c in claims), dtype=np.int64, count=len(claims))
+    def refuted(self, idx: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """For each claim of the table at positions ``idx``, whether the dataset contradicts it."""
         return self.counts(rows)[idx] != self.m[idx]
 
 

@@ -12,6 +12,7 @@ import numpy as np
 
 from .claims import REFUTED, UNDECIDED, VERIFIED, Claim, ClaimTable, Verdict, baseline_probability, candidates
 from .errors import AuditError, InconsistentRelease
+from .implied import LinearProof
 from .problem import Problem
 
 ENGINES = ("sat", "ip")
@@ -31,6 +32,7 @@ class ExactOptions:
     explain: str = "singletons"  # none | singletons | all: which verified claims get explaining cells
     explain_seconds: float = 10.0
     max_rows: int = 200
+    linear: bool = True  # prove claims that are linear combinations of exact counts without search
 
     def __post_init__(self):
         if self.engine not in ENGINES:
@@ -92,59 +94,6 @@ def direct_cells(problem: Problem) -> dict[tuple, tuple[int, str]]:
     return out
 
 
-def _volume(clauses: dict, sizes: list[int]) -> int:
-    out = 1
-    for c, size in enumerate(sizes):
-        out *= len(clauses[c]) if c in clauses else size
-    return out
-
-
-class CellSums:
-    """Verifies claims whose rows are a disjoint union of exactly published cells, without search.
-
-    The claim's count is then the sum of the cells' values: implied by the release (those cells are
-    its explanation). Cells are taken greedily, largest first, within each table, then across tables.
-    """
-
-    def __init__(self, problem: Problem):
-        names = problem.names
-        self.sizes = [len(d) for d in problem.domains]
-        self.cells = []  # (table, cell key, {column index: atom set}, value)
-        self.index: dict[tuple[int, int], set[int]] = {}  # (column, atom) -> cells fixing that column to it
-        for c in problem.constraints:
-            if c.statistic.kind == "count" and c.exact:
-                clauses = {names.index(n): a for n, a in c.predicate.clauses}
-                for col, atoms in clauses.items():
-                    if len(atoms) == 1:
-                        self.index.setdefault((col, next(iter(atoms))), set()).add(len(self.cells))
-                self.cells.append((c.key.split(":", 1)[0], c.key.rsplit(":", 1)[0], clauses, int(c.lo)))
-
-    def explain(self, claim: Claim) -> tuple[str, ...] | None:
-        target = {c: frozenset([v]) for c, v in claim.assignment}
-        ids = None
-        for key in claim.assignment:
-            ids = self.index.get(key, set()) if ids is None else ids & self.index.get(key, set())
-            if not ids:
-                return None
-        inside = [self.cells[i] for i in sorted(ids)]
-        goal = _volume(target, self.sizes)
-        groups: dict[str, list] = {}
-        for cell in inside:
-            groups.setdefault(cell[0], []).append(cell)
-        for group in list(groups.values()) + [inside]:
-            chosen, volume = [], 0
-            for cell in sorted(group, key=lambda c: -_volume(c[2], self.sizes)):
-                if all(any(col in cell[2] and col in other[2] and not cell[2][col] & other[2][col]
-                           for col in range(len(self.sizes))) for other in chosen):
-                    chosen.append(cell)
-                    volume += _volume(cell[2], self.sizes)
-                    if volume == goal:
-                        if sum(c[3] for c in chosen) != claim.m:
-                            raise AssertionError(f"published cells disagree with the data on {claim}")
-                        return tuple(sorted(c[1] for c in chosen))
-        return None
-
-
 def audit_unit(problem: Problem, options: ExactOptions = ExactOptions(),
                prior_rows: np.ndarray | None = None) -> UnitResult:
     """Run generate-then-verify on one unit and return every verdict it reached."""
@@ -164,13 +113,14 @@ def audit_unit(problem: Problem, options: ExactOptions = ExactOptions(),
     todo = candidates(problem.truth, options.max_columns)
     table = ClaimTable(todo, [len(d) for d in problem.domains])
     direct = direct_cells(problem)
-    pending: list[Claim] = []
-    for claim in todo:
+    rest = []
+    for i, claim in enumerate(todo):
         hit = direct.get(claim.assignment)
         if hit is not None and hit[0] == claim.m:
             result.verdicts.append(Verdict(claim, VERIFIED, (hit[1],), True, direct=True))
         else:
-            pending.append(claim)
+            rest.append(i)
+    pending = np.array(rest, dtype=np.int64)  # positions in todo of the claims still open
     universe = list(engine.solutions(options.solution_cap + 1))
     result.solutions = min(len(universe), options.solution_cap)
     result.exhausted = len(universe) <= options.solution_cap and engine.last_exhausted
@@ -179,38 +129,43 @@ def audit_unit(problem: Problem, options: ExactOptions = ExactOptions(),
         for rows in universe:
             pending, gone = _prune(table, pending, rows)
             result.refuted += gone
-        result.verdicts += [Verdict(c, VERIFIED) for c in pending]
-        pending = []
-    pool = [first] + universe + engine.sample(options.samples if pending else 0, options.seed)
+        result.verdicts += [Verdict(todo[i], VERIFIED) for i in pending]
+        pending = pending[:0]
+    pool = [first] + universe + engine.sample(options.samples if len(pending) else 0, options.seed)
     for rows in pool:
         pending, gone = _prune(table, pending, rows)
         result.refuted += gone
-    sums = CellSums(problem)
-    rest = []
-    for claim in pending:
-        cells = sums.explain(claim)
-        if cells is None:
-            rest.append(claim)
-        else:
-            result.verdicts.append(Verdict(claim, VERIFIED, cells, False))
-    pending = rest
+    linear = LinearProof(problem) if options.linear and len(pending) else None
+    certificates: dict[Claim, np.ndarray] = {}  # cells of the linear proofs, should the explainer stall
+    if linear is not None:
+        proofs = linear.combine([todo[i] for i in pending])
+        for i, used in zip(pending, proofs):
+            if used is not None:
+                certificates[todo[i]] = used
+                result.verdicts.append(Verdict(todo[i], VERIFIED))
+        pending = np.array([i for i, used in zip(pending, proofs) if used is None], dtype=np.int64)
     deadline = start + options.unit_seconds
-    i = 0
-    while i < len(pending):
-        claim = pending[i]
+    j = 0
+    while j < len(pending):
+        claim = todo[pending[j]]
         if time.perf_counter() > deadline:
-            result.verdicts += [Verdict(c, UNDECIDED, reason="unit time limit reached") for c in pending[i:]]
+            result.verdicts += [Verdict(todo[i], UNDECIDED, reason="unit time limit reached") for i in pending[j:]]
             break
-        verdict = engine.verify(claim, explain="none")
+        verdict = _bound(linear, problem, claim) if linear is not None else None
+        if isinstance(verdict, np.ndarray):
+            certificates[claim] = verdict
+            verdict = Verdict(claim, VERIFIED)
+        if verdict is None:
+            verdict = engine.verify(claim, explain="none")
         if verdict.status == REFUTED:
             result.refuted += 1
-            rest, gone = _prune(table, pending[i + 1:], verdict.counterexample)
+            later, gone = _prune(table, pending[j + 1:], verdict.counterexample)
             result.refuted += gone
-            pending = pending[: i + 1] + rest
+            pending = np.concatenate([pending[: j + 1], later])
         else:
             result.verdicts.append(verdict)
-        i += 1
-    _explain(engine, result, options)
+        j += 1
+    _explain(engine, result, options, linear, certificates)
     for verdict in result.verified:
         p = baseline_probability(verdict.claim, problem.n_rows[1], prior_rows)
         if p is not None:
@@ -219,25 +174,51 @@ def audit_unit(problem: Problem, options: ExactOptions = ExactOptions(),
     return result
 
 
-def _explain(engine, result: UnitResult, options: ExactOptions) -> None:
-    """Attach explaining cells to verified derived claims, most columns first, within the time budget."""
+def _explain(engine, result: UnitResult, options: ExactOptions, linear: LinearProof | None = None,
+             certificates: dict | None = None) -> None:
+    """Attach explaining cells to verified derived claims, most columns first, within the time budget.
+
+    A claim the solver cannot explain in time keeps the cells of its linear proof, when it has one
+    (sound, not minimal).
+    """
     if options.explain == "none":
         return
     order = sorted((i for i, v in enumerate(result.verdicts) if v.status == VERIFIED and not v.direct
                     and (options.explain == "all" or v.claim.singleton)),
                    key=lambda i: (-len(result.verdicts[i].claim.assignment), i))
     stop = time.perf_counter() + options.explain_seconds
+    stalled = []
     for i in order:
-        if time.perf_counter() > stop:
-            break
         verdict = result.verdicts[i]
-        cells, minimal = engine.explain(verdict.claim)
-        result.verdicts[i] = replace(verdict, cells=cells, minimal=minimal)
+        cells, minimal = engine.explain(verdict.claim) if time.perf_counter() < stop else ((), False)
+        if cells:
+            result.verdicts[i] = replace(verdict, cells=cells, minimal=minimal)
+        elif certificates and verdict.claim in certificates:
+            stalled.append(i)
+    if stalled:
+        claims = [result.verdicts[i].claim for i in stalled]
+        found = linear.explain(claims, np.array([certificates[c] for c in claims]))
+        for i, cells in zip(stalled, found):
+            result.verdicts[i] = replace(result.verdicts[i], cells=cells, minimal=False)
 
 
-def _prune(table: ClaimTable, claims: list[Claim], rows: np.ndarray) -> tuple[list[Claim], int]:
-    if not claims:
-        return claims, 0
-    flags = table.refuted(claims, rows)
-    kept = [c for c, bad in zip(claims, flags) if not bad]
-    return kept, len(claims) - len(kept)
+def _bound(linear: LinearProof, problem: Problem, claim: Claim) -> Verdict | np.ndarray | None:
+    """The linear-programming verdict on a claim: a refutation, the certificate's cells (a mask) when
+    verified, or None when the bounds do not settle it."""
+    found = linear.bound(claim)
+    if found is None:
+        return None
+    status, info = found
+    if status == VERIFIED:
+        return info
+    if any(c.statistic.kind != "count" for c in problem.constraints) and problem.violations(info):
+        return None  # an integral optimum that breaks a mean, sum or median cell
+    return Verdict(claim, REFUTED, counterexample=info)
+
+
+def _prune(table: ClaimTable, idx: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, int]:
+    """The claims at ``idx`` that the dataset does not contradict, and how many it does."""
+    if not len(idx):
+        return idx, 0
+    kept = idx[~table.refuted(idx, rows)]
+    return kept, len(idx) - len(kept)

@@ -25,7 +25,6 @@ def random_problem(rng: np.random.Generator, max_rows: int = 4, numeric: bool = 
         domains.append(Domain("age", tuple(frozenset([v]) for v in values), tuple(str(v) for v in values), True))
     n = int(rng.integers(1, max_rows + 1))
     truth = np.column_stack([rng.integers(0, len(d), size=n) for d in domains]).astype(np.int64)
-    names = [d.name for d in domains]
     shell = Problem("block", ("1",), tuple(domains), (n, n), ())
     cons = []
     for cell in range(n_cells if n_cells is not None else int(rng.integers(2, 6))):

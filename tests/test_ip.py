@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from audit.claims import VERIFIED, candidates
+from audit.claims import candidates
 from audit.engines.ip import IpEngine
 from audit.engines.sat import SatEngine
 from audit.exact import ExactOptions, audit_unit

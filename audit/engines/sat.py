@@ -95,6 +95,7 @@ class SatEngine:
         self.solver = Solver(name=solver, bootstrap_with=self._base + [[sel] for sel in self.selectors.values()])
         self._clauses = []
         self._explainer: Solver | None = None
+        self._x_grid: np.ndarray | None = None
         self.calls = 0
 
     # -- encoding -------------------------------------------------------------------------------
@@ -243,13 +244,17 @@ class SatEngine:
 
     def decode(self, model: list[int]) -> np.ndarray:
         """Rows (atom indices) of the dataset in a model."""
-        true = set(lit for lit in model if lit > 0)
-        rows = []
-        for s in range(self.n):
-            if self.act[s] not in true:
-                continue
-            rows.append([next(v for v, lit in enumerate(self.x[s][c]) if lit in true) for c in range(len(self.sizes))])
-        return np.array(rows, dtype=np.int64).reshape(-1, len(self.sizes))
+        lits = np.asarray(model, dtype=np.int64)
+        true = np.zeros(max(len(lits), self.pool.top) + 1, dtype=bool)
+        true[lits[lits > 0]] = True
+        if self._x_grid is None:  # slot x column x atom -> variable, padded with 0 (never true)
+            grid = np.zeros((self.n, len(self.sizes), max(self.sizes)), dtype=np.int64)
+            for s in range(self.n):
+                for c, d in enumerate(self.sizes):
+                    grid[s, c, :d] = self.x[s][c]
+            self._x_grid = grid
+        active = true[np.asarray(self.act, dtype=np.int64)]
+        return true[self._x_grid[active]].argmax(axis=2).astype(np.int64).reshape(-1, len(self.sizes))
 
     @property
     def explainer(self) -> Solver:

@@ -1,0 +1,263 @@
+"""Claims implied by the exact counts through linear algebra: proofs without search.
+
+Any consistent dataset is a histogram ``h >= 0`` over the rows that the edits allow. A count
+published as 0 zeroes ``h`` on its rows, which leaves the *support*: the rows that can occur at all.
+Exact counts say ``A h = b`` there. When a claim's indicator vector on the support is a rational
+combination ``y`` of cell rows, every consistent dataset has ``Count(claim) = y . b``: the claim is
+verified and the cells of ``y`` (with the zero cells that shaped the support) explain it. ``y`` is
+found in floating point and then checked in integer arithmetic, so no verdict rests on a rounding.
+"""
+from __future__ import annotations
+
+from fractions import Fraction
+from math import lcm
+
+import numpy as np
+
+from .claims import Claim
+from .problem import Problem
+from .query import Predicate
+from .release import int_hi, int_lo
+
+MAX_DENOMINATOR = 10_000  # certificates with larger coefficients are left to the solver
+
+
+def _flat(problem: Problem, predicate, bounds: np.ndarray) -> np.ndarray:
+    """A conjunctive predicate as one mask over every column's atoms, columns side by side."""
+    out = np.ones(bounds[-1], dtype=np.int64)
+    for name, atoms in predicate.clauses:
+        col = problem.index(name)
+        out[bounds[col]:bounds[col + 1]] = 0
+        out[bounds[col] + np.fromiter(atoms, dtype=np.int64)] = 1
+    return out
+
+
+def support(problem: Problem, killers: list[list[np.ndarray]]) -> np.ndarray:
+    """Every row (atom indices) that no killer forbids, by expanding one column at a time.
+
+    A killer is a product set, one atom mask per column; a row inside any killer cannot occur.
+    """
+    sizes = [len(d) for d in problem.domains]
+    free = [[bool(mask.all()) for mask in k] for k in killers]
+    if any(all(f) for f in free):
+        return np.zeros((0, len(sizes)), dtype=np.int64)
+    last = np.array([max(c for c, f in enumerate(fr) if not f) for fr in free], dtype=np.int64)
+    rows = np.zeros((1, 0), dtype=np.int64)
+    alive = np.ones((1, len(killers)), dtype=bool)  # killers whose clauses so far all hold
+    live = np.arange(len(killers))
+    for col, size in enumerate(sizes):
+        n = len(rows)
+        rows = np.column_stack([np.repeat(rows, size, axis=0), np.tile(np.arange(size), n)])
+        table = np.array([killers[k][col] for k in live], dtype=bool).reshape(len(live), size)
+        alive = np.repeat(alive, size, axis=0) & np.tile(table.T, (n, 1))
+        ends = last[live] == col
+        dead = alive[:, ends].any(axis=1)
+        rows, alive = rows[~dead], alive[~dead][:, ~ends]
+        live = live[~ends]
+        keep = alive.any(axis=0)  # killers that no remaining row still satisfies can be dropped
+        alive, live = alive[:, keep], live[keep]
+    return rows
+
+
+class LinearProof:
+    """Proves claims from the published counts on the support: by an exact linear combination of
+    cells, or by two linear-programming bounds whose dual certificates are checked exactly."""
+
+    def __init__(self, problem: Problem):
+        self.problem = problem
+        self._bounds = bounds = np.cumsum([0] + [len(d) for d in problem.domains])
+        counts = [c for c in problem.constraints if c.statistic.kind == "count"]
+        lo, hi = problem.n_rows
+        cells = [(c.key.rsplit(":", 1)[0], c.predicate, int_lo(c.lo, c.lo_open) or 0,
+                  None if c.hi is None else int_hi(c.hi, c.hi_open)) for c in counts]
+        if lo == hi and not any(not c.predicate.clauses and c.exact for c in counts):
+            cells.append(("", Predicate(()), hi, hi))  # the population, known though not published
+        flats = np.array([_flat(problem, c[1], bounds) for c in cells], dtype=np.int64).reshape(len(cells), -1)
+        zero = np.array([c[3] is not None and c[3] <= 0 for c in cells], dtype=bool)
+        edits = [_flat(problem, e, bounds) for e in problem.edits]
+        self.rows = support(problem, [np.split(f, bounds[1:-1]) for f in edits + list(flats[zero])])
+        self._zero_flat, self._zero_keys = flats[zero], [c[0] for c, z in zip(cells, zero) if z]
+        # small cells first: the basis and the certificates then name short, specific cells
+        volume = np.prod(np.add.reduceat(flats, bounds[:-1], axis=1).astype(float), axis=1) if len(cells) else []
+        member = self._members(flats).T
+        self.keys, self.lo, self.hi, keep, seen = [], [], [], [], set()
+        for i in np.argsort(volume, kind="stable"):
+            key, _, lo_, hi_ = cells[i]
+            sig = (np.packbits(member[i]).tobytes(), lo_, hi_)
+            if zero[i] or not member[i].any() or sig in seen:
+                continue
+            seen.add(sig)
+            self.keys.append(key)
+            self.lo.append(lo_)
+            self.hi.append(hi_)
+            keep.append(i)
+        self.a = member[keep].astype(np.int64).reshape(len(keep), len(self.rows))
+        self._cell_flat = flats[keep]
+        self.basis = self._basis([i for i in range(len(keep)) if self.lo[i] == self.hi[i]])
+        self._lp = None
+        self._by_cell: np.ndarray | None = None
+
+    def _members(self, flats: np.ndarray) -> np.ndarray:
+        """Which support rows lie in each product set (support rows x sets)."""
+        onehot = np.zeros((len(self.rows), self._bounds[-1]), dtype=np.int64)
+        for col in range(len(self._bounds) - 1):
+            onehot[np.arange(len(self.rows)), self._bounds[col] + self.rows[:, col]] = 1
+        return onehot @ flats.T == len(self._bounds) - 1
+
+    def _basis(self, candidates: list[int]) -> np.ndarray:
+        """A maximal independent set of exact cell rows, taken greedily in the given order."""
+        q = np.zeros((0, len(self.rows)))
+        basis = []
+        for i in candidates:
+            v = self.a[i].astype(float)
+            r = v - q.T @ (q @ v)
+            r -= q.T @ (q @ r)
+            norm = np.linalg.norm(r)
+            if norm > 1e-9 * np.linalg.norm(v):
+                q = np.vstack([q, r / norm])
+                basis.append(i)
+        return np.array(basis, dtype=np.int64)
+
+    def _claim_matrix(self, claims: list[Claim]) -> np.ndarray:
+        return self._members(self._claim_flat(claims)).T.astype(np.int64)
+
+    def _claim_flat(self, claims: list[Claim]) -> np.ndarray:
+        flat = np.ones((len(claims), self._bounds[-1]), dtype=np.int64)
+        for i, claim in enumerate(claims):
+            for col, atom in claim.assignment:
+                flat[i, self._bounds[col]:self._bounds[col + 1]] = 0
+                flat[i, self._bounds[col] + atom] = 1
+        return flat
+
+    def combine(self, claims: list[Claim]) -> list[np.ndarray | None]:
+        """Per claim, the cells (a mask) of a checked exact linear combination equal to it, or None."""
+        out: list[np.ndarray | None] = [None] * len(claims)
+        if not claims or len(self.basis) == 0:
+            return out
+        c = self._claim_matrix(claims)
+        b = self.a[self.basis]
+        values = np.array([self.lo[k] for k in self.basis], dtype=np.int64)
+        y = np.linalg.lstsq(b.T.astype(float), c.T.astype(float), rcond=None)[0].T
+        for i in np.flatnonzero(np.abs(y @ b - c).max(axis=1) < 1e-7):
+            cert = _rational(y[i])
+            if cert is None or not np.array_equal(cert[1] @ b, cert[0] * c[i]):
+                continue
+            scale, coef = cert
+            if int(coef @ values) != scale * claims[i].m:
+                raise AssertionError(f"published counts disagree with the confidential data on {claims[i]}")
+            out[i] = np.zeros(len(self.keys), dtype=bool)
+            out[i][self.basis[coef != 0]] = True
+        return out
+
+    def bound(self, claim: Claim) -> tuple[str, np.ndarray] | None:
+        """Linear-programming bounds on the claim's count.
+
+        Returns ``("verified", used)`` when checked dual certificates pin the count to ``m`` (``used``
+        marks their cells, for :meth:`explain`), ``("refuted", rows)`` when an optimum is an integral
+        dataset that meets every count cell with another count (the caller checks any mean, sum or
+        median cells), and None otherwise.
+        """
+        import highspy
+
+        if self._lp is None:
+            self._lp = self._model()
+        h, n = self._lp, len(self.rows)
+        c = self._claim_matrix([claim])[0]
+        used = np.zeros(len(self.keys), dtype=bool)
+        for sense in (1, -1):  # minimise c.h, then -c.h
+            h.changeColsCost(n, np.arange(n, dtype=np.int32), sense * c.astype(float))
+            h.run()
+            if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+                return None
+            sol = h.getSolution()
+            coef = self._certificate(np.asarray(sol.row_dual), sense * c, sense * claim.m - 1)
+            if coef is None:
+                value = np.asarray(sol.col_value)
+                counts = np.round(value).astype(np.int64)
+                if np.abs(value - counts).max(initial=0) < 1e-9 and counts @ c != claim.m and self._fits(counts):
+                    return "refuted", np.repeat(self.rows, counts, axis=0)
+                return None
+            used |= coef != 0
+        return "verified", used
+
+    def _fits(self, counts: np.ndarray) -> bool:
+        """Whether a histogram on the support meets every count cell exactly."""
+        if (counts < 0).any():
+            return False
+        got = self.a @ counts
+        return all(lo <= g and (hi is None or g <= hi) for g, lo, hi in zip(got.tolist(), self.lo, self.hi))
+
+    def _model(self):
+        import highspy
+
+        h = highspy.Highs()
+        h.setOptionValue("output_flag", False)
+        h.setOptionValue("threads", 1)
+        n = len(self.rows)
+        h.addVars(n, np.zeros(n), np.full(n, highspy.kHighsInf))
+        for row, lo, hi in zip(self.a, self.lo, self.hi):
+            idx = np.flatnonzero(row).astype(np.int32)
+            h.addRow(float(lo), highspy.kHighsInf if hi is None else float(hi), len(idx), idx, np.ones(len(idx)))
+        return h
+
+    def _certificate(self, dual: np.ndarray, c: np.ndarray, past: int) -> np.ndarray | None:
+        """Checked integer dual multipliers proving ``c.h > past`` for every consistent ``h``.
+
+        With ``y.A <= c`` and ``h >= 0``, ``c.h >= y.(A h) >= sum(y_i * (lo_i if y_i > 0 else hi_i))``.
+        """
+        for y in (dual, -dual):
+            cert = _rational(y)
+            if cert is None:
+                continue
+            scale, coef = cert
+            if (coef @ self.a > scale * c).any():
+                continue
+            nonzero = np.flatnonzero(coef)
+            if any(coef[i] < 0 and self.hi[i] is None for i in nonzero):
+                continue
+            low = sum(int(coef[i]) * (self.lo[i] if coef[i] > 0 else self.hi[i]) for i in nonzero)
+            if low > scale * past:
+                return coef
+        return None
+
+    def explain(self, claims: list[Claim], used: np.ndarray) -> list[tuple[str, ...]]:
+        """Certificate cells, and every zero cell whose rows meet the claim's or theirs.
+
+        Rows off the support inside those regions are what a certificate assumes empty; each is
+        either forbidden by an edit or inside one of these zero cells, so they complete the proof.
+        """
+        out = []
+        zeros = self._zero_cells(claims, used)
+        for j in range(len(claims)):
+            cells = {self.keys[k] for k in np.flatnonzero(used[j]) if self.keys[k]}
+            cells.update(self._zero_keys[k] for k in np.flatnonzero(zeros[j]))
+            out.append(tuple(sorted(cells)))
+        return out
+
+    def _meets(self, regions: np.ndarray) -> np.ndarray:
+        """Which zero cells share a row with each region (product sets as flat atom masks)."""
+        meet = np.ones((len(regions), len(self._zero_flat)), dtype=bool)
+        for col in range(len(self._bounds) - 1):
+            a, b = self._bounds[col], self._bounds[col + 1]
+            meet &= (regions[:, a:b] @ self._zero_flat[:, a:b].T) > 0
+        return meet
+
+    def _zero_cells(self, claims: list[Claim], used: np.ndarray) -> np.ndarray:
+        if len(self._zero_flat) == 0 or not claims:
+            return np.zeros((len(claims), len(self._zero_flat)), dtype=bool)
+        flat = self._claim_flat(claims)
+        if self._by_cell is None:
+            self._by_cell = self._meets(self._cell_flat).astype(np.int64)
+        return self._meets(flat) | ((used.astype(np.int64) @ self._by_cell) > 0)
+
+
+def _rational(y: np.ndarray) -> tuple[int, np.ndarray] | None:
+    """Integer coefficients and their common denominator for a float certificate."""
+    near = np.round(y)
+    if np.abs(y - near).max(initial=0) < 1e-9:
+        return 1, near.astype(np.int64)
+    fracs = [Fraction(float(v)).limit_denominator(MAX_DENOMINATOR) for v in y]
+    scale = lcm(*(f.denominator for f in fracs))
+    if scale > MAX_DENOMINATOR ** 2:
+        return None
+    return scale, np.array([int(f * scale) for f in fracs], dtype=np.int64)
