@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import itertools
+from operator import itemgetter
 from dataclasses import dataclass, field
 from math import comb
 
@@ -42,6 +43,14 @@ class Claim:
         return int(mask.sum())
 
 
+def _claim(assignment: tuple, m: int) -> Claim:
+    """A claim built from a truth table, valid by construction (skips the checks of ``__init__``)."""
+    claim = object.__new__(Claim)
+    object.__setattr__(claim, "assignment", assignment)
+    object.__setattr__(claim, "m", m)
+    return claim
+
+
 @dataclass(frozen=True)
 class Verdict:
     """verified (with the explaining cells), refuted (with a counterexample dataset) or undecided."""
@@ -63,22 +72,9 @@ class Verdict:
 
 def candidates(truth: np.ndarray, max_columns: int | None = None) -> list[Claim]:
     """Every claim true in the confidential rows, over every subset of up to ``max_columns`` columns."""
-    n_cols = truth.shape[1]
-    top = n_cols if max_columns is None else min(max_columns, n_cols)
-    out = []
     if len(truth) == 0:
-        return out
-    radix = truth.max(axis=0).astype(np.int64) + 1
-    for k in range(1, top + 1):
-        for cols in itertools.combinations(range(n_cols), k):
-            sub = truth[:, cols]
-            keys = np.zeros(len(truth), dtype=object if np.prod(radix[list(cols)].astype(float)) > 2**62 else np.int64)
-            for j, c in enumerate(cols):
-                keys = keys * int(radix[c]) + sub[:, j]
-            _, first, counts = np.unique(keys, return_index=True, return_counts=True)
-            for i, m in zip(first, counts):
-                out.append(Claim(tuple(zip(cols, (int(v) for v in sub[i]))), int(m)))
-    return out
+        return []
+    return ClaimTable.of_truth(truth, (truth.max(axis=0) + 1).tolist(), max_columns).claims
 
 
 class ClaimTable:
@@ -89,38 +85,70 @@ class ClaimTable:
     """
 
     def __init__(self, claims: list[Claim], sizes: list[int]):
+        self._layout(sizes, sorted({claim.columns for claim in claims}))
+        strides = self.strides.tolist()
+        self.claims = claims
+        self.keys = np.array([sum((v + 1) * strides[c] for c, v in claim.assignment) for claim in claims],
+                             dtype=self.strides.dtype)
+        self.m = np.array([claim.m for claim in claims], dtype=np.int64)
+
+    def _layout(self, sizes: list[int], subsets: list[tuple[int, ...]]) -> None:
         radix = np.array([size + 1 for size in sizes], dtype=object)
-        strides = [int(np.prod(radix[:c])) for c in range(len(sizes))]
         self.exact = int(np.prod(radix)) < 2 ** 62  # keys fit in int64
         dtype = np.int64 if self.exact else object
-        self.strides = np.array(strides, dtype=dtype)
-        self.keys = np.array([sum((v + 1) * strides[c] for c, v in claim.assignment) for claim in claims], dtype=dtype)
-        self.m = np.array([claim.m for claim in claims], dtype=np.int64)
-        subsets = sorted({claim.columns for claim in claims})
+        self.strides = np.array([int(np.prod(radix[:c])) for c in range(len(sizes))], dtype=dtype)
         self.masks = np.zeros((len(subsets), len(sizes)), dtype=dtype)
         for i, cols in enumerate(subsets):
             self.masks[i, list(cols)] = 1
 
-    def counts(self, rows: np.ndarray) -> np.ndarray:
-        """How many rows of the dataset match each claim."""
+    @classmethod
+    def of_truth(cls, truth: np.ndarray, sizes: list[int], max_columns: int | None = None) -> "ClaimTable":
+        """The table of every claim true in ``truth``, by column subset (fewest columns first), then
+        by the values in column order."""
+        n_rows, n_cols = truth.shape
+        top = n_cols if max_columns is None else min(max_columns, n_cols)
+        subsets = [cols for k in range(1, top + 1) for cols in itertools.combinations(range(n_cols), k)]
+        table = cls.__new__(cls)
+        table._layout(sizes, subsets)
+        rows = np.asarray(truth)
+        keys = (((rows + 1) * table.strides) @ table.masks.T).T.ravel()  # subset-major, one per row
+        values, first, counts = np.unique(keys, return_index=True, return_counts=True)
+        subset, row = first // max(n_rows, 1), first % max(n_rows, 1)
+        radix = np.array([size + 1 for size in sizes], dtype=object)
+        backward = np.array([int(np.prod(radix[c + 1:])) for c in range(n_cols)], dtype=table.strides.dtype)
+        order_key = ((rows[row] + 1) * backward) * table.masks[subset]
+        order = np.lexsort((order_key.sum(axis=1), subset))
+        data = rows.tolist()
+        picks = [itemgetter(*cols) if len(cols) > 1 else (lambda row, c=cols[0]: (row[c],)) for cols in subsets]
+        table.claims = [_claim(tuple(zip(subsets[s], picks[s](data[r]))), m)
+                        for s, r, m in zip(subset[order].tolist(), row[order].tolist(), counts[order].tolist())]
+        table.keys, table.m = values[order], counts[order].astype(np.int64)
+        return table
+
+    def counts(self, rows: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
+        """How many rows of the dataset match each claim (each row counted ``weights`` times if given)."""
         if len(rows) == 0 or len(self.keys) == 0:
             return np.zeros(len(self.keys), dtype=np.int64)
         row_keys = ((np.asarray(rows) + 1) * self.strides) @ self.masks.T
-        values, counts = np.unique(row_keys.ravel(), return_counts=True)
+        if weights is None:
+            values, counts = np.unique(row_keys.ravel(), return_counts=True)
+        else:
+            values, inverse = np.unique(row_keys.ravel(), return_inverse=True)
+            counts = np.bincount(inverse.ravel(), weights=np.repeat(weights, row_keys.shape[1]))
         at = np.searchsorted(values, self.keys)
         inside = at < len(values)
         at = np.where(inside, at, 0)
         found = inside & (values[at] == self.keys)
         return np.where(found, counts[at], 0).astype(np.int64)
 
+    def baseline(self, n: int, prior_rows: np.ndarray) -> np.ndarray:
+        """Probability each claim holds in ``n`` rows drawn from the prior (Generate-then-Verify eq. 17)."""
+        distinct, weights = np.unique(np.asarray(prior_rows), axis=0, return_counts=True)
+        p = self.counts(distinct, weights) / len(prior_rows)
+        ways = np.array([comb(n, k) for k in range(n + 1)], dtype=float)
+        m = np.minimum(self.m, n)
+        return np.where(self.m <= n, ways[m] * p ** m * (1 - p) ** (n - m), 0.0)
+
     def refuted(self, idx: np.ndarray, rows: np.ndarray) -> np.ndarray:
         """For each claim of the table at positions ``idx``, whether the dataset contradicts it."""
         return self.counts(rows)[idx] != self.m[idx]
-
-
-def baseline_probability(claim: Claim, n: int, prior_rows: np.ndarray | None) -> float | None:
-    """Probability the claim holds in ``n`` rows drawn from the prior (Generate-then-Verify eq. 17)."""
-    if prior_rows is None or len(prior_rows) == 0:
-        return None
-    p = claim.count(prior_rows) / len(prior_rows)
-    return float(comb(n, claim.m) * p ** claim.m * (1 - p) ** (n - claim.m))

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 
 import numpy as np
 
-from .claims import REFUTED, UNDECIDED, VERIFIED, Claim, ClaimTable, Verdict, baseline_probability, candidates
+from .claims import REFUTED, UNDECIDED, VERIFIED, Claim, ClaimTable, Verdict, candidates
 from .errors import AuditError, InconsistentRelease
 from .implied import LinearProof
 from .problem import Problem
@@ -75,22 +76,28 @@ def make_engine(problem: Problem, options: ExactOptions):
     if options.engine == "ip":
         from .engines.ip import IpEngine
 
-        return IpEngine(problem, seed=options.seed)
+        return IpEngine(problem, seed=options.seed, time_limit=min(60.0, options.unit_seconds))
     from .engines.sat import SatEngine
 
     return SatEngine(problem, conflicts=options.conflicts, seed=options.seed)
 
 
+@lru_cache(maxsize=1 << 16)
+def _assignment(names: tuple[str, ...], predicate) -> tuple | None:
+    """The claim assignment a predicate equals, if it fixes each of its columns to one atom."""
+    if not predicate.clauses or any(len(atoms) != 1 for _, atoms in predicate.clauses):
+        return None
+    return tuple(sorted((names.index(n), next(iter(a))) for n, a in predicate.clauses))
+
+
 def direct_cells(problem: Problem) -> dict[tuple, tuple[int, str]]:
     """Published exact counts whose predicate is a single-atom assignment: claim key -> (m, cell)."""
     out = {}
-    names = problem.names
     for c in problem.constraints:
-        if c.statistic.kind != "count" or not c.exact or not c.predicate.clauses:
-            continue
-        if all(len(atoms) == 1 for _, atoms in c.predicate.clauses):
-            key = tuple(sorted((names.index(n), next(iter(a))) for n, a in c.predicate.clauses))
-            out.setdefault(key, (int(c.lo), c.key.rsplit(":", 1)[0]))
+        if c.statistic.kind == "count" and c.exact:
+            key = _assignment(problem.names, c.predicate)
+            if key is not None:
+                out.setdefault(key, (int(c.lo), c.key.rsplit(":", 1)[0]))
     return out
 
 
@@ -105,13 +112,8 @@ def audit_unit(problem: Problem, options: ExactOptions = ExactOptions(),
         result.status, result.reason = "too-large", f"{problem.n_rows[1]} rows > --max-rows {options.max_rows}"
         result.verdicts = [Verdict(c, UNDECIDED, reason=result.reason) for c in candidates(problem.truth, options.max_columns)]
         return result
-    engine = make_engine(problem, options)
-    first = engine.solve()
-    if first is None:
-        raise InconsistentRelease(f"no dataset reproduces the published values of unit {'/'.join(problem.geo)}: "
-                                  f"conflicting cells {engine.conflicting_cells()}")
-    todo = candidates(problem.truth, options.max_columns)
-    table = ClaimTable(todo, [len(d) for d in problem.domains])
+    table = ClaimTable.of_truth(problem.truth, [len(d) for d in problem.domains], options.max_columns)
+    todo = table.claims
     direct = direct_cells(problem)
     rest = []
     for i, claim in enumerate(todo):
@@ -121,7 +123,44 @@ def audit_unit(problem: Problem, options: ExactOptions = ExactOptions(),
         else:
             rest.append(i)
     pending = np.array(rest, dtype=np.int64)  # positions in todo of the claims still open
-    universe = list(engine.solutions(options.solution_cap + 1))
+    linear = LinearProof(problem) if options.linear else None
+    engine, certificates = None, {}
+    if linear is not None and linear.determines(problem.truth):
+        # the exact counts pin every row: one dataset, so every true claim is verified
+        result.solutions, result.exhausted = 1, True
+        result.verdicts += [Verdict(todo[i], VERIFIED) for i in pending]
+    else:
+        engine = make_engine(problem, options)
+        certificates = _search(engine, linear, problem, options, result, table, pending, start)
+    _explain(engine, result, options, linear, certificates)
+    if prior_rows is not None and len(prior_rows) and todo:
+        verified = {v.claim for v in result.verified}
+        result.baseline = {c: p for c, p in zip(todo, table.baseline(problem.n_rows[1], prior_rows).tolist())
+                           if c in verified}
+    result.seconds = time.perf_counter() - start
+    return result
+
+
+def _search(engine, linear: LinearProof | None, problem: Problem, options: ExactOptions, result: UnitResult,
+            table: ClaimTable, pending: np.ndarray, start: float) -> dict[Claim, np.ndarray]:
+    """Decide the open claims with the solver's datasets, linear proofs and claim-by-claim search.
+
+    Returns the linear certificates of the claims they verified (cell masks, for explanations).
+    """
+    first = engine.solve()
+    if first is None:
+        raise InconsistentRelease(f"no dataset reproduces the published values of unit {'/'.join(problem.geo)}: "
+                                  f"conflicting cells {engine.conflicting_cells()}")
+    todo = table.claims
+    deadline = start + options.unit_seconds
+    universe, found = [], engine.solutions(options.solution_cap + 1)
+    try:
+        for rows in found:
+            universe.append(rows)
+            if time.perf_counter() > deadline:
+                break
+    finally:
+        found.close()
     result.solutions = min(len(universe), options.solution_cap)
     result.exhausted = len(universe) <= options.solution_cap and engine.last_exhausted
     if result.exhausted:
@@ -131,20 +170,19 @@ def audit_unit(problem: Problem, options: ExactOptions = ExactOptions(),
             result.refuted += gone
         result.verdicts += [Verdict(todo[i], VERIFIED) for i in pending]
         pending = pending[:0]
-    pool = [first] + universe + engine.sample(options.samples if len(pending) else 0, options.seed)
+    samples = options.samples if len(pending) and time.perf_counter() < deadline else 0
+    pool = [first] + universe + engine.sample(samples, options.seed)
     for rows in pool:
         pending, gone = _prune(table, pending, rows)
         result.refuted += gone
-    linear = LinearProof(problem) if options.linear and len(pending) else None
     certificates: dict[Claim, np.ndarray] = {}  # cells of the linear proofs, should the explainer stall
-    if linear is not None:
+    if linear is not None and len(pending):
         proofs = linear.combine([todo[i] for i in pending])
         for i, used in zip(pending, proofs):
             if used is not None:
                 certificates[todo[i]] = used
                 result.verdicts.append(Verdict(todo[i], VERIFIED))
         pending = np.array([i for i, used in zip(pending, proofs) if used is None], dtype=np.int64)
-    deadline = start + options.unit_seconds
     j = 0
     while j < len(pending):
         claim = todo[pending[j]]
@@ -165,20 +203,14 @@ def audit_unit(problem: Problem, options: ExactOptions = ExactOptions(),
         else:
             result.verdicts.append(verdict)
         j += 1
-    _explain(engine, result, options, linear, certificates)
-    for verdict in result.verified:
-        p = baseline_probability(verdict.claim, problem.n_rows[1], prior_rows)
-        if p is not None:
-            result.baseline[verdict.claim] = p
-    result.seconds = time.perf_counter() - start
-    return result
+    return certificates
 
 
-def _explain(engine, result: UnitResult, options: ExactOptions, linear: LinearProof | None = None,
-             certificates: dict | None = None) -> None:
+def _explain(engine, result: UnitResult, options: ExactOptions, linear: LinearProof | None,
+             certificates: dict) -> None:
     """Attach explaining cells to verified derived claims, most columns first, within the time budget.
 
-    A claim the solver cannot explain in time keeps the cells of its linear proof, when it has one
+    A claim the solver cannot explain in time keeps the cells of a linear proof, when it has one
     (sound, not minimal).
     """
     if options.explain == "none":
@@ -186,6 +218,8 @@ def _explain(engine, result: UnitResult, options: ExactOptions, linear: LinearPr
     order = sorted((i for i, v in enumerate(result.verdicts) if v.status == VERIFIED and not v.direct
                     and (options.explain == "all" or v.claim.singleton)),
                    key=lambda i: (-len(result.verdicts[i].claim.assignment), i))
+    if order and engine is None:
+        engine = make_engine(result.problem, options)
     stop = time.perf_counter() + options.explain_seconds
     stalled = []
     for i in order:
@@ -193,13 +227,17 @@ def _explain(engine, result: UnitResult, options: ExactOptions, linear: LinearPr
         cells, minimal = engine.explain(verdict.claim) if time.perf_counter() < stop else ((), False)
         if cells:
             result.verdicts[i] = replace(verdict, cells=cells, minimal=minimal)
-        elif certificates and verdict.claim in certificates:
+        else:
             stalled.append(i)
-    if stalled:
+    if stalled and linear is not None:
         claims = [result.verdicts[i].claim for i in stalled]
-        found = linear.explain(claims, np.array([certificates[c] for c in claims]))
-        for i, cells in zip(stalled, found):
-            result.verdicts[i] = replace(result.verdicts[i], cells=cells, minimal=False)
+        missing = [c for c in claims if c not in certificates]
+        certificates = {**certificates, **{c: u for c, u in zip(missing, linear.combine(missing)) if u is not None}}
+        known = [(i, c) for i, c in zip(stalled, claims) if c in certificates]
+        if known:
+            found = linear.explain([c for _, c in known], np.array([certificates[c] for _, c in known]))
+            for (i, _), cells in zip(known, found):
+                result.verdicts[i] = replace(result.verdicts[i], cells=cells, minimal=False)
 
 
 def _bound(linear: LinearProof, problem: Problem, claim: Claim) -> Verdict | np.ndarray | None:

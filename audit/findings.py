@@ -55,13 +55,28 @@ def cells_json(release: UnitRelease) -> dict:
     return out
 
 
-def unit_json(result: UnitResult, release: UnitRelease | None = None) -> dict:
-    """One unit's findings (codes as atom labels, i.e. as they appear in the data or as a range)."""
+def claim_rank(status: str, direct: bool, m: int, n_columns: int) -> tuple:
+    """Order of the claims listed under a cap: derived singletons first, then undecided, then other
+    derived claims, then direct ones; wider claims first within each."""
+    derived = status == VERIFIED and not direct
+    return (0 if derived and m == 1 else 1 if status == UNDECIDED else 2 if derived else 3), -n_columns
+
+
+def unit_json(result: UnitResult, release: UnitRelease | None = None, cap: int | None = None) -> dict:
+    """One unit's findings (codes as atom labels, i.e. as they appear in the data or as a range).
+
+    With ``cap``, at most that many claims are listed (by :func:`claim_rank`); the summary still
+    counts them all and ``claims_omitted`` says how many were left out.
+    """
     p = result.problem
     claims = []
-    for v in result.verdicts:
-        if v.status not in (VERIFIED, UNDECIDED):
-            continue
+    listed = [v for v in result.verdicts if v.status in (VERIFIED, UNDECIDED)]
+    omitted = 0
+    if cap is not None and len(listed) > cap:
+        ranked = sorted(range(len(listed)), key=lambda i: (claim_rank(listed[i].status, listed[i].direct,
+                                                                      listed[i].claim.m, len(listed[i].claim.assignment)), i))
+        omitted, listed = len(listed) - cap, [listed[i] for i in ranked[:cap]]
+    for v in listed:
         entry = {"columns": {p.domains[c].name: p.domains[c].labels[a] for c, a in v.claim.assignment},
                  "m": v.claim.m, "status": v.status, "direct": v.direct, "cells": list(v.cells)}
         if v.status == VERIFIED and not v.direct:
@@ -89,6 +104,8 @@ def unit_json(result: UnitResult, release: UnitRelease | None = None) -> dict:
         "claims": claims, "refuted": result.refuted, "seconds": round(result.seconds, 3),
         "notes": list(p.notes),
     }
+    if omitted:
+        out["claims_omitted"] = omitted
     if release is not None:
         out["cells"] = cells_json(release)
     return out

@@ -10,6 +10,7 @@ found in floating point and then checked in integer arithmetic, so no verdict re
 from __future__ import annotations
 
 from fractions import Fraction
+from functools import lru_cache
 from math import lcm
 
 import numpy as np
@@ -20,35 +21,67 @@ from .query import Predicate
 from .release import int_hi, int_lo
 
 MAX_DENOMINATOR = 10_000  # certificates with larger coefficients are left to the solver
+PRIME = 2_147_483_647  # ranks are taken modulo this prime: exact, and never above the rank over Q
 
 
-def _flat(problem: Problem, predicate, bounds: np.ndarray) -> np.ndarray:
-    """A conjunctive predicate as one mask over every column's atoms, columns side by side."""
+def rank_mod_p(a: np.ndarray) -> int:
+    """Rank of an integer matrix over GF(PRIME), by Gaussian elimination (a lower bound on its rank)."""
+    m = np.array(a, dtype=np.int64) % PRIME
+    rank = 0
+    for col in range(m.shape[1]):
+        if rank == m.shape[0]:
+            break
+        below = np.flatnonzero(m[rank:, col])
+        if not len(below):
+            continue
+        pivot = rank + below[0]
+        m[[rank, pivot]] = m[[pivot, rank]]
+        m[rank] = m[rank] * pow(int(m[rank, col]), PRIME - 2, PRIME) % PRIME
+        rest = rank + 1 + np.flatnonzero(m[rank + 1:, col])
+        if len(rest):
+            m[rest] = (m[rest] - m[rest, col][:, None] * m[rank] % PRIME) % PRIME
+        rank += 1
+    return rank
+
+
+@lru_cache(maxsize=1 << 16)
+def _flat_of(sizes: tuple[int, ...], names: tuple[str, ...], predicate) -> np.ndarray:
+    bounds = np.cumsum((0,) + sizes)
     out = np.ones(bounds[-1], dtype=np.int64)
     for name, atoms in predicate.clauses:
-        col = problem.index(name)
+        col = names.index(name)
         out[bounds[col]:bounds[col + 1]] = 0
         out[bounds[col] + np.fromiter(atoms, dtype=np.int64)] = 1
+    out.flags.writeable = False
     return out
 
 
-def support(problem: Problem, killers: list[list[np.ndarray]]) -> np.ndarray:
+def _flat(problem: Problem, predicate) -> np.ndarray:
+    """A conjunctive predicate as one mask over every column's atoms, columns side by side (cached:
+    units of one level share their predicates)."""
+    return _flat_of(problem.sizes, problem.names, predicate)
+
+
+def support(killers: np.ndarray, bounds: np.ndarray) -> np.ndarray:
     """Every row (atom indices) that no killer forbids, by expanding one column at a time.
 
-    A killer is a product set, one atom mask per column; a row inside any killer cannot occur.
+    A killer is a product set given as a flat atom mask (see :func:`_flat`); a row inside any
+    killer cannot occur.
     """
-    sizes = [len(d) for d in problem.domains]
-    free = [[bool(mask.all()) for mask in k] for k in killers]
-    if any(all(f) for f in free):
-        return np.zeros((0, len(sizes)), dtype=np.int64)
-    last = np.array([max(c for c, f in enumerate(fr) if not f) for fr in free], dtype=np.int64)
+    n_cols = len(bounds) - 1
+    sizes = np.diff(bounds)
+    free = np.column_stack([killers[:, bounds[c]:bounds[c + 1]].all(axis=1) for c in range(n_cols)]
+                           ).reshape(len(killers), n_cols)
+    if free.all(axis=1).any():
+        return np.zeros((0, n_cols), dtype=np.int64)
+    last = n_cols - 1 - np.argmin(free[:, ::-1], axis=1)  # the last column each killer constrains
     rows = np.zeros((1, 0), dtype=np.int64)
     alive = np.ones((1, len(killers)), dtype=bool)  # killers whose clauses so far all hold
     live = np.arange(len(killers))
-    for col, size in enumerate(sizes):
+    for col, size in enumerate(sizes.tolist()):
         n = len(rows)
         rows = np.column_stack([np.repeat(rows, size, axis=0), np.tile(np.arange(size), n)])
-        table = np.array([killers[k][col] for k in live], dtype=bool).reshape(len(live), size)
+        table = killers[live, bounds[col]:bounds[col + 1]].astype(bool)
         alive = np.repeat(alive, size, axis=0) & np.tile(table.T, (n, 1))
         ends = last[live] == col
         dead = alive[:, ends].any(axis=1)
@@ -72,10 +105,10 @@ class LinearProof:
                   None if c.hi is None else int_hi(c.hi, c.hi_open)) for c in counts]
         if lo == hi and not any(not c.predicate.clauses and c.exact for c in counts):
             cells.append(("", Predicate(()), hi, hi))  # the population, known though not published
-        flats = np.array([_flat(problem, c[1], bounds) for c in cells], dtype=np.int64).reshape(len(cells), -1)
+        flats = np.array([_flat(problem, c[1]) for c in cells], dtype=np.int64).reshape(len(cells), bounds[-1])
         zero = np.array([c[3] is not None and c[3] <= 0 for c in cells], dtype=bool)
-        edits = [_flat(problem, e, bounds) for e in problem.edits]
-        self.rows = support(problem, [np.split(f, bounds[1:-1]) for f in edits + list(flats[zero])])
+        edits = np.array([_flat(problem, e) for e in problem.edits], dtype=np.int64).reshape(len(problem.edits), bounds[-1])
+        self.rows = support(np.vstack([edits, flats[zero]]), bounds)
         self._zero_flat, self._zero_keys = flats[zero], [c[0] for c, z in zip(cells, zero) if z]
         # small cells first: the basis and the certificates then name short, specific cells
         volume = np.prod(np.add.reduceat(flats, bounds[:-1], axis=1).astype(float), axis=1) if len(cells) else []
@@ -84,7 +117,7 @@ class LinearProof:
         for i in np.argsort(volume, kind="stable"):
             key, _, lo_, hi_ = cells[i]
             sig = (np.packbits(member[i]).tobytes(), lo_, hi_)
-            if zero[i] or not member[i].any() or sig in seen:
+            if zero[i] or (not member[i].any() and lo_ == 0) or sig in seen:
                 continue
             seen.add(sig)
             self.keys.append(key)
@@ -96,6 +129,31 @@ class LinearProof:
         self.basis = self._basis([i for i in range(len(keep)) if self.lo[i] == self.hi[i]])
         self._lp = None
         self._by_cell: np.ndarray | None = None
+        self._index: dict | None = None
+
+    def histogram(self, rows: np.ndarray) -> np.ndarray | None:
+        """How many of the given rows fall on each support row; None if one lies off the support."""
+        if self._index is None:
+            self._index = {row: i for i, row in enumerate(map(tuple, self.rows.tolist()))}
+        at = [self._index.get(row) for row in map(tuple, np.asarray(rows).tolist())]
+        if None in at:
+            return None
+        return np.bincount(np.array(at, dtype=np.int64), minlength=len(self.rows)).astype(np.int64)
+
+    def determines(self, rows: np.ndarray) -> bool:
+        """Whether ``rows`` is the only dataset the release allows, proven by linear algebra.
+
+        True when the rows reproduce every published value and the exact counts have full column
+        rank on the support (modulo a prime, so the rank over the rationals is full too): ``A h = b``
+        then has one solution.
+        """
+        h = self.histogram(rows)
+        if h is None or not self._fits(h):
+            return False
+        if any(c.statistic.kind != "count" for c in self.problem.constraints) and self.problem.violations(rows):
+            return False
+        exact = self.a[[i for i in range(len(self.keys)) if self.lo[i] == self.hi[i]]]
+        return len(exact) >= len(self.rows) and rank_mod_p(exact) == len(self.rows)
 
     def _members(self, flats: np.ndarray) -> np.ndarray:
         """Which support rows lie in each product set (support rows x sets)."""

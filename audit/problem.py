@@ -8,7 +8,7 @@ from fractions import Fraction
 import numpy as np
 import pandas as pd
 
-from .query import Predicate
+from .query import Predicate, Statistic
 from .release import Constraint, UnitRelease, constraints_of
 from .schedule import Schedule
 from .schema import Schema
@@ -73,6 +73,19 @@ def domains_for(schema: Schema, predicates: list[Predicate], numeric: set[str]) 
     return tuple(out)
 
 
+_DOMAINS: dict = {}
+
+
+def _domains_cached(schema: Schema, predicates: list[Predicate], numeric: set[str]) -> tuple[Domain, ...]:
+    """:func:`domains_for`, remembered: a streamed run builds problems piece by piece with one schedule."""
+    key = (tuple((c.name, tuple(c.codes)) for c in schema.columns), tuple(predicates), frozenset(numeric))
+    if key not in _DOMAINS:
+        if len(_DOMAINS) > 64:
+            _DOMAINS.clear()
+        _DOMAINS[key] = domains_for(schema, predicates, numeric)
+    return _DOMAINS[key]
+
+
 @dataclass(frozen=True)
 class Problem:
     """One unit's reconstruction problem: rows are tuples of atom indices, one per domain."""
@@ -98,6 +111,11 @@ class Problem:
     @cached_property
     def names(self) -> tuple[str, ...]:
         return tuple(d.name for d in self.domains)
+
+    @cached_property
+    def sizes(self) -> tuple[int, ...]:
+        """Number of atoms of each column."""
+        return tuple(len(d) for d in self.domains)
 
     @cached_property
     def _positions(self) -> dict[str, int]:
@@ -140,6 +158,45 @@ class Problem:
     def describe(self, row: np.ndarray) -> dict[str, str]:
         return {d.name: d.labels[int(v)] for d, v in zip(self.domains, row)}
 
+    def __reduce__(self):
+        # Sent to a worker per unit: constraints go as plain tuples, predicates once each (and interned
+        # on arrival), which loads several times faster than the default pickle of ~800 dataclasses.
+        preds: dict[Predicate, int] = {}
+        rows = [(c.key, preds.setdefault(c.predicate, len(preds)), (c.statistic.kind, c.statistic.column,
+                 c.statistic.decimals), _pair(c.lo), _pair(c.hi), c.lo_open, c.hi_open) for c in self.constraints]
+        specs = tuple(tuple((name, tuple(sorted(atoms))) for name, atoms in p.clauses) for p in preds)
+        return _restore, (self.level, self.geo, self.domains, self.n_rows, specs, rows, self.edits, self.truth,
+                          self.notes)
+
+
+def _pair(value: Fraction | None) -> tuple[int, int] | None:
+    return None if value is None else (value.numerator, value.denominator)
+
+
+_INTERNED: dict = {}
+
+
+def _interned(spec):
+    """The one Predicate or Statistic a worker keeps for a spec (units of a level share them)."""
+    found = _INTERNED.get(spec)
+    if found is None:
+        if len(_INTERNED) > 1 << 16:
+            _INTERNED.clear()
+        if spec[0] == "stat":
+            found = Statistic(*spec[1])
+        else:
+            found = Predicate(tuple((name, frozenset(atoms)) for name, atoms in spec[1]))
+        _INTERNED[spec] = found
+    return found
+
+
+def _restore(level, geo, domains, n_rows, specs, rows, edits, truth, notes) -> Problem:
+    preds = [_interned(("pred", spec)) for spec in specs]
+    cons = tuple(Constraint(key, preds[i], _interned(("stat", stat)), None if lo is None else Fraction(*lo),
+                            None if hi is None else Fraction(*hi), lo_open, hi_open)
+                 for key, i, stat, lo, hi, lo_open, hi_open in rows)
+    return Problem(level, geo, domains, n_rows, cons, edits, truth, notes)
+
 
 def _to_atoms(pred: Predicate, domains: dict[str, Domain]) -> Predicate:
     """Map a code-level predicate to atom indices, dropping clauses that allow every atom."""
@@ -162,11 +219,12 @@ def build_problems(frame: pd.DataFrame, schema: Schema, schedule: Schedule,
         cells = [c for t in schedule.tables if t.level == level for c in t.cells]
         numeric = {s.column for c in cells for s in c.stats if s.column}
         preds = [c.predicate for c in cells] + [e.forbid for e in schema.edits]
-        domains = domains_for(schema, preds, numeric)
+        domains = _domains_cached(schema, preds, numeric)
         by_name = {d.name: d for d in domains}
         lookups = [d.lookup() for d in domains]
         edits = tuple(_to_atoms(e.forbid, by_name) for e in schema.edits)
         unit_rows = dict(units_of(frame, schema, level))
+        atoms_of: dict[Predicate, Predicate] = {}  # units share their cells' predicates
         for unit in (r for r in releases if r.level == level):
             sub = frame.iloc[unit_rows[unit.geo]]
             truth = np.column_stack([sub[d.name].map(lk).to_numpy(dtype=np.int64)
@@ -174,8 +232,10 @@ def build_problems(frame: pd.DataFrame, schema: Schema, schedule: Schedule,
             cons = []
             for v in unit.values:
                 for c in constraints_of(v, unit.protection[v.cell.table]):
-                    cons.append(Constraint(c.key, _to_atoms(c.predicate, by_name), c.statistic,
-                                           c.lo, c.hi, c.lo_open, c.hi_open))
+                    pred = atoms_of.get(c.predicate)
+                    if pred is None:
+                        pred = atoms_of[c.predicate] = _to_atoms(c.predicate, by_name)
+                    cons.append(Constraint(c.key, pred, c.statistic, c.lo, c.hi, c.lo_open, c.hi_open))
             totals = [c for c in cons if c.statistic.kind == "count" and not c.predicate.clauses and c.exact]
             notes: tuple[str, ...] = ()
             if totals:

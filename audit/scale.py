@@ -7,8 +7,8 @@ only what one unit needs: the :class:`~audit.problem.Problem` (with its true row
 rows of its parent unit. Each finished unit is appended as one JSON line to ``OUT/parts/`` at once,
 so an interrupted run resumes where it stopped (``--resume``); a partly written last line is
 ignored and that unit is redone. The final merge writes ``findings.json`` with
-:func:`audit.findings.document`, capping the claims listed per unit (full claims stay in the parts)
-and adding a ``scale`` section that summarises the run (distributions, worst units).
+:func:`audit.findings.document`. Claims listed per unit are capped in the worker (the most telling
+first; the summary counts them all), which keeps parts small and the merge fast, and it adds a ``scale`` section that summarises the run (distributions, worst units).
 
 Bounds per unit: the exact attack's own ``unit_seconds`` and conflict budgets, ``max_rows``, a hard
 wall-clock limit (pool workers), and an address-space limit per worker process (``RLIMIT_AS``).
@@ -32,11 +32,11 @@ from typing import Any, Callable, Iterator
 import numpy as np
 import pandas as pd
 
-from .claims import UNDECIDED, VERIFIED, Verdict, candidates
+from .claims import UNDECIDED, Verdict, candidates
 from .coupled import build_coupled_problems, coupled_levels
 from .errors import AuditError, OptionalDependencyMissing
 from .exact import ExactOptions, UnitResult, audit_unit
-from .findings import cells_json, document, prior_rows, unit_json
+from .findings import cells_json, claim_rank, document, prior_rows, unit_json
 from .inputs import Inputs
 from .problem import Problem, build_problems
 from .schedule import Schedule
@@ -57,6 +57,7 @@ class Limits:
     memory_mb: int | None = None
     hard_seconds: float | None = None
     parent_pid: int = 0
+    claims_cap: int | None = None  # claims listed per unit (the rest are counted, not written)
 
 
 @dataclass(frozen=True)
@@ -129,18 +130,20 @@ def audit_task(problem: Problem, options: ExactOptions, prior: np.ndarray | None
             signal.setitimer(signal.ITIMER_REAL, limits.hard_seconds)
         try:
             if problem.n_rows[1] > options.max_rows and _n_candidates(problem, options) > LISTED_MAX:
-                return failed_unit(problem, options, "too-large",
-                                   f"{problem.n_rows[1]} rows > --max-rows {options.max_rows}", start)
-            return unit_json(audit_unit(problem, options, prior))
+                return cap_claims(failed_unit(problem, options, "too-large",
+                                              f"{problem.n_rows[1]} rows > --max-rows {options.max_rows}", start),
+                                  limits.claims_cap)
+            return unit_json(audit_unit(problem, options, prior), cap=limits.claims_cap)
         finally:
             if alarm:
                 signal.setitimer(signal.ITIMER_REAL, 0)
     except _HardTimeout:
-        return failed_unit(problem, options, "timeout", f"hard time limit of {limits.hard_seconds:g} s per unit reached", start)
+        unit = failed_unit(problem, options, "timeout", f"hard time limit of {limits.hard_seconds:g} s per unit reached", start)
     except MemoryError:
-        return failed_unit(problem, options, "out-of-memory", f"memory limit of {limits.memory_mb} MB per worker reached", start)
+        unit = failed_unit(problem, options, "out-of-memory", f"memory limit of {limits.memory_mb} MB per worker reached", start)
     except Exception as exc:  # noqa: BLE001 -- one unit's failure must not stop the run
-        return failed_unit(problem, options, "error", f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}", start)
+        unit = failed_unit(problem, options, "error", f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}", start)
+    return cap_claims(unit, limits.claims_cap)
 
 
 def _main_thread() -> bool:
@@ -303,8 +306,9 @@ def run_scaled(source, schema: Schema, schedule: Schedule, options: ExactOptions
         on_total(total, already)
     stats = {"rows": 0}
     tasks = _tasks(source, schema, schedule, scale, done, stats)
+    cap = scale.claims_cap if scale.claims_cap is not None else (None if total <= AUTO_CAP_UNITS else DEFAULT_CAP)
     limits = Limits(scale.memory_mb, scale.hard_seconds or 2 * options.unit_seconds + options.explain_seconds + 60,
-                    os.getpid())
+                    os.getpid(), cap)
     writer = _PartWriter(parts)
     finished = already
 
@@ -454,26 +458,13 @@ def _run_dask(tasks, options: ExactOptions, limits: Limits, scale: ScaleOptions,
 
 
 # -- merge ----------------------------------------------------------------------------------------------
-def _claim_rank(claim: dict) -> tuple:
-    """Order for the claims kept under the cap: derived singletons first, then undecided, then the rest."""
-    derived = claim["status"] == VERIFIED and not claim.get("direct")
-    if derived and claim["m"] == 1:
-        r = 0
-    elif claim["status"] == UNDECIDED:
-        r = 1
-    elif derived:
-        r = 2
-    else:
-        r = 3
-    return r, -len(claim["columns"])
-
-
 def cap_claims(unit: dict, cap: int | None) -> dict:
     """The unit with at most ``cap`` claims listed (most telling first) and the number omitted."""
     claims = unit.get("claims", [])
     if cap is None or len(claims) <= cap:
         return unit
-    kept = [c for _, c in sorted(enumerate(claims), key=lambda ic: (_claim_rank(ic[1]), ic[0]))[:cap]]
+    rank = [claim_rank(c["status"], bool(c.get("direct")), c["m"], len(c["columns"])) for c in claims]
+    kept = [claims[i] for i in sorted(range(len(claims)), key=lambda i: (rank[i], i))[:cap]]
     return {**unit, "claims": kept, "claims_omitted": unit.get("claims_omitted", 0) + len(claims) - len(kept)}
 
 

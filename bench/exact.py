@@ -66,7 +66,7 @@ def main() -> None:
             ip_s = ratio = "-"
             if args.ip and n <= 10:
                 try:
-                    ip = measure(problems, ExactOptions(engine="ip", explain="none", unit_seconds=600))
+                    ip = measure(problems, ExactOptions(engine="ip", explain="none", unit_seconds=600, linear=False))
                     ip_s, ratio = f"{ip['median_s']:.2f}", f"{ip['total_s'] / row['total_s']:.0f}x"
                 except ImportError as exc:
                     ip_s = f"n/a ({exc.name})"

@@ -210,7 +210,7 @@ def register(app: typer.Typer) -> None:
         workers: Annotated[int, typer.Option("--workers", help="Units in parallel on a local process pool (1: in this process).")] = 1,
         scheduler: Annotated[Optional[str], typer.Option("--scheduler", help="Run units on a Dask cluster at this address (needs the 'cluster' extra).")] = None,
         resume: Annotated[bool, typer.Option("--resume", help="Continue an interrupted run: skip the units already in OUT/parts.")] = False,
-        claims_cap: Annotated[Optional[int], typer.Option("--claims-cap", help="Claims listed per unit in findings.json (all claims stay in OUT/parts); default: all up to 200 units, else 25.")] = None,
+        claims_cap: Annotated[Optional[int], typer.Option("--claims-cap", help="Claims listed per unit in findings.json and OUT/parts (the summary counts them all); default: all up to 200 units, else 25; a large number keeps every claim.")] = None,
     ) -> None:
         """Attack the release, apply the rules, write findings.json, junit.xml and report.html (exit 1 on failure)."""
         doc = pipeline(data, tables, schema, out, rules=rules, engine=engine, max_columns=max_columns, seed=seed,
