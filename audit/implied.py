@@ -56,7 +56,7 @@ def _flat_of(sizes: tuple[int, ...], names: tuple[str, ...], predicate) -> np.nd
     return out
 
 
-def _flat(problem: Problem, predicate) -> np.ndarray:
+def flat_mask(problem: Problem, predicate) -> np.ndarray:
     """A conjunctive predicate as one mask over every column's atoms, columns side by side (cached:
     units of one level share their predicates)."""
     return _flat_of(problem.sizes, problem.names, predicate)
@@ -105,9 +105,9 @@ class LinearProof:
                   None if c.hi is None else int_hi(c.hi, c.hi_open)) for c in counts]
         if lo == hi and not any(not c.predicate.clauses and c.exact for c in counts):
             cells.append(("", Predicate(()), hi, hi))  # the population, known though not published
-        flats = np.array([_flat(problem, c[1]) for c in cells], dtype=np.int64).reshape(len(cells), bounds[-1])
+        flats = np.array([flat_mask(problem, c[1]) for c in cells], dtype=np.int64).reshape(len(cells), bounds[-1])
         zero = np.array([c[3] is not None and c[3] <= 0 for c in cells], dtype=bool)
-        edits = np.array([_flat(problem, e) for e in problem.edits], dtype=np.int64).reshape(len(problem.edits), bounds[-1])
+        edits = np.array([flat_mask(problem, e) for e in problem.edits], dtype=np.int64).reshape(len(problem.edits), bounds[-1])
         self.rows = support(np.vstack([edits, flats[zero]]), bounds)
         self._zero_flat, self._zero_keys = flats[zero], [c[0] for c, z in zip(cells, zero) if z]
         # small cells first: the basis and the certificates then name short, specific cells

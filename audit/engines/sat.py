@@ -17,6 +17,7 @@ from pysat.formula import IDPool
 from pysat.solvers import Solver
 
 from ..claims import REFUTED, UNDECIDED, VERIFIED, Claim, Verdict
+from ..implied import flat_mask
 from ..problem import Problem
 from ..query import Predicate
 from ..release import Constraint, int_hi, int_lo
@@ -79,6 +80,8 @@ class SatEngine:
             self._lex()
         self.selectors: dict[str, int] = {}
         self._counts: list[tuple[str, list[int], int, int]] = []  # cell, match literals, lo, hi
+        self._zero_cells: list[tuple[str, Predicate]] = []  # cells published as 0 (no match literals)
+        self._zero_flats: np.ndarray | None = None
         for c in problem.constraints:
             if c.statistic.kind == "count" and not c.predicate.clauses and (c.lo, c.hi) == (problem.n_rows[0], problem.n_rows[1]) and c.exact:
                 continue  # the population, already fixed by the number of slots
@@ -224,6 +227,13 @@ class SatEngine:
     def _constraint(self, c: Constraint, sel: int) -> None:
         if c.statistic.kind == "count":
             lo, hi = integer_bounds(c, self.n)
+            if hi == 0:  # most cells of a small unit: one clause per slot, no match literals
+                self._zero_cells.append((cell_of(c.key), c.predicate))
+                cols = [(self.problem.index(name), atoms) for name, atoms in c.predicate.clauses]
+                for s in range(self.n):
+                    conj = [self.act[s]] + [lit for col, atoms in cols for lit in self._in_set(s, col, atoms)]
+                    self._add([-sel] + [-lit for lit in conj])
+                return
             lits = self.matches(c.predicate)
             self._counts.append((cell_of(c.key), lits, lo, hi))
             self._card(lits, lo, hi, [-sel])
@@ -375,9 +385,17 @@ class SatEngine:
         counts = true[self._count_vars - 1].sum(axis=1) if len(self._counts) else np.zeros(0, np.int64)
         bad = np.flatnonzero((counts < self._count_lo) | (counts > self._count_hi))
         broken = {self._counts[i][0] for i in bad}
-        if self._numeric:
+        if self._numeric or self._zero_cells:
             rows = self.decode(model)
             broken |= {cell_of(c.key) for c in self._numeric if not c.holds(self.problem.value(rows, c))}
+            if self._zero_cells and len(rows):
+                bounds = np.cumsum([0] + self.sizes)
+                onehot = np.zeros((len(rows), bounds[-1]), dtype=np.int64)
+                onehot[np.arange(len(rows))[:, None], bounds[:-1] + rows] = 1
+                if self._zero_flats is None:
+                    self._zero_flats = np.array([flat_mask(self.problem, pred) for _, pred in self._zero_cells])
+                hit = (onehot @ self._zero_flats.T == len(self.sizes)).any(axis=0)
+                broken |= {self._zero_cells[i][0] for i in np.flatnonzero(hit)}
         return broken
 
     def explain(self, claim: Claim, shrink: bool = True) -> tuple[tuple[str, ...], bool]:
