@@ -123,7 +123,7 @@ def audit_unit(problem: Problem, options: ExactOptions = ExactOptions(),
         else:
             rest.append(i)
     pending = np.array(rest, dtype=np.int64)  # positions in todo of the claims still open
-    linear = LinearProof(problem) if options.linear else None
+    linear = LinearProof.of(problem) if options.linear else None
     engine, certificates = None, {}
     if linear is not None and linear.determines(problem.truth):
         # the exact counts pin every row: one dataset, so every true claim is verified

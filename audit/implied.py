@@ -21,6 +21,7 @@ from .query import Predicate
 from .release import int_hi, int_lo
 
 MAX_DENOMINATOR = 10_000  # certificates with larger coefficients are left to the solver
+MAX_SUPPORT = 50_000  # rows; past it (few zero cells over wide schemas) the linear pass stands aside
 PRIME = 2_147_483_647  # ranks are taken modulo this prime: exact, and never above the rank over Q
 
 
@@ -62,11 +63,11 @@ def flat_mask(problem: Problem, predicate) -> np.ndarray:
     return _flat_of(problem.sizes, problem.names, predicate)
 
 
-def support(killers: np.ndarray, bounds: np.ndarray) -> np.ndarray:
+def support(killers: np.ndarray, bounds: np.ndarray, limit: int = MAX_SUPPORT) -> np.ndarray | None:
     """Every row (atom indices) that no killer forbids, by expanding one column at a time.
 
-    A killer is a product set given as a flat atom mask (see :func:`_flat`); a row inside any
-    killer cannot occur.
+    A killer is a product set given as a flat atom mask (see :func:`flat_mask`); a row inside any
+    killer cannot occur. None when more than ``limit`` rows would have to be held at once.
     """
     n_cols = len(bounds) - 1
     sizes = np.diff(bounds)
@@ -80,6 +81,8 @@ def support(killers: np.ndarray, bounds: np.ndarray) -> np.ndarray:
     live = np.arange(len(killers))
     for col, size in enumerate(sizes.tolist()):
         n = len(rows)
+        if n * size > limit:
+            return None
         rows = np.column_stack([np.repeat(rows, size, axis=0), np.tile(np.arange(size), n)])
         table = killers[live, bounds[col]:bounds[col + 1]].astype(bool)
         alive = np.repeat(alive, size, axis=0) & np.tile(table.T, (n, 1))
@@ -94,7 +97,17 @@ def support(killers: np.ndarray, bounds: np.ndarray) -> np.ndarray:
 
 class LinearProof:
     """Proves claims from the published counts on the support: by an exact linear combination of
-    cells, or by two linear-programming bounds whose dual certificates are checked exactly."""
+    cells, or by two linear-programming bounds whose dual certificates are checked exactly.
+
+    Build it with :meth:`of`, which gives None when the support is too large to hold.
+    """
+
+    @classmethod
+    def of(cls, problem: Problem) -> "LinearProof | None":
+        try:
+            return cls(problem)
+        except _TooLarge:
+            return None
 
     def __init__(self, problem: Problem):
         self.problem = problem
@@ -108,7 +121,10 @@ class LinearProof:
         flats = np.array([flat_mask(problem, c[1]) for c in cells], dtype=np.int64).reshape(len(cells), bounds[-1])
         zero = np.array([c[3] is not None and c[3] <= 0 for c in cells], dtype=bool)
         edits = np.array([flat_mask(problem, e) for e in problem.edits], dtype=np.int64).reshape(len(problem.edits), bounds[-1])
-        self.rows = support(np.vstack([edits, flats[zero]]), bounds)
+        rows = support(np.vstack([edits, flats[zero]]), bounds)
+        if rows is None:
+            raise _TooLarge()
+        self.rows = rows
         self._zero_flat, self._zero_keys = flats[zero], [c[0] for c, z in zip(cells, zero) if z]
         # small cells first: the basis and the certificates then name short, specific cells
         volume = np.prod(np.add.reduceat(flats, bounds[:-1], axis=1).astype(float), axis=1) if len(cells) else []
@@ -307,6 +323,10 @@ class LinearProof:
         if self._by_cell is None:
             self._by_cell = self._meets(self._cell_flat).astype(np.int64)
         return self._meets(flat) | ((used.astype(np.int64) @ self._by_cell) > 0)
+
+
+class _TooLarge(Exception):
+    pass
 
 
 def _rational(y: np.ndarray) -> tuple[int, np.ndarray] | None:

@@ -113,3 +113,21 @@ def test_linear_pass_changes_no_verdict_on_household_blocks(household_block):
     assert not with_lp.undecided and not without.undecided
     assert {v.claim for v in with_lp.verified} == {v.claim for v in without.verified}
     assert with_lp.refuted == without.refuted
+
+
+def test_a_support_too_large_to_hold_leaves_the_unit_to_the_solver():
+    from fractions import Fraction
+
+    from audit.problem import Domain
+    from audit.query import Predicate, Statistic
+    from audit.release import Constraint
+
+    domains = tuple(Domain(f"c{i}", tuple(frozenset([v]) for v in range(10)), tuple(map(str, range(10))))
+                    for i in range(5))  # 100,000 possible rows and nothing published as 0
+    truth = np.array([[1, 2, 3, 4, 5], [1, 2, 3, 4, 6]], dtype=np.int64)
+    cells = (Constraint("T:all:count", Predicate(()), Statistic(), Fraction(2), Fraction(2)),
+             Constraint("T:c0:count", Predicate.of({"c0": [1]}), Statistic(), Fraction(2), Fraction(2)))
+    problem = Problem("block", ("1",), domains, (2, 2), cells, (), truth)
+    assert LinearProof.of(problem) is None
+    result = audit_unit(problem, ExactOptions(explain="none"))
+    assert {v.claim for v in result.verified} == {c for c in candidates(truth) if c.columns == (0,)}
