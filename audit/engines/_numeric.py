@@ -110,6 +110,21 @@ def _max_value(bits: list) -> int:
     return sum(1 << i for i, v in enumerate(bits) if v is not None)
 
 
+def _agree_above(bits: list, bound: int, i: int, width: int) -> list[int] | None:
+    """Literals falsified exactly when ``bits`` agree with ``bound`` on every position above ``i``;
+    None when they never can (a missing bit where the bound has a 1)."""
+    out = []
+    for j in range(i + 1, width):
+        bj = bits[j] if j < len(bits) else None
+        if (bound >> j) & 1:
+            if bj is None:
+                return None
+            out.append(-bj)
+        elif bj is not None:
+            out.append(bj)
+    return out
+
+
 def ge_const(engine, bits: list, bound: int, prefix: list[int]) -> None:
     """Clauses ``prefix or (bits >= bound)``."""
     if bound <= 0:
@@ -122,22 +137,10 @@ def ge_const(engine, bits: list, bound: int, prefix: list[int]) -> None:
         if not (bound >> i) & 1:
             continue
         # forbid: bits agree with bound above i, and bit i is 0 while bound's bit i is 1
-        clause = list(prefix)
-        bit = bits[i] if i < len(bits) else None
-        if bit is not None:
-            clause.append(bit)
-        ok = True
-        for j in range(i + 1, width):
-            bj = bits[j] if j < len(bits) else None
-            if (bound >> j) & 1:
-                if bj is None:
-                    ok = False  # this prefix can never agree with the bound: nothing to forbid
-                    break
-                clause.append(-bj)
-            elif bj is not None:
-                clause.append(bj)
-        if ok:
-            engine._add(clause)
+        above = _agree_above(bits, bound, i, width)
+        if above is not None:  # else this prefix can never agree with the bound: nothing to forbid
+            bit = bits[i] if i < len(bits) else None
+            engine._add(list(prefix) + ([bit] if bit is not None else []) + above)
 
 
 def le_const(engine, bits: list, bound: int, prefix: list[int]) -> None:
@@ -151,19 +154,9 @@ def le_const(engine, bits: list, bound: int, prefix: list[int]) -> None:
         if (bound >> i) & 1 or bits[i] is None:
             continue
         # forbid: bits agree with bound above i, and bit i is 1 while bound's bit i is 0
-        clause = list(prefix) + [-bits[i]]
-        ok = True
-        for j in range(i + 1, len(bits)):
-            bj = bits[j]
-            if (bound >> j) & 1:
-                if bj is None:
-                    ok = False  # a 0 bit where the bound has 1: already below the bound
-                    break
-                clause.append(-bj)
-            elif bj is not None:
-                clause.append(bj)
-        if ok:
-            engine._add(clause)
+        above = _agree_above(bits, bound, i, len(bits))
+        if above is not None:  # else a 0 bit where the bound has 1: already below the bound
+            engine._add(list(prefix) + [-bits[i]] + above)
 
 
 # -- per-cell structures --------------------------------------------------------------------------
