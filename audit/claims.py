@@ -84,22 +84,18 @@ class ClaimTable:
     subset is the same sum over that subset, computed for every subset at once by one product.
     """
 
-    def __init__(self, claims: list[Claim], sizes: list[int]):
-        self._layout(sizes, sorted({claim.columns for claim in claims}))
-        strides = self.strides.tolist()
-        self.claims = claims
-        self.keys = np.array([sum((v + 1) * strides[c] for c, v in claim.assignment) for claim in claims],
-                             dtype=self.strides.dtype)
-        self.m = np.array([claim.m for claim in claims], dtype=np.int64)
-
-    def _layout(self, sizes: list[int], subsets: list[tuple[int, ...]]) -> None:
-        radix = np.array([size + 1 for size in sizes], dtype=object)
-        self.exact = int(np.prod(radix)) < 2 ** 62  # keys fit in int64
+    def __init__(self, sizes: list[int], subsets: list[tuple[int, ...]]):
+        """An empty table for claims over ``subsets`` of columns with ``sizes`` atoms (see :meth:`of_truth`)."""
+        self.radix = np.array([size + 1 for size in sizes], dtype=object)
+        self.exact = int(np.prod(self.radix)) < 2 ** 62  # keys fit in int64
         dtype = np.int64 if self.exact else object
-        self.strides = np.array([int(np.prod(radix[:c])) for c in range(len(sizes))], dtype=dtype)
+        self.strides = np.array([int(np.prod(self.radix[:c])) for c in range(len(sizes))], dtype=dtype)
         self.masks = np.zeros((len(subsets), len(sizes)), dtype=dtype)
         for i, cols in enumerate(subsets):
             self.masks[i, list(cols)] = 1
+        self.claims: list[Claim] = []
+        self.keys = np.zeros(0, dtype=dtype)
+        self.m = np.zeros(0, dtype=np.int64)
 
     @classmethod
     def of_truth(cls, truth: np.ndarray, sizes: list[int], max_columns: int | None = None) -> "ClaimTable":
@@ -108,14 +104,12 @@ class ClaimTable:
         n_rows, n_cols = truth.shape
         top = n_cols if max_columns is None else min(max_columns, n_cols)
         subsets = [cols for k in range(1, top + 1) for cols in itertools.combinations(range(n_cols), k)]
-        table = cls.__new__(cls)
-        table._layout(sizes, subsets)
+        table = cls(sizes, subsets)
         rows = np.asarray(truth)
         keys = (((rows + 1) * table.strides) @ table.masks.T).T.ravel()  # subset-major, one per row
         values, first, counts = np.unique(keys, return_index=True, return_counts=True)
         subset, row = first // max(n_rows, 1), first % max(n_rows, 1)
-        radix = np.array([size + 1 for size in sizes], dtype=object)
-        backward = np.array([int(np.prod(radix[c + 1:])) for c in range(n_cols)], dtype=table.strides.dtype)
+        backward = np.array([int(np.prod(table.radix[c + 1:])) for c in range(n_cols)], dtype=table.strides.dtype)
         order_key = ((rows[row] + 1) * backward) * table.masks[subset]
         order = np.lexsort((order_key.sum(axis=1), subset))
         data = rows.tolist()

@@ -112,7 +112,7 @@ def audit_unit(problem: Problem, options: ExactOptions = ExactOptions(),
         result.status, result.reason = "too-large", f"{problem.n_rows[1]} rows > --max-rows {options.max_rows}"
         result.verdicts = [Verdict(c, UNDECIDED, reason=result.reason) for c in candidates(problem.truth, options.max_columns)]
         return result
-    table = ClaimTable.of_truth(problem.truth, [len(d) for d in problem.domains], options.max_columns)
+    table = ClaimTable.of_truth(problem.truth, list(problem.sizes), options.max_columns)
     todo = table.claims
     direct = direct_cells(problem)
     rest = []

@@ -63,6 +63,14 @@ def flat_mask(problem: Problem, predicate) -> np.ndarray:
     return _flat_of(problem.sizes, problem.names, predicate)
 
 
+def in_sets(rows: np.ndarray, flats: np.ndarray, bounds: np.ndarray) -> np.ndarray:
+    """Which rows (atom indices) lie in each product set given as a flat mask (rows x sets)."""
+    onehot = np.zeros((len(rows), bounds[-1]), dtype=np.int64)
+    if len(rows):
+        onehot[np.arange(len(rows))[:, None], bounds[:-1] + np.asarray(rows)] = 1
+    return onehot @ flats.T == len(bounds) - 1
+
+
 def support(killers: np.ndarray, bounds: np.ndarray, limit: int = MAX_SUPPORT) -> np.ndarray | None:
     """Every row (atom indices) that no killer forbids, by expanding one column at a time.
 
@@ -111,7 +119,7 @@ class LinearProof:
 
     def __init__(self, problem: Problem):
         self.problem = problem
-        self._bounds = bounds = np.cumsum([0] + [len(d) for d in problem.domains])
+        self._bounds = bounds = np.cumsum((0,) + problem.sizes)
         counts = [c for c in problem.constraints if c.statistic.kind == "count"]
         lo, hi = problem.n_rows
         cells = [(c.key.rsplit(":", 1)[0], c.predicate, int_lo(c.lo, c.lo_open) or 0,
@@ -128,7 +136,7 @@ class LinearProof:
         self._zero_flat, self._zero_keys = flats[zero], [c[0] for c, z in zip(cells, zero) if z]
         # small cells first: the basis and the certificates then name short, specific cells
         volume = np.prod(np.add.reduceat(flats, bounds[:-1], axis=1).astype(float), axis=1) if len(cells) else []
-        member = self._members(flats).T
+        member = in_sets(self.rows, flats, bounds).T
         self.keys, self.lo, self.hi, keep, seen = [], [], [], [], set()
         for i in np.argsort(volume, kind="stable"):
             key, _, lo_, hi_ = cells[i]
@@ -142,7 +150,8 @@ class LinearProof:
             keep.append(i)
         self.a = member[keep].astype(np.int64).reshape(len(keep), len(self.rows))
         self._cell_flat = flats[keep]
-        self.basis = self._basis([i for i in range(len(keep)) if self.lo[i] == self.hi[i]])
+        self._exact = [i for i in range(len(keep)) if self.lo[i] == self.hi[i]]
+        self.basis = self._basis(self._exact)
         self._lp = None
         self._by_cell: np.ndarray | None = None
         self._index: dict | None = None
@@ -168,15 +177,7 @@ class LinearProof:
             return False
         if any(c.statistic.kind != "count" for c in self.problem.constraints) and self.problem.violations(rows):
             return False
-        exact = self.a[[i for i in range(len(self.keys)) if self.lo[i] == self.hi[i]]]
-        return len(exact) >= len(self.rows) and rank_mod_p(exact) == len(self.rows)
-
-    def _members(self, flats: np.ndarray) -> np.ndarray:
-        """Which support rows lie in each product set (support rows x sets)."""
-        onehot = np.zeros((len(self.rows), self._bounds[-1]), dtype=np.int64)
-        for col in range(len(self._bounds) - 1):
-            onehot[np.arange(len(self.rows)), self._bounds[col] + self.rows[:, col]] = 1
-        return onehot @ flats.T == len(self._bounds) - 1
+        return len(self._exact) >= len(self.rows) and rank_mod_p(self.a[self._exact]) == len(self.rows)
 
     def _basis(self, candidates: list[int]) -> np.ndarray:
         """A maximal independent set of exact cell rows, taken greedily in the given order."""
@@ -193,7 +194,7 @@ class LinearProof:
         return np.array(basis, dtype=np.int64)
 
     def _claim_matrix(self, claims: list[Claim]) -> np.ndarray:
-        return self._members(self._claim_flat(claims)).T.astype(np.int64)
+        return in_sets(self.rows, self._claim_flat(claims), self._bounds).T.astype(np.int64)
 
     def _claim_flat(self, claims: list[Claim]) -> np.ndarray:
         flat = np.ones((len(claims), self._bounds[-1]), dtype=np.int64)

@@ -17,7 +17,7 @@ from pysat.formula import IDPool
 from pysat.solvers import Solver
 
 from ..claims import REFUTED, UNDECIDED, VERIFIED, Claim, Verdict
-from ..implied import flat_mask
+from ..implied import flat_mask, in_sets
 from ..problem import Problem
 from ..query import Predicate
 from ..release import Constraint, int_hi, int_lo
@@ -389,12 +389,9 @@ class SatEngine:
             rows = self.decode(model)
             broken |= {cell_of(c.key) for c in self._numeric if not c.holds(self.problem.value(rows, c))}
             if self._zero_cells and len(rows):
-                bounds = np.cumsum([0] + self.sizes)
-                onehot = np.zeros((len(rows), bounds[-1]), dtype=np.int64)
-                onehot[np.arange(len(rows))[:, None], bounds[:-1] + rows] = 1
                 if self._zero_flats is None:
                     self._zero_flats = np.array([flat_mask(self.problem, pred) for _, pred in self._zero_cells])
-                hit = (onehot @ self._zero_flats.T == len(self.sizes)).any(axis=0)
+                hit = in_sets(rows, self._zero_flats, np.cumsum([0] + self.sizes)).any(axis=0)
                 broken |= {self._zero_cells[i][0] for i in np.flatnonzero(hit)}
         return broken
 
