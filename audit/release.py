@@ -12,7 +12,10 @@ PUBLISHED, SUPPRESSED, EMPTY = "published", "suppressed", "empty"
 
 
 def round_half_up(value: Fraction, decimals: int) -> Fraction:
-    """Round to ``decimals`` places, halves away from zero (values here are never negative)."""
+    """Round to ``decimals`` places, halves towards +infinity (-2.5 -> -2): ``floor(x * 10^d + 1/2) / 10^d``.
+
+    The values that round to ``v`` are exactly ``[v - h, v + h)`` with ``h = 10^-d / 2``, for any sign.
+    """
     scale = 10 ** decimals
     return Fraction(floor(value * scale + Fraction(1, 2)), scale)
 
@@ -20,6 +23,16 @@ def round_half_up(value: Fraction, decimals: int) -> Fraction:
 def round_to_base(value: int, base: int) -> int:
     """Round a count to the nearest multiple of ``base``, halves up."""
     return base * floor(Fraction(value, base) + Fraction(1, 2))
+
+
+def decimal_text(value: Fraction, decimals: int) -> str:
+    """A value with at most ``decimals`` places, written exactly (no float, no "-0.0")."""
+    scaled = value * 10 ** decimals
+    if scaled.denominator != 1:
+        raise ValueError(f"{value} has more than {decimals} decimals")
+    whole, frac = divmod(abs(scaled.numerator), 10 ** decimals)
+    sign = "-" if scaled < 0 else ""
+    return f"{sign}{whole}" + (f".{frac:0{decimals}d}" if decimals else "")
 
 
 def int_lo(lo: Fraction | None, lo_open: bool) -> int | None:
@@ -55,7 +68,7 @@ class Value:
         if self.status == EMPTY:
             return "-"
         if self.stat.rounded:
-            return f"{float(self.value):.{self.stat.decimals}f}"
+            return decimal_text(self.value, self.stat.decimals)
         return str(int(self.value))
 
 
@@ -99,18 +112,24 @@ def constraints_of(value: Value, protection: Protection) -> list[Constraint]:
     count = Statistic()
     if value.status == EMPTY:
         return [Constraint(f"{cell.key}:count", cell.predicate, count, Fraction(0), Fraction(0))]
+    threshold = protection.suppress_below
+    # a cell is suppressed or not by its count: when the count itself is not published, its first
+    # other statistic carries what the status says about it
+    implied = (stat.kind != "count" and threshold is not None and stat == cell.stats[0]
+               and not any(s.kind == "count" for s in cell.stats))
     if value.status == SUPPRESSED:
-        if stat.kind != "count":
-            return []
         upper = None
-        if (protection.suppress_below and not protection.complementary and not cell.suppressed):
-            upper = Fraction(protection.suppress_below - 1)
-        return [Constraint(key, cell.predicate, stat, Fraction(0), upper)]
+        if threshold and not protection.complementary and not cell.suppressed:
+            upper = Fraction(threshold - 1)
+        if stat.kind == "count":
+            return [Constraint(key, cell.predicate, stat, Fraction(0), upper)]
+        return [Constraint(f"{cell.key}:count", cell.predicate, count, Fraction(0), upper)] \
+            if implied and upper is not None else []
     v = value.value
-    if stat.rounded:
+    published = [Constraint(f"{cell.key}:count", cell.predicate, count, Fraction(threshold), None)] if implied else []
+    if stat.rounded:  # what rounds half-up to v, whatever the sign: the column's domain bounds it further
         half = Fraction(1, 2 * 10 ** stat.decimals)
-        return [Constraint(key, cell.predicate, stat, max(v - half, Fraction(0)), v + half,
-                           lo_open=False, hi_open=True)]
+        return [Constraint(key, cell.predicate, stat, v - half, v + half, lo_open=False, hi_open=True)] + published
     if stat.kind == "count" and protection.round_to and protection.round_to > 1:
         r = protection.round_to
         lo = max(0, ceil(v - Fraction(r, 2)))
@@ -119,4 +138,4 @@ def constraints_of(value: Value, protection: Protection) -> list[Constraint]:
         return [Constraint(key, cell.predicate, stat, Fraction(lo_fixed), Fraction(hi))]
     if stat.kind == "count" and protection.suppress_below and v < protection.suppress_below:
         raise AssertionError("a published count below the threshold")
-    return [Constraint(key, cell.predicate, stat, v, v)]
+    return [Constraint(key, cell.predicate, stat, v, v)] + published
