@@ -147,11 +147,21 @@ def _search(engine, linear: LinearProof | None, problem: Problem, options: Exact
 
     Returns the linear certificates of the claims they verified (cell masks, for explanations).
     """
-    first = engine.solve()
+    todo = table.claims
+    try:
+        first = engine.solve()
+    except TimeoutError as err:
+        # a budget ran out, or the solver's dataset failed the exact check: the confidential rows, when
+        # they reproduce the release, are a dataset all the same, and each claim is decided on its own
+        if problem.violations(problem.truth):
+            return _undecided(result, todo, pending, str(err))
+        first = problem.truth
     if first is None:
+        if not problem.violations(problem.truth):  # then no "infeasible" from this solver can be trusted
+            return _undecided(result, todo, pending,
+                              "the solver found no dataset, yet the confidential rows reproduce the release")
         raise InconsistentRelease(f"no dataset reproduces the published values of unit {'/'.join(problem.geo)}: "
                                   f"conflicting cells {engine.conflicting_cells()}")
-    todo = table.claims
     deadline = start + options.unit_seconds
     universe, found = [], engine.solutions(options.solution_cap + 1)
     try:
@@ -204,6 +214,13 @@ def _search(engine, linear: LinearProof | None, problem: Problem, options: Exact
             result.verdicts.append(verdict)
         j += 1
     return certificates
+
+
+def _undecided(result: UnitResult, todo: list[Claim], pending: np.ndarray, reason: str) -> dict:
+    """Leave every open claim undecided, with the reason (also the unit's)."""
+    result.reason = reason
+    result.verdicts += [Verdict(todo[i], UNDECIDED, reason=reason) for i in pending]
+    return {}
 
 
 def _explain(engine, result: UnitResult, options: ExactOptions, linear: LinearProof | None,
