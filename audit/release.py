@@ -8,7 +8,7 @@ from math import ceil, floor
 from .query import Predicate, Statistic
 from .schedule import CellDef, Protection
 
-PUBLISHED, SUPPRESSED, EMPTY = "published", "suppressed", "empty"
+PUBLISHED, SUPPRESSED, EMPTY, STRUCTURAL = "published", "suppressed", "empty", "structural"
 
 
 def round_half_up(value: Fraction, decimals: int) -> Fraction:
@@ -38,7 +38,8 @@ def int_hi(hi: Fraction | None, hi_open: bool) -> int | None:
 
 @dataclass(frozen=True)
 class Value:
-    """One published number: status is published, suppressed, or empty (a mean of no rows)."""
+    """One published number: status is published, suppressed, empty (a mean of no rows), or
+    structural (a cell no row can fall in: its count and sum are 0, its mean and median empty)."""
 
     cell: CellDef
     stat: Statistic
@@ -52,7 +53,7 @@ class Value:
     def text(self) -> str:
         if self.status == SUPPRESSED:
             return "(D)"
-        if self.status == EMPTY:
+        if self.status == EMPTY or (self.status == STRUCTURAL and self.value is None):
             return "-"
         if self.stat.rounded:
             return f"{float(self.value):.{self.stat.decimals}f}"
@@ -94,18 +95,24 @@ class Constraint:
 
 
 def constraints_of(value: Value, protection: Protection) -> list[Constraint]:
-    """Translate one published value into the constraint an attacker who knows the rules derives."""
+    """Translate one published value into the constraint an attacker who knows the rules derives.
+
+    A structural zero adds none: every dataset has no row in it (an empty clause, or an edit).
+    """
     cell, stat, key = value.cell, value.stat, value.key
     count = Statistic()
+    t = protection.suppress_below
+    if value.status == STRUCTURAL:
+        return []
     if value.status == EMPTY:
         return [Constraint(f"{cell.key}:count", cell.predicate, count, Fraction(0), Fraction(0))]
     if value.status == SUPPRESSED:
         if stat.kind != "count":
             return []
-        upper = None
-        if (protection.suppress_below and not protection.complementary and not cell.suppressed):
-            upper = Fraction(protection.suppress_below - 1)
-        return [Constraint(key, cell.predicate, stat, Fraction(0), upper)]
+        lo, hi = Fraction(0), None
+        if t and not protection.complementary and not cell.suppressed:  # only primary suppression
+            lo, hi = Fraction(0 if protection.protect_zeros else 1), Fraction(t - 1)
+        return [Constraint(key, cell.predicate, stat, lo, hi)]
     v = value.value
     if stat.rounded:
         half = Fraction(1, 2 * 10 ** stat.decimals)
@@ -115,8 +122,11 @@ def constraints_of(value: Value, protection: Protection) -> list[Constraint]:
         r = protection.round_to
         lo = max(0, ceil(v - Fraction(r, 2)))
         hi = ceil(v + Fraction(r, 2)) - 1
-        lo_fixed = lo if protection.suppress_below is None else max(lo, protection.suppress_below)
-        return [Constraint(key, cell.predicate, stat, Fraction(lo_fixed), Fraction(hi))]
-    if stat.kind == "count" and protection.suppress_below and v < protection.suppress_below:
+        if t is not None and (lo > 0 or protection.protect_zeros):
+            lo = max(lo, t)  # counts 1..t-1 (and 0 when protected) would have been suppressed
+        elif t is not None:
+            hi = 0  # counts up to r/2 round to 0, and t >= r/2 (Protection refuses the rest): they were hidden
+        return [Constraint(key, cell.predicate, stat, Fraction(lo), Fraction(hi))]
+    if stat.kind == "count" and t and v < t and (v > 0 or protection.protect_zeros):
         raise AssertionError("a published count below the threshold")
     return [Constraint(key, cell.predicate, stat, v, v)]
