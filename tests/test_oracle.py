@@ -13,19 +13,17 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pytest
-import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from audit.claims import REFUTED, UNDECIDED, VERIFIED, candidates
 from audit.engines.ip import IpEngine
 from audit.engines.sat import SatEngine
-from audit.exact import ExactOptions, audit_unit
-from audit.inputs import load_inputs
+from audit.exact import ExactOptions, audit_unit, make_engine
 
 from _oracle import canonical, consistent_worlds, tabulated_worlds, to_atoms, to_codes
+from test_exact import _load
 
 SETTINGS = settings(max_examples=40, deadline=None, derandomize=True, database=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -111,14 +109,6 @@ def _subset(draw, values: list, numeric: bool):
     return draw(st.lists(st.sampled_from(values), min_size=1, max_size=len(values) - 1, unique=True))
 
 
-def _load(case, folder: Path):
-    schema, tables, rows = case
-    (folder / "schema.yaml").write_text(yaml.safe_dump(schema))
-    (folder / "tables.yaml").write_text(yaml.safe_dump(tables))
-    pd.DataFrame([{"block": "b1", **r} for r in rows]).to_csv(folder / "data.csv", index=False)
-    return load_inputs(folder / "data.csv", folder / "schema.yaml", folder / "tables.yaml")
-
-
 def _truth(inputs):
     """The problem, the consistent datasets as atoms, and the claims true in all of them."""
     release, = inputs.release()
@@ -157,28 +147,26 @@ def _check_verify(inputs, release, problem, engine, claims, expected) -> None:
             assert verdict.status == UNDECIDED and not isinstance(engine, SatEngine)
 
 
+def _against_oracle(case, engine: str, samples: int, solution_cap: int) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        inputs = _load(*case, Path(tmp))
+        release, problem, atoms, claims, expected = _truth(inputs)
+        for linear in (True, False):
+            _check_unit(problem, atoms, claims, expected, ExactOptions(
+                engine=engine, linear=linear, explain="none", samples=samples, solution_cap=solution_cap))
+        _check_verify(inputs, release, problem, make_engine(problem, ExactOptions(engine=engine)), claims, expected)
+
+
 @SETTINGS
 @given(cases())
 def test_sat_engine_equals_brute_force(case):
-    with tempfile.TemporaryDirectory() as tmp:
-        inputs = _load(case, Path(tmp))
-        release, problem, atoms, claims, expected = _truth(inputs)
-        for linear in (True, False):
-            _check_unit(problem, atoms, claims, expected,
-                        ExactOptions(engine="sat", linear=linear, explain="none", samples=2, solution_cap=8))
-        _check_verify(inputs, release, problem, SatEngine(problem), claims, expected)
+    _against_oracle(case, "sat", samples=2, solution_cap=8)
 
 
 @settings(SETTINGS, max_examples=15)
 @given(cases())
-def test_ip_engine_equals_brute_force(case):
-    with tempfile.TemporaryDirectory() as tmp:
-        inputs = _load(case, Path(tmp))
-        release, problem, atoms, claims, expected = _truth(inputs)
-        for linear in (True, False):
-            _check_unit(problem, atoms, claims, expected,
-                        ExactOptions(engine="ip", linear=linear, explain="none", samples=1, solution_cap=4))
-        _check_verify(inputs, release, problem, IpEngine(problem, backend="highs"), claims, expected)
+def test_ip_engine_equals_brute_force(case):  # HiGHS (or Gurobi when licensed for the model)
+    _against_oracle(case, "ip", samples=1, solution_cap=4)
 
 
 # -- hand-written regressions at the rounding boundary, with negative values ----------------------
@@ -214,7 +202,7 @@ BOUNDARY = {
 
 @pytest.mark.parametrize("name", list(BOUNDARY))
 def test_rounding_boundaries_with_negative_and_offset_domains(tmp_path, name):
-    inputs = _load(BOUNDARY[name], tmp_path)
+    inputs = _load(*BOUNDARY[name], tmp_path)
     release, problem, atoms, claims, expected = _truth(inputs)
     distinct = sorted({canonical(w) for w in atoms})
     for engine in (SatEngine(problem), IpEngine(problem, backend="highs")):
@@ -260,7 +248,7 @@ def test_negative_rounded_values_are_written_exactly():
 def test_the_issues_block_runs_and_reports_its_solutions(tmp_path):
     from audit.cli import run as cli
 
-    _load(_issue(-3, 2), tmp_path)
+    _load(*_issue(-3, 2), tmp_path)
     out = tmp_path / "out"
     code = cli(["run", str(tmp_path / "data.csv"), "-s", str(tmp_path / "schema.yaml"), "-t",
                 str(tmp_path / "tables.yaml"), "-o", str(out), "--quiet", "--explain", "none", "--no-report"])
