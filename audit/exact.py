@@ -38,10 +38,19 @@ class ExactOptions:
     def __post_init__(self):
         if self.engine not in ENGINES:
             raise AuditError(f"unknown engine '{self.engine}'", fix=f"use one of {list(ENGINES)}")
-        if self.max_columns is not None and self.max_columns < 1:
-            raise AuditError("--max-columns must be at least 1")
         if self.explain not in ("none", "singletons", "all"):
-            raise AuditError(f"unknown explain mode '{self.explain}'", fix="use none, singletons or all")
+            raise AuditError(f"unknown explain mode '{self.explain}'", "--explain", "use none, singletons or all")
+        for option, value, low, example in (("--max-columns", self.max_columns, 1, 3), ("--seed", self.seed, 0, 0),
+                                            ("--conflicts", self.conflicts, 1, 200_000),
+                                            ("--max-rows", self.max_rows, 1, 200)):
+            if value is not None and not value >= low:
+                raise AuditError(f"must be an integer {low} or more, not {value}", option, f"e.g. {option} {example}")
+        if not self.unit_seconds > 0:  # also refuses NaN
+            raise AuditError(f"must be a number above 0, not {self.unit_seconds}", "--unit-seconds",
+                             "e.g. --unit-seconds 120")
+        if not self.explain_seconds >= 0:
+            raise AuditError(f"must be a number 0 or more, not {self.explain_seconds}", "--explain-seconds",
+                             "e.g. --explain-seconds 10")
 
 
 @dataclass

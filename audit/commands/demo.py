@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from . import QuietOpt
+from . import QuietOpt, output_folder
 from .run import JsonOpt
 
 SAMPLES = ("block7", "households")
@@ -18,7 +18,7 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def demo(
         out: Annotated[Path, typer.Option("--out", "-o", help="Folder for the sample inputs and each sample's outputs.")] = Path("audit-demo"),
-        explain_seconds: Annotated[float, typer.Option("--explain-seconds", help="Time budget per unit for explanations.")] = 2.0,
+        explain_seconds: Annotated[float, typer.Option("--explain-seconds", min=0, help="Time budget per unit for explanations.")] = 2.0,
         json_out: JsonOpt = False,
         quiet: QuietOpt = False,
     ) -> None:
@@ -28,6 +28,7 @@ def register(app: typer.Typer) -> None:
         from ..errors import AuditError
         from .run import pipeline
 
+        output_folder(out)
         results = {}
         root = importlib.resources.files("audit.samples_data")
         for name in SAMPLES:

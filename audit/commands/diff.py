@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from . import QuietOpt
+from . import QuietOpt, output_file
 from .run import JsonOpt
 
 
@@ -18,7 +18,7 @@ def register(app: typer.Typer) -> None:
         new: Annotated[Path, typer.Argument(help="findings.json of the proposed (new) schedule.")],
         rules: Annotated[Optional[str], typer.Option("--rules", "-r", help="Re-evaluate both under this policy (file or built-in name) before comparing.")] = None,
         out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Also write the comparison as JSON to this file.")] = None,
-        limit: Annotated[int, typer.Option("--limit", help="Most newly verified claims to print.")] = 20,
+        limit: Annotated[int, typer.Option("--limit", min=0, help="Most newly verified claims to print.")] = 20,
         json_out: JsonOpt = False,
         quiet: QuietOpt = False,
     ) -> None:
@@ -27,6 +27,8 @@ def register(app: typer.Typer) -> None:
         from ..report import read_findings
         from ..rules import apply, load_rules
 
+        if out is not None:
+            output_file(out)
         a, b = read_findings(old), read_findings(new)
         if rules is not None:
             policy = load_rules(rules)

@@ -6,7 +6,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from . import QuietOpt
+from . import QuietOpt, output_file
 from .run import RulesOpt
 
 
@@ -25,10 +25,13 @@ def register(app: typer.Typer) -> None:
         from ..rules import apply, load_rules
 
         doc = read_findings(findings)
+        out = output_file(out or findings.parent / "report.html")
+        if junit is not None:
+            output_file(junit, "--junit")
         extras = extras_beside(findings.parent)
         if rules is not None:
             apply(doc, load_rules(rules), extras.get("rank"), extras.get("linear"))
-        path = write_report(doc, out or findings.parent / "report.html", extras)
+        path = write_report(doc, out, extras)
         if junit is not None:
             write_junit(doc, junit)
         if not quiet:

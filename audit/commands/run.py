@@ -14,7 +14,7 @@ from typing import Annotated, Callable, Optional
 
 import typer
 
-from . import DataArg, GeographyOpt, InferOpt, OutOpt, QuietOpt, SchemaOpt, SeedOpt, TablesOpt, inputs_from
+from . import DataArg, GeographyOpt, InferOpt, OutOpt, QuietOpt, SchemaOpt, SeedOpt, TablesOpt, inputs_from, output_folder
 
 RulesOpt = Annotated[Optional[str], typer.Option(
     "--rules", "-r", help="Policy: a rules YAML file, or a built-in name (default, strict, lenient). Default: default.")]
@@ -26,12 +26,12 @@ LinearPublicOpt = Annotated[Optional[str], typer.Option(
     "--linear-public", help="With --linear-secret: identifier columns the attacker knows, comma-separated.")]
 ReportOpt = Annotated[bool, typer.Option("--report/--no-report", help="Write report.html (the HTML risk report).")]
 EngineOpt = Annotated[str, typer.Option("--engine", help="Exact engine: sat (default, no licence) or ip (integer program).")]
-MaxColumnsOpt = Annotated[Optional[int], typer.Option("--max-columns", help="Largest number of columns in a claim (default: all).")]
-ConflictsOpt = Annotated[int, typer.Option("--conflicts", help="Conflict budget per solver call; past it a claim is undecided.")]
-UnitSecondsOpt = Annotated[float, typer.Option("--unit-seconds", help="Time limit per unit; claims left are undecided.")]
+MaxColumnsOpt = Annotated[Optional[int], typer.Option("--max-columns", min=1, help="Largest number of columns in a claim (default: all).")]
+ConflictsOpt = Annotated[int, typer.Option("--conflicts", min=1, help="Conflict budget per solver call; past it a claim is undecided.")]
+UnitSecondsOpt = Annotated[float, typer.Option("--unit-seconds", min=0, help="Time limit per unit; claims left are undecided.")]
 ExplainOpt = Annotated[str, typer.Option("--explain", help="Which verified claims get their explaining cells: none, singletons, all.")]
-ExplainSecondsOpt = Annotated[float, typer.Option("--explain-seconds", help="Time budget per unit for explanations.")]
-MaxRowsOpt = Annotated[int, typer.Option("--max-rows", help="Units with more rows are reported undecided (too large).")]
+ExplainSecondsOpt = Annotated[float, typer.Option("--explain-seconds", min=0, help="Time budget per unit for explanations.")]
+MaxRowsOpt = Annotated[int, typer.Option("--max-rows", min=1, help="Units with more rows are reported undecided (too large).")]
 
 EXTRAS = ("rank", "linear", "protection")
 
@@ -110,7 +110,8 @@ def pipeline(data: Path, tables: Path, schema: Optional[Path], out: Path, *, rul
     if (linear_secret is None) != (linear_public is None):
         raise AuditError("--linear-secret and --linear-public go together",
                          "--linear-public" if linear_public is None else "--linear-secret", "pass both, or neither")
-    policy = load_rules(rules)  # before the long work: a bad rules file fails fast
+    output_folder(out)  # before the long work: a bad --out or rules file fails fast
+    policy = load_rules(rules)
     options = ExactOptions(engine=engine, max_columns=max_columns, seed=seed, conflicts=conflicts,
                            unit_seconds=unit_seconds, explain=explain, explain_seconds=explain_seconds,
                            max_rows=max_rows)
@@ -207,10 +208,10 @@ def register(app: typer.Typer) -> None:
         report: ReportOpt = True,
         json_out: JsonOpt = False,
         quiet: QuietOpt = False,
-        workers: Annotated[int, typer.Option("--workers", help="Units in parallel on a local process pool (1: in this process).")] = 1,
+        workers: Annotated[int, typer.Option("--workers", min=1, help="Units in parallel on a local process pool (1: in this process).")] = 1,
         scheduler: Annotated[Optional[str], typer.Option("--scheduler", help="Run units on a Dask cluster at this address (needs the 'cluster' extra).")] = None,
         resume: Annotated[bool, typer.Option("--resume", help="Continue an interrupted run: skip the units already in OUT/parts.")] = False,
-        claims_cap: Annotated[Optional[int], typer.Option("--claims-cap", help="Claims listed per unit in findings.json and OUT/parts (the summary counts them all); default: all up to 200 units, else 25; a large number keeps every claim.")] = None,
+        claims_cap: Annotated[Optional[int], typer.Option("--claims-cap", min=0, help="Claims listed per unit in findings.json and OUT/parts (the summary counts them all); default: all up to 200 units, else 25; a large number keeps every claim.")] = None,
     ) -> None:
         """Attack the release, apply the rules, write findings.json, junit.xml and report.html (exit 1 on failure)."""
         doc = pipeline(data, tables, schema, out, rules=rules, engine=engine, max_columns=max_columns, seed=seed,

@@ -6,7 +6,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from . import DataArg, GeographyOpt, InferOpt, SchemaOpt, TablesOpt, inputs_from
+from . import DataArg, GeographyOpt, InferOpt, SchemaOpt, TablesOpt, inputs_from, output_file
 
 
 def register(app: typer.Typer) -> None:
@@ -22,6 +22,8 @@ def register(app: typer.Typer) -> None:
         """Tabulate the release: every cell of every unit with its published value or suppression mark."""
         from ..tabulate import release_frame
 
+        if out is not None:
+            output_file(out)
         inputs = inputs_from(data, schema, tables, infer_schema, geography)
         frame = release_frame(inputs.release(), inputs.schema)
         if out is None:
