@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 import sys
+import warnings
 from typing import Annotated, Optional
 
 import typer
@@ -60,7 +61,9 @@ def run(argv: list[str] | None = None) -> int:
     args = list(argv if argv is not None else sys.argv[1:])
     _state["debug"] = "--debug" in args
     try:
-        code = app(args=args, prog_name="audit", standalone_mode=False)
+        with warnings.catch_warnings():
+            warnings.showwarning = _warning_line
+            code = app(args=args, prog_name="audit", standalone_mode=False)
     except SystemExit as exc:
         code = exc.code
         return code if isinstance(code, int) else (0 if code is None else 1)
@@ -71,10 +74,15 @@ def run(argv: list[str] | None = None) -> int:
         if error.message:  # a bare 'audit' has printed the help already
             echo(f"error: {error.line()}", err=True)
         return 2
-    except click_errors.Abort:
+    except typer.Abort:
         echo("Aborted!", err=True)
         return 1
     return code if isinstance(code, int) else 0
+
+
+def _warning_line(message, category, filename, lineno, file=None, line=None) -> None:
+    """Warnings print as one 'warning: ...' line (not Python's file, line and source)."""
+    echo(f"warning: {message}", err=True)
 
 
 def usage_error(exc: Exception) -> AuditError:
