@@ -35,6 +35,7 @@ import pandas as pd
 from .claims import UNDECIDED, Verdict, candidates
 from .coupled import build_coupled_problems, coupled_levels
 from .errors import AuditError, OptionalDependencyMissing
+from .terminal import printable
 from .exact import ExactOptions, UnitResult, audit_unit
 from .findings import cells_json, claim_rank, document, prior_rows, unit_json
 from .inputs import Inputs
@@ -555,7 +556,7 @@ def run_cli(data: Path, schema: Path | None, tables: Path, options: ExactOptions
         def render(self, task) -> Text:
             return Text(f"{task.speed:.2f} units/s" if task.speed else "- units/s")
 
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), Rate(),
+    with Progress(TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(), Rate(),
                   TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(), disable=quiet, transient=True) as bar:
         task = bar.add_task("units", total=None)
 
@@ -563,7 +564,7 @@ def run_cli(data: Path, schema: Path | None, tables: Path, options: ExactOptions
             bar.reset(task, total=n, completed=already)
 
         def tick(unit: dict, done: int, n: int) -> None:
-            bar.update(task, completed=done, description=f"unit {unit['geo']}")
+            bar.update(task, completed=done, description=printable(f"unit {unit['geo']}"))
             if on_unit:
                 on_unit(unit)
 

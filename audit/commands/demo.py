@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from ..terminal import echo
 from . import QuietOpt, output_folder
 from .run import JsonOpt
 
@@ -44,14 +45,14 @@ def register(app: typer.Typer) -> None:
             except (AuditError, ImportError) as exc:  # e.g. an engine this installation lacks
                 results[name] = {"error": f"{exc.__class__.__name__}: {exc}"}
                 if not (quiet or json_out):
-                    typer.echo(f"{name}: could not run ({exc})", err=True)
+                    echo(f"{name}: could not run ({exc})", err=True)
                 continue
             results[name] = {"verdict": doc["verdict"], "failing": [f["rule"] for f in doc["failing"]],
                              **doc["outputs"]}
             if not (quiet or json_out):
-                typer.echo(f"{name}: {doc['verdict'].upper()}"
+                echo(f"{name}: {doc['verdict'].upper()}"
                            + (f" (failing: {', '.join(results[name]['failing'])})" if doc["failing"] else ""))
-                typer.echo(f"  report: {doc['outputs']['report']}")
+                echo(f"  report: {doc['outputs']['report']}")
         if json_out:
             typer.echo(json.dumps(results, indent=1))
         if not any("verdict" in r for r in results.values()):

@@ -7,6 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from ..terminal import echo
 from . import QuietOpt, output_file
 from .run import JsonOpt
 
@@ -42,11 +43,11 @@ def register(app: typer.Typer) -> None:
             typer.echo(json.dumps(result, indent=1))
         elif not quiet:
             for line in result["lines"][: limit + 10]:
-                typer.echo(line)
+                echo(line)
             shown = result["new_claims"][:limit]
             for c in shown:
-                typer.echo(f"  + {c['unit']}: {c['text']}")
+                echo(f"  + {c['unit']}: {c['text']}")
             if len(result["new_claims"]) > len(shown):
-                typer.echo(f"  ... and {len(result['new_claims']) - len(shown)} more newly verified claims")
+                echo(f"  ... and {len(result['new_claims']) - len(shown)} more newly verified claims")
         if result["newly_failing"]:
             raise typer.Exit(1)

@@ -9,6 +9,7 @@ from typing import Annotated, Optional
 import typer
 
 from ..errors import AuditError
+from ..terminal import echo
 from . import DataArg, output_folder
 
 
@@ -89,24 +90,24 @@ def register(app: typer.Typer) -> None:
             inputs = load_inputs(data, schema, tables)
             report["differences"] = [f.to_dict() for f in find_differences(inputs.frame, inputs.schema, inputs.schedule)]
         (out / "linear.json").write_text(json.dumps(report, indent=2, default=_json_default))
-        typer.echo(f"{secret}: {head.accuracy:.1%} reconstructed by {method} from {head.n_queries} exact subset sums "
+        echo(f"{secret}: {head.accuracy:.1%} reconstructed by {method} from {head.n_queries} exact subset sums "
                    f"(95% CI {head.ci[0]:.1%}-{head.ci[1]:.1%}; majority baseline {head.baseline:.1%})")
         for m, r in runs.items():
             if m != method:
-                typer.echo(f"  {m}: {r.accuracy:.1%}")
+                echo(f"  {m}: {r.accuracy:.1%}")
         if sweep:
-            typer.echo(f"  sweep: {len(report['sweep'])} points x {trials} trials; {report['privacy']}")
+            echo(f"  sweep: {len(report['sweep'])} points x {trials} trials; {report['privacy']}")
             for p in report["sweep"]:
                 if p["mitigation"] == "noise":
                     eps = p["epsilon"]
                     shown = "unavailable" if eps is None else (eps if isinstance(eps, str) else f"{eps:.3g}")
-                    typer.echo(f"    noise {p['param']:g}: accuracy {p['accuracy']:.1%}, RMSE {p['rmse']:.2f}, "
+                    echo(f"    noise {p['param']:g}: accuracy {p['accuracy']:.1%}, RMSE {p['rmse']:.2f}, "
                                f"epsilon {shown}")
             if not opendp_available():
-                typer.echo(f"  epsilon unavailable: {DP_HINT}")
+                echo(f"  epsilon unavailable: {DP_HINT}")
         if "differences" in report:
-            typer.echo(f"  difference attacks: {len(report['differences'])}")
-        typer.echo(f"wrote {out / 'linear.json'}", err=True)
+            echo(f"  difference attacks: {len(report['differences'])}")
+        echo(f"wrote {out / 'linear.json'}", err=True)
 
 
 def _json_default(value):

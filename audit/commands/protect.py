@@ -6,6 +6,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from ..terminal import echo
 from . import DataArg, OutOpt, QuietOpt, SchemaOpt, SeedOpt, TablesOpt, inputs_from, output_folder
 
 
@@ -42,23 +43,23 @@ def register(app: typer.Typer) -> None:
                              max_rows=max_rows)
         options = ProtectOptions(strategy=strategy, exact=exact, hitting=hitting, primary=primary,
                                  complementary=complementary, alpha=alpha, rank=rank)
-        log = None if quiet else (lambda msg: typer.echo(msg, err=True))
+        log = None if quiet else (lambda msg: echo(msg, err=True))
         report = run_protect(inputs, options, policy, out, log)
         rec = report["recommendation"]
         if not quiet:
             before, after = report["before"], report["after"]
-            typer.echo(f"before: {before['verdict']} ({before['summary']['units_with_derived_singletons']} units with "
+            echo(f"before: {before['verdict']} ({before['summary']['units_with_derived_singletons']} units with "
                        f"derived singletons); after {strategy}: {after['verdict']}")
             if strategy == "suppress":
                 t = report["totals"]
-                typer.echo(f"{t['cells_suppressed']} cells suppressed in {len(report['units'])} units "
+                echo(f"{t['cells_suppressed']} cells suppressed in {len(report['units'])} units "
                            f"({t['persons_in_suppressed_cells']} persons in them)")
             elif strategy == "round":
-                typer.echo(f"round_to: {report['round_to']}")
+                echo(f"round_to: {report['round_to']}")
             else:
-                typer.echo(f"noise scale: {report.get('scale')} (epsilon {report.get('epsilon')}, alpha {alpha}; "
+                echo(f"noise scale: {report.get('scale')} (epsilon {report.get('epsilon')}, alpha {alpha}; "
                            "attacker-at-confidence model, not a proof)")
-            typer.echo(f"{'Recommendation' if rec else 'No recommendation (the re-audit does not pass)'}: "
+            echo(f"{'Recommendation' if rec else 'No recommendation (the re-audit does not pass)'}: "
                        f"{out / 'protected.yaml'}, {out / 'protection.json'}, {out / 'findings.json'}")
         if rec is None:
             raise typer.Exit(1)

@@ -6,6 +6,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from ..terminal import echo
 from . import DataArg, GeographyOpt, InferOpt, OutOpt, QuietOpt, SchemaOpt, SeedOpt, TablesOpt, inputs_from, output_folder
 
 
@@ -50,10 +51,10 @@ def register(app: typer.Typer) -> None:
             show = [x for x in (0.1, 0.25, 0.5, 1.0) if x in at]
             def fmt(curve):
                 return " ".join(f"{curve[at[x]]:.2f}" for x in show) if curve else "n/a"
-            typer.echo(f"{pooled['units']} units, {runs} runs x {steps} steps on {results.device} "
+            echo(f"{pooled['units']} units, {runs} runs x {steps} steps on {results.device} "
                        f"({results.seconds:.1f} s). Match rate at k/u = {', '.join(map(str, show))}:")
-            typer.echo(f"  attack ({init}): {fmt(pooled['attack'])}")
+            echo(f"  attack ({init}): {fmt(pooled['attack'])}")
             for name, curve in pooled["baselines"].items():
-                typer.echo(f"  {name}: {fmt(curve)}")
-            typer.echo(f"Ranking: {out / 'rank.json'}, curves: {out / 'rank.svg'} "
+                echo(f"  {name}: {fmt(curve)}")
+            echo(f"Ranking: {out / 'rank.json'}, curves: {out / 'rank.svg'} "
                        "(confidential: contains reconstructed records)")

@@ -6,6 +6,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from ..terminal import echo
 from . import QuietOpt, output_file
 from .run import RulesOpt
 
@@ -35,5 +36,5 @@ def register(app: typer.Typer) -> None:
         if junit is not None:
             write_junit(doc, junit)
         if not quiet:
-            typer.echo(f"{(doc.get('verdict') or 'not evaluated').upper()}: report written to {path}"
+            echo(f"{(doc.get('verdict') or 'not evaluated').upper()}: report written to {path}"
                        + (f", JUnit to {junit}" if junit else "") + " (confidential)")

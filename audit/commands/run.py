@@ -14,7 +14,9 @@ from typing import Annotated, Callable, Optional
 
 import typer
 
-from . import DataArg, GeographyOpt, InferOpt, OutOpt, QuietOpt, SchemaOpt, SeedOpt, TablesOpt, inputs_from, output_folder
+from ..terminal import echo, printable
+from . import (DataArg, GeographyOpt, InferOpt, OutOpt, QuietOpt, SchemaOpt, SeedOpt, TablesOpt, inputs_from,
+               output_folder)
 
 RulesOpt = Annotated[Optional[str], typer.Option(
     "--rules", "-r", help="Policy: a rules YAML file, or a built-in name (default, strict, lenient). Default: default.")]
@@ -123,16 +125,16 @@ def pipeline(data: Path, tables: Path, schema: Optional[Path], out: Path, *, rul
             doc = run_cli(data, schema, tables, options, scale, out, policy, infer_schema, geography,
                           quiet or not progress, on_unit)
         except Interrupted as exc:  # Ctrl-C: the parts are intact
-            typer.echo(str(exc), err=True)
+            echo(str(exc), err=True)
             raise typer.Exit(130) from None
     else:
         inputs = inputs_from(data, schema, tables, infer_schema, geography)
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+    with Progress(TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
                   disable=quiet or not progress, transient=True) as bar:
         task = bar.add_task("units", total=None)
 
         def tick(u: dict) -> None:
-            bar.update(task, advance=1, description=f"unit {u['geo']}")
+            bar.update(task, advance=1, description=printable(f"unit {u['geo']}"))
             if on_unit:
                 on_unit(u)
 
@@ -223,14 +225,14 @@ def register(app: typer.Typer) -> None:
             typer.echo(verdict_json(doc))
         elif not quiet:
             s = doc["summary"]
-            typer.echo(f"{s['units']} units: {s['verified']} verified claims ({s['derived_singletons']} derived "
+            echo(f"{s['units']} units: {s['verified']} verified claims ({s['derived_singletons']} derived "
                        f"singletons), {s['undecided']} undecided, {s['units_reconstructed']} units reconstructed "
                        f"exactly.")
-            typer.echo(f"Verdict: {doc['verdict'].upper()} under the '{doc['rules']['name']}' policy"
+            echo(f"Verdict: {doc['verdict'].upper()} under the '{doc['rules']['name']}' policy"
                        + (f" ({len(doc['failing'])} failing rules)" if doc["failing"] else ""))
             for f in doc["failing"]:
-                typer.echo(f"  FAIL {f['rule']}: {f['units']} units; {f['example']}")
+                echo(f"  FAIL {f['rule']}: {f['units']} units; {f['example']}")
             for key, path in doc["outputs"].items():
-                typer.echo(f"{key}: {path}")
-            typer.echo("(confidential: the findings and the report contain reconstructed records)")
+                echo(f"{key}: {path}")
+            echo("(confidential: the findings and the report contain reconstructed records)")
         exit_for(doc)
