@@ -71,7 +71,7 @@ def run(argv: list[str] | None = None) -> int:
         if _state["debug"]:
             raise
         error = exc if isinstance(exc, AuditError) else usage_error(exc)
-        if error.message:  # a bare 'audit' has printed the help already
+        if error is not None:  # None: a bare 'audit', which has printed the help
             echo(f"error: {error.line()}", err=True)
         return 2
     except typer.Abort:
@@ -85,7 +85,7 @@ def _warning_line(message, category, filename, lineno, file=None, line=None) -> 
     echo(f"warning: {message}", err=True)
 
 
-def usage_error(exc: Exception) -> AuditError:
+def usage_error(exc: Exception) -> AuditError | None:
     """A command-line usage error (an unknown option, a value out of range) as one AuditError line."""
     ctx = getattr(exc, "ctx", None)
     command = ctx.command_path if ctx is not None else "audit"
@@ -94,7 +94,7 @@ def usage_error(exc: Exception) -> AuditError:
     message = (exc.format_message() if isinstance(exc, click_errors.NoSuchOption) else
                getattr(exc, "message", "") or exc.format_message())
     if param is None or not opts:
-        return AuditError(message.rstrip("."), command, f"see '{command} --help'") if message else AuditError("")
+        return AuditError(message.rstrip("."), command, f"see '{command} --help'") if message else None
     name = opts[0]
     if isinstance(exc, click_errors.MissingParameter):
         what = "missing" if name.startswith("-") else "missing argument"

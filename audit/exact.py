@@ -116,7 +116,8 @@ def audit_unit(problem: Problem, options: ExactOptions = ExactOptions(),
     start = time.perf_counter()
     result = UnitResult(problem)
     if problem.truth is None:
-        raise AuditError("generate-then-verify needs the confidential rows of the unit")
+        raise AuditError("generate-then-verify needs the confidential rows of the unit", "/".join(problem.geo),
+                         "audit the unit from its microdata (audit run DATA ...)")
     if problem.n_rows[1] > options.max_rows:
         result.status, result.reason = "too-large", f"{problem.n_rows[1]} rows > --max-rows {options.max_rows}"
         result.verdicts = [Verdict(c, UNDECIDED, reason=result.reason) for c in candidates(problem.truth, options.max_columns)]
@@ -158,8 +159,9 @@ def _search(engine, linear: LinearProof | None, problem: Problem, options: Exact
     """
     first = engine.solve()
     if first is None:
-        raise InconsistentRelease(f"no dataset reproduces the published values of unit {'/'.join(problem.geo)}: "
-                                  f"conflicting cells {engine.conflicting_cells()}")
+        raise InconsistentRelease(f"no dataset reproduces the published values: conflicting cells "
+                                  f"{engine.conflicting_cells()}", f"unit {'/'.join(problem.geo)}",
+                                  "check those cells' published values against the schema's edits")
     todo = table.claims
     deadline = start + options.unit_seconds
     universe, found = [], engine.solutions(options.solution_cap + 1)

@@ -20,8 +20,7 @@ def read_table(path: str | Path) -> pd.DataFrame:
         raise AuditError("is a folder, not a data file", str(path), "give the path of a CSV or Parquet file")
     try:
         if path.suffix.lower() in (".parquet", ".pq"):
-            frame = pd.read_parquet(path)
-            frame = frame.astype({c: str for c in frame.columns if frame[c].dtype == object}).where(frame.notna())
+            frame = as_strings(pd.read_parquet(path))
         else:
             check_header(csv_header(path), str(path))
             frame = pd.read_csv(path, dtype=str, keep_default_na=False)
@@ -32,6 +31,12 @@ def read_table(path: str | Path) -> pd.DataFrame:
                          "give a CSV (UTF-8, with a header row) or a Parquet file") from None
     check_header(list(frame.columns), str(path))
     return frame
+
+
+def as_strings(frame: pd.DataFrame) -> pd.DataFrame:
+    """Text columns of a Parquet frame as str, missing values left missing (not the text 'None')."""
+    text = [c for c in frame.columns if frame[c].dtype == object]
+    return frame.astype({c: str for c in text}).where(frame.notna()) if text else frame
 
 
 def csv_header(path: Path) -> list[str]:

@@ -199,7 +199,8 @@ def _table(doc: Located, schema: Schema, spec: Any, i: int, default: Protection)
             cells.append(CellDef(tid, ",".join(str(c) for c in combo), pred, stats, level, label))
     else:
         if not isinstance(spec["cells"], list) or not spec["cells"]:
-            raise doc.error("cells must be a non-empty list", "tables", i, "cells")
+            raise doc.error("cells must be a non-empty list", "tables", i, "cells",
+                            fix="e.g. cells: [{id: a, where: {sex: [F]}}]")
         ids: dict[str, int] = {}
         for j, cell in enumerate(spec["cells"]):
             here = ("tables", i, "cells", j)

@@ -52,10 +52,9 @@ def _versions() -> dict[str, str]:
 
 def _subcommand(name: str, args: list[str]) -> None:
     """Run another ``audit`` command in-process (ranking, linear), as if typed on the command line."""
-    import click
     import typer.main
 
-    from ..cli import app
+    from ..cli import app, click_errors, usage_error
     from ..errors import AuditError
 
     command = typer.main.get_command(app)
@@ -72,12 +71,14 @@ def _subcommand(name: str, args: list[str]) -> None:
         cleaned.append(args[i])
         i += 1
     try:
-        command.main(args=[name, *cleaned], prog_name="audit", standalone_mode=False)
-    except click.exceptions.Exit as exc:
-        if exc.exit_code:
-            raise AuditError(f"audit {name} failed (exit {exc.exit_code})") from None
-    except click.ClickException as exc:
-        raise AuditError(f"audit {name}: {exc.format_message()}") from None
+        code = command.main(args=[name, *cleaned], prog_name="audit", standalone_mode=False)
+    except typer.Exit as exc:
+        code = exc.exit_code
+    except click_errors.UsageError as exc:
+        raise usage_error(exc) from None
+    if isinstance(code, int) and code:
+        raise AuditError(f"audit {name} failed (exit {code})", f"--{name}",
+                         f"run 'audit {name}' on the same inputs to see why, or drop --{name}")
 
 
 def read_extras(folder: Path, fresh: set[str] | None = None) -> dict[str, dict]:
