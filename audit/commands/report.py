@@ -25,10 +25,10 @@ def register(app: typer.Typer) -> None:
         from ..report import extras_beside, read_findings, write_report
         from ..rules import apply, load_rules
 
-        doc = read_findings(findings)
         out = output_file(out or findings.parent / "report.html")
         if junit is not None:
             output_file(junit, "--junit")
+        doc = read_findings(findings)
         extras = extras_beside(findings.parent)
         if rules is not None:
             apply(doc, load_rules(rules), extras.get("rank"), extras.get("linear"))
