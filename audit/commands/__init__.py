@@ -35,7 +35,7 @@ def output_folder(path: Path, option: str = "--out") -> Path:
     if path.exists() and not path.is_dir():
         raise AuditError("is a file, not a folder", f"{option} {path}",
                          f"give a folder (it is created if missing), e.g. {option} {path.parent / 'audit-out'}")
-    _writable(_existing_parent(path, option), path, option)
+    _writable(path, path, option)
     return path
 
 
@@ -45,28 +45,22 @@ def output_file(path: Path, option: str = "--out") -> Path:
 
     if path.is_dir():
         raise AuditError("is a folder, not a file", f"{option} {path}", f"give a file name, e.g. {option} {path / 'out'}")
-    _writable(_existing_parent(path.parent, option), path, option)
+    _writable(path.parent, path, option)
     return path
 
 
-def _existing_parent(path: Path, option: str) -> Path:
-    """``path`` or its nearest existing ancestor, which must be a folder."""
+def _writable(start: Path, path: Path, option: str) -> None:
+    """``start`` or its nearest existing ancestor is a folder this process can write in (``path``: what to name)."""
     from ..errors import AuditError
 
-    parent = path.absolute()
+    parent = start.absolute()
     while not parent.exists():
         parent = parent.parent
     if not parent.is_dir():
         raise AuditError(f"cannot be created: {parent} is a file", f"{option} {path}", "give a path under a folder")
-    return parent
-
-
-def _writable(folder: Path, path: Path, option: str) -> None:
-    from ..errors import AuditError
-
     try:
-        with tempfile.TemporaryFile(dir=folder):
+        with tempfile.TemporaryFile(dir=parent):
             pass
     except OSError as exc:
-        raise AuditError(f"cannot write in {folder} ({exc.strerror or exc.__class__.__name__})", f"{option} {path}",
+        raise AuditError(f"cannot write in {parent} ({exc.strerror or exc.__class__.__name__})", f"{option} {path}",
                          "give a folder you can write to") from None
