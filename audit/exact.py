@@ -37,7 +37,7 @@ class ExactOptions:
 
     def __post_init__(self):
         if self.engine not in ENGINES:
-            raise AuditError(f"unknown engine '{self.engine}'", fix=f"use one of {list(ENGINES)}")
+            raise AuditError(f"unknown engine '{self.engine}'", "--engine", fix=f"use one of {list(ENGINES)}")
         if self.explain not in ("none", "singletons", "all"):
             raise AuditError(f"unknown explain mode '{self.explain}'", "--explain", "use none, singletons or all")
         for option, value, low, example in (("--max-columns", self.max_columns, 1, 3), ("--seed", self.seed, 0, 0),

@@ -36,7 +36,7 @@ def load_inputs(data: str | Path, schema: str | Path | None, tables: str | Path,
     """Read everything; with no schema, infer one from the data (warned: domains then come from data)."""
     if schema is None:
         if not geography:
-            raise AuditError("no schema given", fix="pass --schema FILE, or --infer-schema with --geography COLS")
+            raise AuditError("no schema given", "--schema", fix="pass --schema FILE, or --infer-schema with --geography COLS")
         frame = read_table(data)
         if not len(frame):
             raise no_rows(str(data))

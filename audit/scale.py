@@ -548,7 +548,7 @@ def run_cli(data: Path, schema: Path | None, tables: Path, options: ExactOptions
         the_schema, schedule, source = inputs.schema, inputs.schedule, inputs.frame
     else:
         if schema is None:
-            raise AuditError("no schema given", fix="pass --schema FILE (or --infer-schema --geography COLS)")
+            raise AuditError("no schema given", "--schema", fix="pass --schema FILE (or --infer-schema --geography COLS)")
         the_schema = load_schema(schema)
         schedule, source = load_schedule(tables, the_schema), data
 

@@ -111,6 +111,9 @@ class Schema:
                                      f"use one of {sorted(recode.groups)}")
                 out |= recode.groups[str(code)]
             return recode.source, frozenset(out)
+        if name in self.geography:
+            raise AuditError(f"'{name}' is a geography column: cells count within one unit of a level", where,
+                             f"remove it, and publish the table at 'geography: {name}'")
         if name not in self.names:
             raise AuditError(f"unknown column '{name}'", where, f"use one of {self.known()}")
         col = self.column(name)

@@ -23,7 +23,7 @@ def inputs_from(data: Path, schema: Optional[Path], tables: Path, infer: bool = 
     from ..inputs import load_inputs
 
     if schema is None and not infer:
-        raise AuditError("no schema given", fix="pass --schema FILE (or --infer-schema --geography COLS)")
+        raise AuditError("no schema given", "--schema", fix="pass --schema FILE (or --infer-schema --geography COLS)")
     return load_inputs(data, None if infer and schema is None else schema, tables,
                        [g.strip() for g in geography.split(",")] if geography else None)
 

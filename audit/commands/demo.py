@@ -56,4 +56,4 @@ def register(app: typer.Typer) -> None:
         if json_out:
             typer.echo(json.dumps(results, indent=1))
         if not any("verdict" in r for r in results.values()):
-            raise AuditError("no sample could be run", fix="see the messages above")
+            raise AuditError("no sample could be run", "audit demo", fix="see the messages above")
