@@ -79,7 +79,7 @@ def load_rules(path: str | Path | None = None) -> Rules:
             rules = parse_rules(load_yaml(real))
         return Rules(rules.name, rules.rules, rules.description, f"rules/{name}.yaml (built in)")
     if not Path(name).exists():
-        raise AuditError("rules file not found", name,
+        raise AuditError("file not found", name,
                          f"check the path, or name a built-in policy: {', '.join(builtin_names())}")
     return parse_rules(load_yaml(path))
 
