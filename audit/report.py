@@ -32,11 +32,13 @@ def read_json(path: Path, what: str) -> dict:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise AuditError(f"{what} not found", str(path), "check the path") from None
+    except IsADirectoryError:
+        raise AuditError("is a folder, not a JSON file", str(path), f"give the path of the {what}") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise AuditError(f"{what} is not valid JSON ({exc.__class__.__name__})", str(path),
                          "pass the findings.json written by audit run") from None
     if not isinstance(data, dict):
-        raise AuditError(f"{what} must be a JSON object", str(path))
+        raise AuditError(f"{what} must be a JSON object", str(path), "pass the findings.json written by audit run")
     return data
 
 
