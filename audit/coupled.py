@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .problem import Domain, Problem, _to_atoms, cell_domains
+from .problem import Domain, Problem, _to_atoms, cell_domains, population
 from .query import Predicate
 from .release import Constraint, UnitRelease, constraints_of
 from .schedule import Schedule
@@ -35,12 +35,13 @@ def _geo_keys(frame: pd.DataFrame, cols: list[str]) -> list[tuple[str, ...]]:
     return list(zip(*(frame[c].astype(str) for c in cols))) if len(frame) else []
 
 
-def build_coupled_problems(frame: pd.DataFrame, schema: Schema, schedule: Schedule,
+def build_coupled_problems(frame: pd.DataFrame | None, schema: Schema, schedule: Schedule,
                            releases: list[UnitRelease], levels: list[str] | None = None) -> list[Problem]:
     """One problem per unit of each coarser published level, over all its finest-level children.
 
     ``frame`` must hold every row of each parent unit it covers (whole tracts), and ``releases``
-    the tabulation of that frame at every level.
+    the tabulation of that frame at every level. With ``frame`` None (a published release alone) the
+    children are the finest-level units released inside the parent, and there are no true rows.
     """
     geo = list(schema.geography)
     child_level = finest_level(schema, schedule)
@@ -53,21 +54,24 @@ def build_coupled_problems(frame: pd.DataFrame, schema: Schema, schedule: Schedu
         by_level = {}
         for r in releases:
             by_level.setdefault(r.level, []).append(r)
-        parent_keys = _geo_keys(frame, geo[: depth + 1])
-        child_keys = _geo_keys(frame, geo[: child_depth + 1])
+        parent_keys = _geo_keys(frame, geo[: depth + 1]) if frame is not None else []
+        child_keys = _geo_keys(frame, geo[: child_depth + 1]) if frame is not None else []
         rows_of: dict[tuple, list[int]] = {}
         for i, k in enumerate(parent_keys):
             rows_of.setdefault(k, []).append(i)
         for parent in by_level.get(level, []):
             idx = np.asarray(rows_of.get(parent.geo, []), dtype=np.int64)
-            children = sorted({child_keys[i] for i in idx})
+            children = sorted({child_keys[i] for i in idx} if frame is not None else
+                              {r.geo for r in by_level.get(child_level, []) if r.geo[: depth + 1] == parent.geo})
             child_index = {c: j for j, c in enumerate(children)}
             rel = ["/".join(c[depth + 1:]) for c in children]
             child_dom = Domain(child_level, tuple(frozenset([r]) for r in rel), tuple(rel)) if children else None
             domains = base + ((child_dom,) if child_dom else ())
             by_name = {d.name: d for d in domains}
-            sub = frame.iloc[idx]
-            if len(sub):
+            sub = frame.iloc[idx] if frame is not None else None
+            if sub is None:
+                truth = None
+            elif len(sub):
                 cols = [sub[d.name].map(d.lookup()).to_numpy(dtype=np.int64) for d in base]
                 cols.append(np.array([child_index[child_keys[i]] for i in idx], dtype=np.int64))
                 truth = np.column_stack(cols)
@@ -91,14 +95,11 @@ def build_coupled_problems(frame: pd.DataFrame, schema: Schema, schedule: Schedu
                             child_totals.setdefault(next(iter(inside)), int(con.lo))
             totals = [c for c in cons if c.statistic.kind == "count" and not c.predicate.clauses and c.exact]
             notes: tuple[str, ...] = (f"coupled: {len(children)} {child_level} units of this {level} in one problem",)
-            if totals:
-                n_rows = (int(totals[0].lo),) * 2
-            elif children and len(child_totals) == len(children):
+            if not totals and children and len(child_totals) == len(children):
                 n_rows = (sum(child_totals.values()),) * 2
             else:
-                n_rows = (len(sub), len(sub))
-                notes += ("no total is published: the attacker is assumed to know the unit's population "
-                          "(as when totals are held invariant)",)
+                n_rows, more = population(cons, None if sub is None else len(sub), f"unit {'/'.join(parent.geo)}")
+                notes += more
             edits = tuple(_to_atoms(e.forbid, by_name) for e in schema.edits)
             out.append(Problem(level, parent.geo, domains, n_rows, tuple(cons), edits, truth, notes))
     return out

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from .query import Predicate, Statistic
-from .release import Constraint, UnitRelease, constraints_of
+from .release import Constraint, UnitRelease, constraints_of, int_hi, int_lo
 from .schedule import Schedule
 from .schema import Schema
 from .tabulate import median
@@ -59,12 +59,9 @@ def domains_for(schema: Schema, predicates: list[Predicate], numeric: set[str]) 
             out.append(Domain(col.name, tuple(frozenset([c]) for c in col.codes),
                               tuple(str(c) for c in col.codes), True))
             continue
-        signature: dict = {c: () for c in col.codes}
-        for pred in predicates:
-            values = pred.as_dict().get(col.name)
-            if values is not None:
-                for c in col.codes:
-                    signature[c] += (c in values,)
+        # each distinct value set once: thousands of cells (SF1 with tract tables) share a few hundred
+        sets = list(dict.fromkeys(v for pred in predicates for name, v in pred.clauses if name == col.name))
+        signature = {c: tuple(c in values for values in sets) for c in col.codes}
         blocks: dict = {}
         for c in col.codes:
             blocks.setdefault(signature[c], []).append(c)
@@ -217,23 +214,54 @@ def _to_atoms(pred: Predicate, domains: dict[str, Domain]) -> Predicate:
     return Predicate.of(clauses)
 
 
-def build_problems(frame: pd.DataFrame, schema: Schema, schedule: Schedule,
+def population(cons: list[Constraint], known: int | None, where: str) -> tuple[tuple[int, int], tuple[str, ...]]:
+    """A unit's number of rows and a note: its published exact total; else the defender's own count
+    (``known``, from the microdata); else, for a published release alone, the range of a total published
+    as an interval (rounded or suppressed with a bound)."""
+    totals = [c for c in cons if c.statistic.kind == "count" and not c.predicate.clauses]
+    exact = [c for c in totals if c.exact]
+    if exact:
+        n = int(exact[0].lo)
+        return (n, n), ()
+    if known is not None:
+        return (known, known), ("no total is published: the attacker is assumed to know the unit's population "
+                                "(as when totals are held invariant)",)
+    ranges = [(max(int_lo(c.lo, c.lo_open) or 0, 0), int_hi(c.hi, c.hi_open)) for c in totals if c.hi is not None]
+    if ranges:
+        lo, hi = max(r[0] for r in ranges), min(r[1] for r in ranges)
+        if lo > hi:
+            from .errors import InconsistentRelease
+
+            raise InconsistentRelease(f"the published totals admit no number of records ({lo} to {hi})", where,
+                                      "check the totals' published values")
+        return (lo, hi), (f"the total is published as an interval: the unit has {lo} to {hi} rows",)
+    from .errors import AuditError
+
+    raise AuditError("no total is published, so the number of records is unknown", where,
+                     "publish a total (a cell with where: {}) in a table at this level, or audit the microdata")
+
+
+def build_problems(frame: pd.DataFrame | None, schema: Schema, schedule: Schedule,
                    releases: list[UnitRelease]) -> list[Problem]:
-    """One problem per published unit, holding the defender's true rows for generate-then-verify."""
+    """One problem per published unit, holding the defender's true rows for generate-then-verify
+    (``frame`` None: a published release alone, no true rows)."""
     from .tabulate import units_of
 
     problems = []
-    for level in schedule.levels:
+    for level in (lv for lv in schedule.levels if any(r.level == lv for r in releases)):
         domains = cell_domains(schema, [c for t in schedule.tables if t.level == level for c in t.cells])
         by_name = {d.name: d for d in domains}
         lookups = [d.lookup() for d in domains]
         edits = tuple(_to_atoms(e.forbid, by_name) for e in schema.edits)
-        unit_rows = dict(units_of(frame, schema, level))
+        unit_rows = dict(units_of(frame, schema, level)) if frame is not None else {}
         atoms_of: dict[Predicate, Predicate] = {}  # units share their cells' predicates
         for unit in (r for r in releases if r.level == level):
-            sub = frame.iloc[unit_rows[unit.geo]]
-            truth = np.column_stack([sub[d.name].map(lk).to_numpy(dtype=np.int64)
-                                     for d, lk in zip(domains, lookups)]) if len(sub) else np.zeros((0, len(domains)), np.int64)
+            truth, known = None, None
+            if frame is not None:
+                sub = frame.iloc[unit_rows[unit.geo]]
+                truth = np.column_stack([sub[d.name].map(lk).to_numpy(dtype=np.int64) for d, lk in zip(domains, lookups)]
+                                        ) if len(sub) else np.zeros((0, len(domains)), np.int64)
+                known = len(sub)
             cons = []
             for v in unit.values:
                 for c in constraints_of(v, unit.protection[v.cell.table]):
@@ -241,15 +269,7 @@ def build_problems(frame: pd.DataFrame, schema: Schema, schedule: Schedule,
                     if pred is None:
                         pred = atoms_of[c.predicate] = _to_atoms(c.predicate, by_name)
                     cons.append(Constraint(c.key, pred, c.statistic, c.lo, c.hi, c.lo_open, c.hi_open))
-            totals = [c for c in cons if c.statistic.kind == "count" and not c.predicate.clauses and c.exact]
-            notes: tuple[str, ...] = ()
-            if totals:
-                n = int(totals[0].lo)
-                n_rows = (n, n)
-            else:
-                n_rows = (len(sub), len(sub))
-                notes = ("no total is published: the attacker is assumed to know the unit's population "
-                         "(as when totals are held invariant)",)
+            n_rows, notes = population(cons, known, f"unit {'/'.join(unit.geo)}")
             problems.append(Problem(level, unit.geo, domains, n_rows, tuple(cons), edits, truth, notes))
     return problems
 
