@@ -365,6 +365,11 @@ def _appendix(doc: Mapping, extras: Mapping) -> list[tuple[str, list[tuple[str, 
                 ("Run", [("created", _flat(doc.get("created", "?"))), ("run time (s)", _flat(doc.get("seconds", "?"))),
                          ("seed", _flat((doc.get("options") or {}).get("seed", "?")))] +
                  [(k, _flat(v)) for k, v in (doc.get("run") or {}).items()])]
+    published = doc.get("published") or {}
+    if published:
+        sections.insert(1, ("Published release (no microdata)", [(k, _flat(v)) for k, v in published.items()]))
+        sections.insert(2, ("Not available without the microdata",
+                            [(_flat(u.get("what")), _flat(u.get("reason"))) for u in doc.get("unavailable") or ()]))
     rank = extras.get("rank") or {}
     if rank:
         sections.append(("Ranking attack parameters", [(k, _flat(v)) for k, v in rank.items()

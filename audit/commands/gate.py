@@ -6,17 +6,17 @@ from pathlib import Path
 import typer
 
 from ..terminal import echo
-from . import DataArg, GeographyOpt, InferOpt, OutOpt, QuietOpt, SchemaOpt, SeedOpt, TablesOpt
+from . import GeographyOpt, InferOpt, OutOpt, QuietOpt, SchemaOpt, SeedOpt, TablesOpt
 from .run import (ConflictsOpt, EngineOpt, ExplainOpt, ExplainSecondsOpt, JsonOpt, LinearPublicOpt, LinearSecretOpt,
-                  MaxColumnsOpt, MaxRowsOpt, RankOpt, ReportOpt, RulesOpt, UnitSecondsOpt, exit_for, pipeline,
-                  verdict_json)
+                  MaxColumnsOpt, MaxRowsOpt, MaybeDataArg, PublishedOpt, RankOpt, ReportOpt, RulesOpt, UnitSecondsOpt,
+                  exit_for, pipeline, verdict_json)
 
 
 def register(app: typer.Typer) -> None:
     @app.command()
     def gate(
-        data: DataArg,
         tables: TablesOpt,
+        data: MaybeDataArg = None,
         schema: SchemaOpt = None,
         out: OutOpt = Path("audit-out"),
         rules: RulesOpt = None,
@@ -36,13 +36,14 @@ def register(app: typer.Typer) -> None:
         report: ReportOpt = False,
         json_out: JsonOpt = False,
         quiet: QuietOpt = False,
+        published: PublishedOpt = None,
     ) -> None:
         """CI gate: run the audit, print PASS or FAIL with the failing rules; exit 0 pass, 1 fail, 2 input error."""
         doc = pipeline(data, tables, schema, out, rules=rules, engine=engine, max_columns=max_columns, seed=seed,
                        conflicts=conflicts, unit_seconds=unit_seconds, explain=explain,
                        explain_seconds=explain_seconds, max_rows=max_rows, infer_schema=infer_schema,
                        geography=geography, rank=rank, linear_secret=linear_secret, linear_public=linear_public,
-                       report=report, quiet=True, progress=False)
+                       report=report, quiet=True, progress=False, published=published)
         if json_out:
             typer.echo(verdict_json(doc))
         elif not quiet:

@@ -15,7 +15,7 @@ from typing import Annotated, Callable, Optional
 import typer
 
 from ..terminal import echo, printable
-from . import (DataArg, GeographyOpt, InferOpt, OutOpt, QuietOpt, SchemaOpt, SeedOpt, TablesOpt, inputs_from,
+from . import (GeographyOpt, InferOpt, OutOpt, QuietOpt, SchemaOpt, SeedOpt, TablesOpt, inputs_from,
                output_folder)
 
 RulesOpt = Annotated[Optional[str], typer.Option(
@@ -34,6 +34,11 @@ UnitSecondsOpt = Annotated[float, typer.Option("--unit-seconds", min=0, help="Ti
 ExplainOpt = Annotated[str, typer.Option("--explain", help="Which verified claims get their explaining cells: none, singletons, all.")]
 ExplainSecondsOpt = Annotated[float, typer.Option("--explain-seconds", min=0, help="Time budget per unit for explanations.")]
 MaxRowsOpt = Annotated[int, typer.Option("--max-rows", min=1, help="Units with more rows are reported undecided (too large).")]
+PublishedOpt = Annotated[Optional[Path], typer.Option(
+    "--published", help="Attack a published release instead of microdata: the CSV audit tabulate writes, a cell "
+                        "file (table, cell, value and geography), or a Census Bureau LP (.lp/.lp.gz); give no DATA.")]
+MaybeDataArg = Annotated[Optional[Path], typer.Argument(
+    metavar="DATA", help="Confidential microdata: CSV with a header row, or Parquet (none with --published).")]
 
 EXTRAS = ("rank", "linear", "protection")
 
@@ -95,11 +100,12 @@ def pipeline(data: Path, tables: Path, schema: Optional[Path], out: Path, *, rul
              max_rows: int = 200, infer_schema: bool = False, geography: Optional[str] = None, rank: bool = False,
              linear_secret: Optional[str] = None, linear_public: Optional[str] = None, report: bool = True,
              quiet: bool = False, progress: bool = True, use_existing: bool = True,
-             on_unit: Callable[[dict], None] | None = None, scale=None) -> dict:
+             on_unit: Callable[[dict], None] | None = None, scale=None, published: Optional[Path] = None) -> dict:
     """Attack, apply the rules, write findings.json, junit.xml and report.html; return the findings.
 
     ``scale`` (:class:`audit.scale.ScaleOptions`): stream the data, run units on a pool or Dask, write
     parts to ``out/parts`` (resumable) and cap the claims listed per unit; None: the in-process run.
+    ``published``: attack that release file alone (:mod:`audit.published`), with ``data`` None.
     """
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
@@ -119,7 +125,13 @@ def pipeline(data: Path, tables: Path, schema: Optional[Path], out: Path, *, rul
                            unit_seconds=unit_seconds, explain=explain, explain_seconds=explain_seconds,
                            max_rows=max_rows)
     started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-    if scale is not None:
+    if published is not None:
+        from ..published import check_options
+
+        check_options(data, schema, rank, linear_secret, infer_schema, scale)
+    elif data is None:
+        raise AuditError("missing argument", "DATA", "give the microdata file, or --published RELEASE")
+    elif scale is not None:
         from ..scale import Interrupted, run_cli
 
         try:
@@ -139,7 +151,11 @@ def pipeline(data: Path, tables: Path, schema: Optional[Path], out: Path, *, rul
             if on_unit:
                 on_unit(u)
 
-        if scale is None:
+        if published is not None:
+            from ..published import run_published
+
+            doc = run_published(published, schema, tables, options, on_unit=tick, rules=policy)
+        elif scale is None:
             doc = run_exact(inputs, options, on_unit=tick, rules=policy)
     out.mkdir(parents=True, exist_ok=True)
     fresh: set[str] = set()
@@ -190,8 +206,8 @@ def exit_for(doc: dict) -> None:
 def register(app: typer.Typer) -> None:
     @app.command()
     def run(
-        data: DataArg,
         tables: TablesOpt,
+        data: MaybeDataArg = None,
         schema: SchemaOpt = None,
         out: OutOpt = Path("audit-out"),
         rules: RulesOpt = None,
@@ -215,13 +231,15 @@ def register(app: typer.Typer) -> None:
         scheduler: Annotated[Optional[str], typer.Option("--scheduler", help="Run units on a Dask cluster at this address (needs the 'cluster' extra).")] = None,
         resume: Annotated[bool, typer.Option("--resume", help="Continue an interrupted run: skip the units already in OUT/parts.")] = False,
         claims_cap: Annotated[Optional[int], typer.Option("--claims-cap", min=0, help="Claims listed per unit in findings.json and OUT/parts (the summary counts them all); default: all up to 200 units, else 25; a large number keeps every claim.")] = None,
+        published: PublishedOpt = None,
     ) -> None:
         """Attack the release, apply the rules, write findings.json, junit.xml and report.html (exit 1 on failure)."""
         doc = pipeline(data, tables, schema, out, rules=rules, engine=engine, max_columns=max_columns, seed=seed,
                        conflicts=conflicts, unit_seconds=unit_seconds, explain=explain,
                        explain_seconds=explain_seconds, max_rows=max_rows, infer_schema=infer_schema,
                        geography=geography, rank=rank, linear_secret=linear_secret, linear_public=linear_public,
-                       report=report, quiet=quiet or json_out, scale=_scale(workers, scheduler, resume, claims_cap))
+                       report=report, quiet=quiet or json_out, scale=_scale(workers, scheduler, resume, claims_cap),
+                       published=published)
         if json_out:
             typer.echo(verdict_json(doc))
         elif not quiet:
