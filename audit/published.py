@@ -225,15 +225,15 @@ def _units(found: dict, lines: dict, schedule: Schedule, name: str) -> tuple[lis
                     key = (level, codes, cell.key, stat.name)
                     value = found.get(key)
                     if value is None:
-                        gaps = sum((level, codes, c.key, s.name) not in found for t in tables for c in t.cells
-                                   for s in c.stats)
+                        every = [(level, codes, c.key, s.name) for t in tables for c in t.cells for s in c.stats]
+                        gaps = sum(k not in found for k in every)
                         raise AuditError(f"unit {'/'.join(codes)} has no value for {cell.key} {stat.name} "
-                                         f"({gaps} values of its {level} tables missing)", name,
+                                         f"({gaps} of the {len(every)} values of its {level} tables are missing)", name,
                                          f"give every cell of every {level} table of {schedule.source} for each unit")
                     if value.status == SUPPRESSED and not _explained(cell, table):
                         value = Value(replace(cell, suppressed=True), stat, SUPPRESSED)  # withheld: 0 to N
                         withheld += 1
-                    elif cell.suppressed and value.status != SUPPRESSED:
+                    elif cell.suppressed and not cell.structural and value.status != SUPPRESSED:
                         raise AuditError(f"unit {'/'.join(codes)} publishes {cell.key}, which the schedule suppresses "
                                          f"(line {lines[key] + 2})", name,
                                          "check that -t is the schedule this release was published with")
@@ -387,5 +387,5 @@ def check_options(data: Path | None, schema: Path | None, rank: bool, linear: st
         if given:
             raise AuditError(f"not available with --published: {why}", flag, f"drop {flag}, or audit the microdata")
     if scale is not None:
-        raise AuditError("--published runs in this process: --workers, --scheduler, --resume and --claims-cap are "
-                         "for microdata", "--published", "drop those options")
+        raise AuditError("a published release is attacked in this process: --workers, --scheduler, --resume and "
+                         "--claims-cap are for microdata", "--published", "drop those options")

@@ -52,6 +52,41 @@ def rows(d: Path, *lines: str, name: str = "data.csv") -> None:
     write(d, name, "block,age,sex,race,marital\n" + "".join(line + "\n" for line in lines))
 
 
+def release(d: Path, old: str = "", new: str = "", drop: str = "") -> None:
+    """block7's release as audit tabulate writes it, in d/release.csv: ``old`` replaced by ``new``
+    (appended when ``old`` is empty and ``new`` is not), or the column ``drop`` left out."""
+    from audit.inputs import default_paths, load_inputs
+    from audit.tabulate import release_frame
+
+    inputs = load_inputs(*default_paths(BLOCK7))
+    frame = release_frame(inputs.release(), inputs.schema)
+    text = frame.drop(columns=[drop] if drop else []).to_csv(index=False)
+    if old:
+        assert old in text, old
+    write(d, "release.csv", text.replace(old, new, 1) if old else text + new)
+
+
+def pub(d: Path, *extra: str, command: str = "run", name: str = "release.csv") -> list[str]:
+    """``audit run --published d/release.csv`` with the copy's specs."""
+    return [command, "--published", str(d / name), "-s", str(d / "schema.yaml"), "-t", str(d / "tables.yaml"),
+            "-o", str(d / "out"), *extra]
+
+
+LP_HEAD = "\\* DB Recon *\\ \nMinimize \nArbitrary_Objective_Function: __dummy \nSubject To \n"
+PERSON = "C_291839800001156_female_80.0_0_female_84_Y_N_N_N_N_N_N"
+
+
+def lp(d: Path, constraints: str, variables: str = PERSON, end: str = "End\n") -> list[str]:
+    """A small dbrecon LP in d/x.lp, and ``audit run --published`` on it with the SF1 specs."""
+    write(d, "x.lp", LP_HEAD + constraints + "Bounds\n  __dummy = 0 \n Binaries \n" + variables + "\n" + end)
+    sf1 = ROOT / "samples" / "sf1"
+    return ["run", "--published", str(d / "x.lp"), "-s", str(sf1 / "schema.yaml"), "-t", str(sf1 / "tables.yaml"),
+            "-o", str(d / "out")]
+
+
+COUNT_2A = "0001,block,T1,2A,Female,count,4,published"
+
+
 def _parquet(d: Path, frame: pd.DataFrame) -> None:
     pytest.importorskip("pyarrow")
     frame.to_parquet(d / "data.parquet")
@@ -201,6 +236,61 @@ CASES: list[Case] = [
     ("list-as-key", lambda d: (write(d, "tables.yaml", "? [a, b]\n: 1\n"), validate(d))[1], ("tables.yaml:1", "key")),
     ("not-utf8-yaml", lambda d: ((d / "tables.yaml").write_bytes(b"tables: \xff\n"), validate(d))[1],
      ("tables.yaml", "UTF-8")),
+    # 12. a published release without microdata (audit run --published): as strict as microdata
+    ("published-unknown-table", lambda d: (release(d, COUNT_2A, COUNT_2A.replace("T1", "T9")), pub(d))[1],
+     ("release.csv", "row 4 (line 5)", "table 'T9'")),
+    ("published-unknown-cell", lambda d: (release(d, COUNT_2A, COUNT_2A.replace("2A", "2Z")), pub(d))[1],
+     ("row 4 (line 5)", "cell '2Z'", "T1")),
+    ("published-not-a-number", lambda d: (release(d, COUNT_2A, COUNT_2A.replace(",4,", ",four,")), pub(d))[1],
+     ("row 4 (line 5)", "'four'", "not a number")),
+    ("published-fraction-count", lambda d: (release(d, COUNT_2A, COUNT_2A.replace(",4,", ",4.5,")), pub(d))[1],
+     ("row 4 (line 5)", "not an integer")),
+    ("published-too-many-decimals", lambda d: (release(d, "Female,median(age),30.0", "Female,median(age),30.05"),
+                                               pub(d))[1], ("row 5 (line 6)", "more than the 1 decimals")),
+    ("published-missing-value", lambda d: (release(d, COUNT_2A + "\n", ""), pub(d))[1],
+     ("release.csv", "unit 0001 has no value for T1:2A count", "1 of the 42 values")),
+    ("published-duplicate", lambda d: (release(d, new=COUNT_2A + "\n"), pub(d))[1],
+     ("row 43 (line 44)", "given twice", "line 5")),
+    ("published-below-threshold", lambda d: (release(d, "Single adults,count,(D),suppressed",
+                                                     "Single adults,count,2,published"), pub(d))[1],
+     ("count 2 is published though T1 suppresses counts below 3",)),
+    ("published-not-rounded", lambda d: (edit(d, "tables.yaml", "complementary: false", "complementary: false\n  round_to: 5"),
+                                         release(d), pub(d))[2], ("count 7 is not a multiple of round_to 5",)),
+    ("published-bad-status", lambda d: (release(d, COUNT_2A, COUNT_2A.replace("published", "shown")), pub(d))[1],
+     ("status 'shown'",)),
+    ("published-no-value-column", lambda d: (release(d, drop="value"), pub(d))[1], ("missing column", "value")),
+    ("published-no-geography", lambda d: (release(d, drop="block"), pub(d))[1],
+     ("missing geography column 'block'",)),
+    ("published-empty-geography", lambda d: (release(d, COUNT_2A, COUNT_2A[4:]), pub(d))[1],
+     ("row 4 (line 5)", "block is empty")),
+    ("published-which-statistic", lambda d: (release(d, drop="statistic"), pub(d))[1],
+     ("row 1 (line 2)", "which is this?", "statistic column")),
+    ("published-inconsistent", lambda d: (release(d, COUNT_2A, COUNT_2A.replace(",4,", ",5,")), pub(d))[1],
+     ("unit 0001", "no dataset reproduces the published values", "conflicting cells")),
+    ("published-and-data", lambda d: (release(d), cmd(d, "run", "--published", str(d / "release.csv")))[1],
+     ("--published", "not both")),
+    ("published-rank", lambda d: (release(d), pub(d, "--rank"))[1], ("--rank", "not available with --published")),
+    ("published-workers", lambda d: (release(d), pub(d, "--workers", "2"))[1], ("--published", "--workers")),
+    ("published-gate-no-schema", lambda d: (release(d), [a for a in pub(d, command="gate")
+                                                         if a not in ("-s", str(d / "schema.yaml"))])[1], ("--schema",)),
+    ("published-file-missing", lambda d: pub(d, name="nowhere.csv"), ("nowhere.csv", "not found")),
+    ("neither-data-nor-published", lambda d: ["run", "-s", str(d / "schema.yaml"), "-t", str(d / "tables.yaml"),
+                                              "-o", str(d / "out")], ("DATA", "--published")),
+    ("lp-bad-variable", lambda d: lp(d, f"_C_P0010001_291839800001156_1: C_2918_female = 1 \n"),
+     ("x.lp", "_C_P0010001_291839800001156_1", "variable 'C_2918_female'")),
+    ("lp-term-outside-its-cell", lambda d: lp(d, f"_C_P0060003_291839800001156_1: {PERSON} = 1 \n"),
+     ("x.lp", "black = N", "outside cell P6:P0060003")),
+    ("lp-fewer-terms-than-its-cell", lambda d: lp(d, f"_C_P0010001_291839800001156_1: {PERSON} = 1 \n",
+                                                  PERSON + "\n" + PERSON.replace("_84_", "_83_")),
+     ("1 terms, but 2 LP variables", "P1:P0010001")),
+    ("lp-not-a-count", lambda d: lp(d, f"_C_P0010001_291839800001156_1: {PERSON} = 0.5 \n"),
+     ("right-hand side '0.5'",)),
+    ("lp-cut-short", lambda d: lp(d, f"_C_P0010001_291839800001156_1: {PERSON} = 1 \n", end=""), ("x.lp", "cut short")),
+    ("lp-not-gzip", lambda d: (write(d, "x.lp.gz", "not gzip"), lp(d, "")[:2] + [str(d / "x.lp.gz")] + lp(d, "")[3:])[1],
+     ("x.lp.gz", "cannot read it")),
+    ("import-lp-solution-alone", lambda d: ["import-lp", str(d / "x.lp"), "-s", str(ROOT / "samples/sf1/schema.yaml"),
+                                            "-t", str(ROOT / "samples/sf1/tables.yaml"), "-o", str(d / "r.csv"),
+                                            "--solution", str(d / "x.sol")], ("--persons", "--solution")),
 ]
 
 
