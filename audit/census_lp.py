@@ -410,3 +410,53 @@ def read_solution(path: str | Path) -> pd.DataFrame:
     codes = pd.DataFrame([split_geoid(g) for g in frame["geoid"]], columns=[n for n, _ in GEOID])
     out = pd.concat([codes, frame.drop(columns="geoid")], axis=1)
     return out.sort_values([n for n, _ in GEOID] + list(COLUMNS), kind="stable").reset_index(drop=True)
+
+
+# -- comparing a reconstruction with the Bureau's solution -----------------------------------------
+def unit_rows(problem, persons: pd.DataFrame, schema: Schema) -> np.ndarray:
+    """The persons of one unit (the SF1 sample's columns) as a dataset of the problem's atoms; in a
+    coupled problem the child column is each person's finer geography (e.g. the block code)."""
+    geo = list(schema.geography)
+    depth = geo.index(problem.level) + 1
+    mask = np.ones(len(persons), dtype=bool)
+    for name, code in zip(geo[:depth], problem.geo):
+        mask &= persons[name].astype(str).to_numpy() == code
+    sub = persons[mask]
+    columns = []
+    for d in problem.domains:
+        if d.name in schema.names:
+            values = sub[d.name]
+        else:  # the child unit of a coupled problem: its codes below the parent, joined by '/'
+            values = sub[geo[depth: geo.index(d.name) + 1]].astype(str).agg("/".join, axis=1)
+        atoms = values.map(d.lookup())
+        if atoms.isna().any():
+            raise AuditError(f"a person has {d.name} = {values[atoms.isna()].iloc[0]!r}, outside the schema",
+                             f"unit {'/'.join(problem.geo)}", "check the solution against the SF1 schema")
+        columns.append(atoms.to_numpy(dtype=np.int64))
+    return np.column_stack(columns) if len(sub) else np.zeros((0, len(problem.domains)), dtype=np.int64)
+
+
+def compare(result, persons: pd.DataFrame, schema: Schema) -> dict:
+    """How a unit's reconstruction agrees with a solution's persons (the Bureau's .sol).
+
+    ``agree``: verified full records whose count the solution has too; ``differ``: the others (each
+    with the tool's proved count and the solution's); ``breaks``: the published values and edits the
+    solution does not reproduce as the tool reads the release (why a proved record can differ).
+    """
+    problem = result.problem
+    rows = unit_rows(problem, persons, schema)
+    labels = [e.label or str(e.forbid.as_dict()) for e in schema.edits]
+    breaks = [labels[int(k[5:])] if k.startswith("edit:") else k for k in problem.violations(rows)]
+    width = len(problem.domains)
+    agree, differ = 0, []
+    for v in result.verified:
+        if len(v.claim.assignment) == width:
+            found = v.claim.count(rows)
+            if found == v.claim.m:
+                agree += v.claim.m
+            else:
+                differ.append({"record": problem.describe(np.array([a for _, a in v.claim.assignment])),
+                               "proved": v.claim.m, "solution": found})
+    return {"unit": "/".join(problem.geo), "level": problem.level, "persons": len(rows),
+            "reconstructed": result.reconstructed, "verified_records": agree + sum(d["proved"] for d in differ),
+            "agree": agree, "differ": differ, "breaks": breaks}
