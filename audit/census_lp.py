@@ -21,6 +21,7 @@ from __future__ import annotations
 import gzip
 import re
 from dataclasses import dataclass, field
+from itertools import accumulate
 from pathlib import Path
 from typing import Iterator
 
@@ -183,7 +184,7 @@ def read_lp(path: str | Path) -> LpModel:
                 tok = next(it, "*\\")
             continue
         key = SECTIONS.get(tok.lower())
-        if key is not None and not (section == "binaries" and key == "bounds"):
+        if key is not None:
             if key == "constraints" and tok.lower() == "subject":
                 if next(it, "").lower() != "to":
                     raise AuditError("'Subject' not followed by 'To'", str(path), FIX)
@@ -291,12 +292,11 @@ def release_frame(model: LpModel, schema: Schema, schedule: Schedule) -> Importe
                 raise AuditError(f"cell id '{cell.id}' is in tables {cells[cell.id].table} and {table.id}",
                                  schedule.source, "give every cell its SF1 cell number once (samples/sf1/make_tables.py)")
             cells[cell.id] = cell
-    levels = {len("".join("0" * w for _, w in GEOID[: i + 1])): name for i, (name, _) in enumerate(GEOID)}
+    levels = {end: name for (name, _), end in zip(GEOID, accumulate(w for _, w in GEOID))}  # geoid length -> level
     people = Variables(model.persons)
     blocks = people.columns["geoid"]
     values: dict[tuple[str, str], int] = {}
     left_out: dict[str, int] = {}
-    matching = people.count
 
     for row in model.rows:
         where = f"{model.path}: constraint {row.name}"
@@ -320,7 +320,7 @@ def release_frame(model: LpModel, schema: Schema, schedule: Schedule) -> Importe
                 raise AuditError(f"a term has {col} = {stray[0]}, outside cell {cell.key} ({cell.label}), whose "
                                  f"{col} is {sorted(allowed, key=str)[:6]}", where,
                                  "check that -t is the SF1 schedule (samples/sf1/make_tables.py)")
-        expected = matching(row.geoid, cell)
+        expected = people.count(row.geoid, cell)
         if expected != row.terms:
             raise AuditError(f"it has {row.terms} terms, but {expected} LP variables of {row.geoid} fall in cell "
                              f"{cell.key} ({cell.label})", where,
@@ -332,9 +332,9 @@ def release_frame(model: LpModel, schema: Schema, schedule: Schedule) -> Importe
     units = {"block": sorted(set(blocks.tolist()) | {g for g, _ in values if len(g) == 15})}
     tract_level = [t for t in schedule.tables if t.level == "tract"]
     units["tract"] = sorted({g for g, _ in values if len(g) == 11} | ({b[:11] for b in units["block"]} if tract_level else set()))
-    counts = {"values": 0, "from_lp": 0, "zero": 0, "unknown": 0, "structural": 0,
-              "blocks": len(units["block"]), "tracts": len(units["tract"]), "persons": int(sum(v for (g, k), v in values.items()
-                                                                                            if k == "P1:P0010001"))}
+    persons = sum(r.value for r in model.rows if r.cell == "P0010001" and len(r.geoid) == 15)  # SF1 P1: total
+    counts = {"values": 0, "from_lp": 0, "zero": 0, "unknown": 0, "structural": 0, "blocks": len(units["block"]),
+              "tracts": len(units["tract"]), "persons": persons}
     columns: dict[str, list] = {c: [] for c in (*schema.geography, "level", "table", "cell", "label", "statistic",
                                                  "value", "status")}
     for level in schedule.levels:
@@ -344,7 +344,7 @@ def release_frame(model: LpModel, schema: Schema, schedule: Schedule) -> Importe
             for table in tables:
                 for cell in table.cells:
                     for stat in cell.stats:
-                        value, status = _value(values, geoid, cell, stat, matching, model.path, counts)
+                        value, status = _value(values, geoid, cell, stat, people, model.path, counts)
                         for name, code in zip(schema.geography, codes + ("",) * (len(GEOID) - len(codes))):
                             columns[name].append(code)
                         for name, v in (("level", level), ("table", table.id), ("cell", cell.id), ("label", cell.label),
@@ -354,7 +354,7 @@ def release_frame(model: LpModel, schema: Schema, schedule: Schedule) -> Importe
     return Imported(pd.DataFrame(columns), counts, left_out)
 
 
-def _value(values: dict, geoid: str, cell, stat, matching, path: str, counts: dict) -> tuple[str, str]:
+def _value(values: dict, geoid: str, cell, stat, people: Variables, path: str, counts: dict) -> tuple[str, str]:
     """One published value (text, status) of a cell in a geography, from the LP."""
     found = values.get((geoid, cell.key)) if stat.kind == "count" else None
     if cell.structural:
@@ -366,7 +366,7 @@ def _value(values: dict, geoid: str, cell, stat, matching, path: str, counts: di
     if found is not None:
         counts["from_lp"] += 1
         return str(found), PUBLISHED
-    if matching(geoid, cell) == 0:  # no variable can fall in it: dbrecon wrote no constraint, its count is 0
+    if people.count(geoid, cell) == 0:  # no variable can fall in it: dbrecon wrote no constraint, its count is 0
         counts["zero"] += 1
         return ("-", EMPTY) if stat.rounded else ("0", PUBLISHED)
     counts["unknown"] += 1

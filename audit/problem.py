@@ -8,6 +8,7 @@ from fractions import Fraction
 import numpy as np
 import pandas as pd
 
+from .errors import AuditError, InconsistentRelease
 from .query import Predicate, Statistic
 from .release import Constraint, UnitRelease, constraints_of, int_hi, int_lo
 from .schedule import Schedule
@@ -230,13 +231,9 @@ def population(cons: list[Constraint], known: int | None, where: str) -> tuple[t
     if ranges:
         lo, hi = max(r[0] for r in ranges), min(r[1] for r in ranges)
         if lo > hi:
-            from .errors import InconsistentRelease
-
             raise InconsistentRelease(f"the published totals admit no number of records ({lo} to {hi})", where,
                                       "check the totals' published values")
         return (lo, hi), (f"the total is published as an interval: the unit has {lo} to {hi} rows",)
-    from .errors import AuditError
-
     raise AuditError("no total is published, so the number of records is unknown", where,
                      "publish a total (a cell with where: {}) in a table at this level, or audit the microdata")
 
