@@ -9,6 +9,7 @@ added by :mod:`audit.engines._numeric`.
 """
 from __future__ import annotations
 
+import time
 from typing import Iterator
 
 import numpy as np
@@ -24,6 +25,7 @@ from ..release import Constraint, int_hi, int_lo
 from ._explain import LIMIT, SAT, UNSAT, explain_cells
 
 DEFAULT_SOLVER = "cadical195"
+FIRST_SLICE = 1_000  # conflicts of a call's first slice when a deadline is set (doubling after)
 
 
 def integer_bounds(c: Constraint, n: int) -> tuple[int, int]:
@@ -100,6 +102,7 @@ class SatEngine:
         self._explainer: Solver | None = None
         self._x_grid: np.ndarray | None = None
         self.calls = 0
+        self.deadline: float | None = None  # perf_counter time after which a call gives up (undecided)
 
     # -- encoding -------------------------------------------------------------------------------
     def _add(self, clause: list[int]) -> None:
@@ -247,10 +250,22 @@ class SatEngine:
         self.calls += 1
         solver = solver or self.solver
         budget = budget or self.conflicts
-        if budget:
+        if not budget:
+            return solver.solve(assumptions=assumptions)
+        if self.deadline is None:
             solver.conf_budget(budget)
             return solver.solve_limited(assumptions=assumptions)
-        return solver.solve(assumptions=assumptions)
+        # CaDiCaL cannot be interrupted: the budget is spent in doubling slices, the deadline checked
+        # between them (learnt clauses carry over, so a sliced call loses little)
+        step = FIRST_SLICE
+        while True:
+            step = min(step, budget)
+            solver.conf_budget(step)
+            result = solver.solve_limited(assumptions=assumptions)
+            budget -= step
+            if result is not None or budget <= 0 or time.perf_counter() > self.deadline:
+                return result
+            step *= 2
 
     def decode(self, model: list[int]) -> np.ndarray:
         """Rows (atom indices) of the dataset in a model."""
