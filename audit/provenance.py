@@ -49,7 +49,7 @@ def mismatch(kind: str, extra: dict, made_from: dict | None) -> str | None:
         return f"{kind}.json has no record of the inputs it was made from (written by an older version?)"
     differ = [k for k in COMPARED[kind] if theirs.get(k) != made_from.get(k)]
     if differ:
-        return f"{kind}.json was made from other {', '.join(differ)} than these findings"
+        return f"{kind}.json was made from other {', '.join(differ)}"
     return None
 
 

@@ -82,14 +82,20 @@ def _json_default(value):
     raise TypeError(f"not JSON serialisable: {type(value).__name__}")
 
 
+def linear_target(data: Path, secret: str, public: str):
+    """The attacked table: the data checked for a 0/1 or small-integer ``secret`` and the ``public`` columns."""
+    from ..engines.linear import load_frame, prepare
+
+    return prepare(load_frame(data), secret, _split(public), str(data))
+
+
 def write_linear(data: Path, secret: str, public: str, out: Path, *, queries: Optional[int] = None, seed: int = 0,
                  method: str = "lstsq", sweep: bool = False, params: Optional[str] = None, trials: int = 10,
                  mechanism: str = "gaussian", delta: float = 1e-6, tables: Optional[Path] = None,
                  schema: Optional[Path] = None) -> dict:
     """Run the linear attack (and the sweep), write ``out/linear.json`` with the inputs' fingerprint and
     the SVG plots; return the report. OpenDP is optional: without it epsilon is left out."""
-    from ..engines.linear import (MECHANISMS, METHODS, LinearReconstruction, load_frame, mitigation_sweep,
-                                  prepare)
+    from ..engines.linear import MECHANISMS, METHODS, LinearReconstruction, mitigation_sweep
     from ..provenance import fingerprint
 
     if method not in METHODS:
@@ -101,8 +107,7 @@ def write_linear(data: Path, secret: str, public: str, out: Path, *, queries: Op
     if (tables is None) != (schema is None):
         raise AuditError("--tables and --schema go together", "--tables" if schema is None else "--schema",
                          "pass both to look for difference attacks, or neither")
-    frame = load_frame(data)
-    target = prepare(frame, secret, _split(public), str(data))
+    target = linear_target(data, secret, public)
     grid = _params(params)
     runs = {m: LinearReconstruction(target, secret, n_queries=queries, method=m, seed=seed).evaluate()
             for m in METHODS}

@@ -27,7 +27,7 @@ def register(app: typer.Typer) -> None:
 
         doc = read_findings(findings)
         extras, left_out = select(extras_beside(findings.parent), (doc.get("inputs") or {}).get("fingerprint"))
-        for line in left_out:
+        for line in left_out if not quiet else ():
             typer.echo(f"warning: {findings.parent / line}", err=True)
         if rules is not None:
             apply(doc, load_rules(rules), extras.get("rank"), extras.get("linear"))

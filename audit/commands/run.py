@@ -123,6 +123,10 @@ def pipeline(data: Path, tables: Path, schema: Optional[Path], out: Path, *, rul
         from ..engines.rank import resolve_device
 
         resolve_device("auto")  # needs torch: stop now with the install hint, not after the exact attack
+    if linear_secret:
+        from .linear import linear_target
+
+        linear_target(data, linear_secret, linear_public or "")  # a wrong column fails now, not after the attack
     made_from = fingerprint(data, schema, tables)
     explicit = _explicit(rank_results, linear_results, made_from)
     started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
@@ -170,7 +174,7 @@ def pipeline(data: Path, tables: Path, schema: Optional[Path], out: Path, *, rul
         theirs = extra.get("fingerprint") if isinstance(extra.get("fingerprint"), dict) else {}
         extras[kind] = {**extra, "fingerprint": {**made_from, **theirs, "passed_by_name": str(path)}}
         write_json(extras[kind], out / f"{kind}.json")
-    for line in left_out:
+    for line in left_out if not quiet else ():
         typer.echo(f"warning: {out / line}", err=True)
     apply(doc, policy, extras.get("rank"), extras.get("linear"))
     doc["attacks"] = ["exact", *[k for k in ("rank", "linear") if k in extras]]

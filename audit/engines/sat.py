@@ -25,7 +25,7 @@ from ..release import Constraint, int_hi, int_lo
 from ._explain import LIMIT, SAT, UNSAT, explain_cells
 
 DEFAULT_SOLVER = "cadical195"
-FIRST_SLICE = 1_000  # conflicts of a call's first slice when a deadline is set (doubling after)
+FIRST_SLICE = 1_000  # conflicts of a call's first slice when a deadline is set
 
 
 def integer_bounds(c: Constraint, n: int) -> tuple[int, int]:
@@ -103,6 +103,7 @@ class SatEngine:
         self._x_grid: np.ndarray | None = None
         self.calls = 0
         self.deadline: float | None = None  # perf_counter time after which a call gives up (undecided)
+        self._pace: float | None = None  # conflicts per second on this formula, once measured
 
     # -- encoding -------------------------------------------------------------------------------
     def _add(self, clause: list[int]) -> None:
@@ -255,17 +256,22 @@ class SatEngine:
         if self.deadline is None:
             solver.conf_budget(budget)
             return solver.solve_limited(assumptions=assumptions)
-        # CaDiCaL cannot be interrupted: the budget is spent in doubling slices, the deadline checked
-        # between them (learnt clauses carry over, so a sliced call loses little)
-        step = FIRST_SLICE
+        # CaDiCaL cannot be interrupted, so the budget is spent in slices with the deadline checked
+        # between them (learnt clauses carry over): each takes what fits in half the time left at
+        # the pace measured on this formula (a small first slice measures it). While the deadline
+        # is far that is the whole budget in one call, so the verdicts stay deterministic.
         while True:
-            step = min(step, budget)
+            now = time.perf_counter()
+            fits = FIRST_SLICE if self._pace is None else int(self._pace * (self.deadline - now) / 2)
+            step = min(budget, max(FIRST_SLICE, fits))
             solver.conf_budget(step)
             result = solver.solve_limited(assumptions=assumptions)
+            spent = time.perf_counter() - now
             budget -= step
-            if result is not None or budget <= 0 or time.perf_counter() > self.deadline:
+            if result is None:  # the slice ran to its end: its pace is a fair measure
+                self._pace = step / max(spent, 1e-6)
+            if result is not None or budget <= 0 or now + spent > self.deadline:
                 return result
-            step *= 2
 
     def decode(self, model: list[int]) -> np.ndarray:
         """Rows (atom indices) of the dataset in a model."""
