@@ -357,37 +357,44 @@ def hard_limit(options: ExactOptions) -> float:
 
 
 def bounded_runner(options: ExactOptions, memory_mb: int | None):
-    """A unit runner for :func:`audit.findings.run_exact` (``audit run`` without scale options): every
-    unit in one worker process, under ``RLIMIT_AS`` of ``memory_mb`` and the hard time limit, since
+    """A unit runner for :func:`audit.findings.run_exact` (``audit run`` without scale options), started
+    at once: every unit in one worker process, under ``RLIMIT_AS`` of ``memory_mb`` and the hard time limit, since
     neither can be imposed on the process that holds the run. An input error (an inconsistent
     release) still stops the run, as in this process."""
     limits = Limits(memory_mb, hard_limit(options), os.getpid(), None, input_errors=True)
     scale = ScaleOptions(workers=1, memory_mb=memory_mb)
-    return lambda tasks, record: _run_pool(tasks, options, limits, scale, record)
+    pool = _new_pool(1, limits)
+    pool.submit(int)  # start the worker now: its imports overlap the caller's loading and tabulating
+    return lambda tasks, record: _run_pool(tasks, options, limits, scale, record, pool)
 
 
 def _name(source) -> str:
     return "<data>" if isinstance(source, pd.DataFrame) else str(source)
 
 
-def _run_pool(tasks, options: ExactOptions, limits: Limits, scale: ScaleOptions, record) -> None:
+def _new_pool(n: int, limits: Limits) -> ProcessPoolExecutor:
+    import multiprocessing
+
+    return ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("spawn"), initializer=_init_worker,
+                               initargs=(limits,))
+
+
+def _run_pool(tasks, options: ExactOptions, limits: Limits, scale: ScaleOptions, record,
+              pool: ProcessPoolExecutor | None = None) -> None:
     """A local process pool with a bounded number of units in flight (memory flat in the number of units).
 
     A worker that dies, or that has not answered ``HARD_GRACE`` seconds after the hard limit (stuck
     in the solver's C code, where the alarm cannot reach it), takes the pool down; every unit then in
     flight is rerun alone to find the one to blame.
     """
-    import multiprocessing
-
-    ctx = multiprocessing.get_context("spawn")
     task = scale.task or audit_task
     workers = scale.workers
     stuck_after = (limits.hard_seconds or float("inf")) + HARD_GRACE
 
     def new_pool(n: int) -> ProcessPoolExecutor:
-        return ProcessPoolExecutor(n, mp_context=ctx, initializer=_init_worker, initargs=(limits,))
+        return _new_pool(n, limits)
 
-    pool = new_pool(workers)
+    pool = pool or new_pool(workers)
     flight: dict = {}
     running: dict = {}  # future -> when it was first seen running
     it = iter(tasks)

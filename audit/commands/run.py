@@ -142,6 +142,7 @@ def pipeline(data: Path, tables: Path, schema: Optional[Path], out: Path, *, rul
     else:
         from ..scale import bounded_runner
 
+        runner = bounded_runner(options, memory_mb)
         inputs = inputs_from(data, schema, tables, infer_schema, geography)
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
                   disable=quiet or not progress, transient=True) as bar:
@@ -153,7 +154,7 @@ def pipeline(data: Path, tables: Path, schema: Optional[Path], out: Path, *, rul
                 on_unit(u)
 
         if scale is None:
-            doc = run_exact(inputs, options, on_unit=tick, rules=policy, run_units=bounded_runner(options, memory_mb))
+            doc = run_exact(inputs, options, on_unit=tick, rules=policy, run_units=runner)
     out.mkdir(parents=True, exist_ok=True)
     fresh: dict[str, dict] = {}
     if rank:
