@@ -77,6 +77,42 @@ def candidates(truth: np.ndarray, max_columns: int | None = None) -> list[Claim]
     return ClaimTable.of_truth(truth, (truth.max(axis=0) + 1).tolist(), max_columns).claims
 
 
+def column_subsets(n_cols: int, max_columns: int | None = None) -> list[tuple[int, ...]]:
+    """Every subset of up to ``max_columns`` of ``n_cols`` columns, fewest columns first."""
+    top = n_cols if max_columns is None else min(max_columns, n_cols)
+    return [cols for k in range(1, top + 1) for cols in itertools.combinations(range(n_cols), k)]
+
+
+def n_subsets(n_cols: int, max_columns: int | None = None) -> int:
+    """``len(column_subsets(n_cols, max_columns))``, without listing them."""
+    top = n_cols if max_columns is None else min(max_columns, n_cols)
+    return sum(comb(n_cols, k) for k in range(1, top + 1))
+
+
+def distinct_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct rows and how often each occurs."""
+    rows = np.asarray(rows, dtype=np.int64)
+    if not len(rows):
+        return rows.reshape(0, rows.shape[1] if rows.ndim == 2 else 0), np.zeros(0, dtype=np.int64)
+    return np.unique(rows, axis=0, return_counts=True)
+
+
+def count_candidates(truth: np.ndarray, max_columns: int | None = None, budget: int = 10**8) -> tuple[int, bool]:
+    """How many claims :func:`candidates` would list, counted one column subset at a time (memory of
+    one subset's keys); past ``budget`` keys the count so far is returned as a lower bound
+    (``exact`` False)."""
+    rows, _ = distinct_rows(truth)
+    if not len(rows):
+        return 0, True
+    total, seen = 0, 0
+    for cols in column_subsets(rows.shape[1], max_columns):
+        if seen >= budget:
+            return total, False
+        total += len(np.unique(rows[:, cols], axis=0)) if len(cols) > 1 else len(np.unique(rows[:, cols[0]]))
+        seen += len(rows)
+    return total, True
+
+
 class ClaimTable:
     """Claims as arrays, so that one dataset is checked against thousands of them in one pass.
 
@@ -100,22 +136,27 @@ class ClaimTable:
     @classmethod
     def of_truth(cls, truth: np.ndarray, sizes: list[int], max_columns: int | None = None) -> "ClaimTable":
         """The table of every claim true in ``truth``, by column subset (fewest columns first), then
-        by the values in column order."""
-        n_rows, n_cols = truth.shape
-        top = n_cols if max_columns is None else min(max_columns, n_cols)
-        subsets = [cols for k in range(1, top + 1) for cols in itertools.combinations(range(n_cols), k)]
+        by the values in column order.
+
+        Keys are built over the distinct rows only (with their multiplicities), so the table costs
+        distinct rows x subsets, not rows x subsets.
+        """
+        subsets = column_subsets(truth.shape[1], max_columns)
         table = cls(sizes, subsets)
-        rows = np.asarray(truth)
-        keys = (((rows + 1) * table.strides) @ table.masks.T).T.ravel()  # subset-major, one per row
-        values, first, counts = np.unique(keys, return_index=True, return_counts=True)
-        subset, row = first // max(n_rows, 1), first % max(n_rows, 1)
-        backward = np.array([int(np.prod(table.radix[c + 1:])) for c in range(n_cols)], dtype=table.strides.dtype)
+        rows, weights = distinct_rows(truth)
+        n_rows = max(len(rows), 1)
+        keys = (((rows + 1) * table.strides) @ table.masks.T).T.ravel()  # subset-major, one per distinct row
+        values, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+        counts = np.bincount(inverse.ravel(), weights=np.tile(weights, len(subsets)), minlength=len(values))
+        subset, row = first // n_rows, first % n_rows
+        backward = np.array([int(np.prod(table.radix[c + 1:])) for c in range(len(sizes))], dtype=table.strides.dtype)
         order_key = ((rows[row] + 1) * backward) * table.masks[subset]
         order = np.lexsort((order_key.sum(axis=1), subset))
         data = rows.tolist()
         picks = [itemgetter(*cols) if len(cols) > 1 else (lambda row, c=cols[0]: (row[c],)) for cols in subsets]
         table.claims = [_claim(tuple(zip(subsets[s], picks[s](data[r]))), m)
-                        for s, r, m in zip(subset[order].tolist(), row[order].tolist(), counts[order].tolist())]
+                        for s, r, m in zip(subset[order].tolist(), row[order].tolist(),
+                                           counts[order].astype(np.int64).tolist())]
         table.keys, table.m = values[order], counts[order].astype(np.int64)
         return table
 

@@ -11,12 +11,22 @@ from functools import lru_cache
 
 import numpy as np
 
-from .claims import REFUTED, UNDECIDED, VERIFIED, Claim, ClaimTable, Verdict, candidates
+from .claims import (REFUTED, UNDECIDED, VERIFIED, Claim, ClaimTable, Verdict, candidates, count_candidates,
+                     distinct_rows, n_subsets)
 from .errors import AuditError, InconsistentRelease
 from .implied import LinearProof
 from .problem import Problem
+from .release import int_hi, int_lo
 
 ENGINES = ("sat", "ip")
+# Bytes per unit of work, measured on SF1 and household blocks (README, "Bounds"): a candidate key
+# becomes up to one claim and one verdict (Python objects), a clause is a Python list before the
+# solver copies it.
+BYTES_PER_KEY = 600
+BYTES_PER_CLAUSE = 500
+SECONDS_PER_CLAUSE = 3e-6  # building the SAT encoding (measured: 1.9 M clauses in 5-7 s on 2 loaded cores)
+BASE_MB = 400  # a worker's own footprint (interpreter, numpy, pandas, pysat, HiGHS): not for the unit
+LISTED_MAX = 20_000  # a unit the attack did not finish lists its undecided claims up to this many
 
 
 @dataclass(frozen=True)
@@ -34,6 +44,7 @@ class ExactOptions:
     explain_seconds: float = 10.0
     max_rows: int = 200
     linear: bool = True  # prove claims that are linear combinations of exact counts without search
+    memory_mb: int | None = 4096  # per unit; a unit estimated above it is too large (None: no bound)
 
     def __post_init__(self):
         if self.engine not in ENGINES:
@@ -51,6 +62,9 @@ class ExactOptions:
         if not self.explain_seconds >= 0:
             raise AuditError(f"must be a number 0 or more, not {self.explain_seconds}", "--explain-seconds",
                              "e.g. --explain-seconds 10")
+        if self.memory_mb is not None and self.memory_mb < 2 * BASE_MB:
+            raise AuditError(f"--memory-mb {self.memory_mb} is too small", "--memory-mb",
+                             f"give at least {2 * BASE_MB} (MB per unit)")
 
 
 @dataclass
@@ -63,9 +77,10 @@ class UnitResult:
     solutions: int = 0
     exhausted: bool = False
     seconds: float = 0.0
-    status: str = "done"  # done | too-large | inconsistent
+    status: str = "done"  # done | too-large | timeout | inconsistent
     reason: str = ""
     baseline: dict = field(default_factory=dict)
+    omitted: int = 0  # undecided claims counted but not listed (a unit too large to list them)
 
     @property
     def verified(self) -> list[Verdict]:
@@ -75,20 +90,109 @@ class UnitResult:
     def undecided(self) -> list[Verdict]:
         return [v for v in self.verdicts if v.status == UNDECIDED]
 
+    def give_up(self, claims, reason: str, status: str = "timeout") -> None:
+        """Record ``claims`` as undecided for ``reason``; the unit did not finish."""
+        self.verdicts += [Verdict(c, UNDECIDED, reason=reason) for c in claims]
+        self.status, self.reason = status, reason
+
     @property
     def reconstructed(self) -> bool:
         return self.exhausted and self.solutions == 1
 
 
-def make_engine(problem: Problem, options: ExactOptions):
-    """The engine named in the options, over this problem."""
+@dataclass(frozen=True)
+class UnitCost:
+    """What attacking one unit would hold in memory, estimated before anything large is built."""
+
+    rows: int  # row slots
+    distinct: int  # distinct true rows
+    keys: int  # candidate keys: distinct true rows x column subsets (at least the candidate claims)
+    prior_keys: int  # the same for the parent unit's rows (baseline probabilities)
+    clauses: int  # clauses of the SAT encoding (the integer program is smaller)
+
+    @property
+    def megabytes(self) -> float:
+        return (BYTES_PER_KEY * self.keys + 16 * self.prior_keys + BYTES_PER_CLAUSE * self.clauses) / 2**20
+
+
+def encoding_clauses(problem: Problem) -> int:
+    """Clauses of the SAT encoding of ``problem`` (see :class:`~audit.engines.sat.SatEngine`), counted
+    from the cells' bounds: one-hot and order literals and the lexicographic order per slot, one
+    sequential counter per bound of a count cell (about 2 N min(k, N - k) clauses for a bound k), totalizers (N^2) for
+    the rows of a numeric cell and one per threshold of a median."""
+    n = problem.n_rows[1]
+    per_slot = sum(1 + (d * (d - 1) // 2 if d <= 6 else 3 * d) + d + 3 * (d - 1) + 2 * d for d in problem.sizes)
+    total = n * (per_slot + len(problem.edits))
+    for c in problem.constraints:
+        if c.statistic.kind != "count":
+            d = problem.sizes[problem.index(c.statistic.column)]
+            bits = max(d, 2).bit_length()
+            total += n * n + 20 * n * bits + 2 * (n + 1) * bits
+            if c.statistic.kind == "median":
+                total += d * n * (n // 2 + 1) + 2 * (n + 1) * d
+            continue
+        lo, hi = max(int_lo(c.lo, c.lo_open) or 0, 0), int_hi(c.hi, c.hi_open)
+        hi = n if hi is None else min(hi, n)
+        if hi <= 0:
+            total += n
+            continue
+        total += n * (len(c.predicate.clauses) + 2)
+        if 1 < lo < n:
+            total += 2 * n * min(lo, n - lo)
+        if 0 < hi < n:
+            total += 2 * n * min(hi, n - hi)
+    return total
+
+
+def unit_cost(problem: Problem, options: ExactOptions, prior_rows: np.ndarray | None = None) -> UnitCost:
+    """The size of the unit's attack, from its row counts and cells alone."""
+    truth = problem.truth if problem.truth is not None else np.zeros((0, len(problem.sizes)), np.int64)
+    subsets = n_subsets(len(problem.sizes), options.max_columns)
+    distinct = len(distinct_rows(truth)[0])
+    prior = len(distinct_rows(prior_rows)[0]) if prior_rows is not None and len(prior_rows) else 0
+    return UnitCost(problem.n_rows[1], distinct, distinct * subsets, prior * subsets, encoding_clauses(problem))
+
+
+def too_large(cost: UnitCost, options: ExactOptions) -> str | None:
+    """Why the unit is past ``--max-rows`` or ``--memory-mb``, or None when it is within both."""
+    if cost.rows > options.max_rows:
+        return f"{cost.rows} rows > --max-rows {options.max_rows}"
+    if options.memory_mb is not None and cost.megabytes > options.memory_mb - BASE_MB:
+        return (f"estimated {cost.megabytes:,.0f} MB ({cost.keys:,} candidate keys, {cost.clauses:,} clauses) "
+                f"> --memory-mb {options.memory_mb} less {BASE_MB} MB for the process")
+    return None
+
+
+def unfinished(problem: Problem, options: ExactOptions, status: str, reason: str,
+               start: float | None = None) -> UnitResult:
+    """A unit the attack did not finish: every candidate claim undecided, listed when there are at
+    most :data:`LISTED_MAX` of them, else counted (a lower bound when even counting is too long)."""
+    result = UnitResult(problem, status=status, reason=reason)
+    if problem.truth is not None and len(problem.truth):
+        n, exact = count_candidates(problem.truth, options.max_columns)
+        keys = len(distinct_rows(problem.truth)[0]) * n_subsets(problem.truth.shape[1], options.max_columns)
+        if n <= LISTED_MAX and exact and keys <= 50 * LISTED_MAX:
+            result.verdicts = [Verdict(c, UNDECIDED, reason=reason) for c in candidates(problem.truth, options.max_columns)]
+        else:
+            result.omitted = n
+            if not exact:
+                result.reason = f"{reason}; at least {n:,} candidate claims (too many to count)"
+    result.seconds = time.perf_counter() - start if start is not None else 0.0
+    return result
+
+
+def make_engine(problem: Problem, options: ExactOptions, deadline: float | None = None):
+    """The engine named in the options, over this problem; its solver calls give up at ``deadline``
+    (SAT; the IP's calls stop at their own time limit)."""
     if options.engine == "ip":
         from .engines.ip import IpEngine
 
         return IpEngine(problem, seed=options.seed, time_limit=min(60.0, options.unit_seconds))
     from .engines.sat import SatEngine
 
-    return SatEngine(problem, conflicts=options.conflicts, seed=options.seed)
+    engine = SatEngine(problem, conflicts=options.conflicts, seed=options.seed)
+    engine.deadline = deadline
+    return engine
 
 
 @lru_cache(maxsize=1 << 16)
@@ -112,16 +216,22 @@ def direct_cells(problem: Problem) -> dict[tuple, tuple[int, str]]:
 
 def audit_unit(problem: Problem, options: ExactOptions = ExactOptions(),
                prior_rows: np.ndarray | None = None) -> UnitResult:
-    """Run generate-then-verify on one unit and return every verdict it reached."""
+    """Run generate-then-verify on one unit and return every verdict it reached.
+
+    The unit is first sized (:func:`unit_cost`): past ``max_rows`` or ``memory_mb`` it is reported
+    too large, every claim undecided, before anything large is built. ``unit_seconds`` covers the
+    whole unit; when it runs out the claims still open are undecided (status ``timeout``).
+    """
     start = time.perf_counter()
-    result = UnitResult(problem)
+    deadline = start + options.unit_seconds
     if problem.truth is None:
         raise AuditError("generate-then-verify needs the confidential rows of the unit", "/".join(problem.geo),
                          "audit the unit from its microdata (audit run DATA ...)")
-    if problem.n_rows[1] > options.max_rows:
-        result.status, result.reason = "too-large", f"{problem.n_rows[1]} rows > --max-rows {options.max_rows}"
-        result.verdicts = [Verdict(c, UNDECIDED, reason=result.reason) for c in candidates(problem.truth, options.max_columns)]
-        return result
+    cost = unit_cost(problem, options, prior_rows)
+    reason = too_large(cost, options)
+    if reason is not None:
+        return unfinished(problem, options, "too-large", reason, start)
+    result = UnitResult(problem)
     table = ClaimTable.of_truth(problem.truth, list(problem.sizes), options.max_columns)
     todo = table.claims
     direct = direct_cells(problem)
@@ -133,16 +243,24 @@ def audit_unit(problem: Problem, options: ExactOptions = ExactOptions(),
         else:
             rest.append(i)
     pending = np.array(rest, dtype=np.int64)  # positions in todo of the claims still open
-    linear = LinearProof.of(problem) if options.linear else None
+    late = _late(deadline, options)
+    why = late("listing the candidate claims")
+    linear = LinearProof.of(problem) if options.linear and not why else None
+    why = why or late("the linear pass")
     engine, certificates = None, {}
-    if linear is not None and linear.determines(problem.truth):
+    if why:
+        result.give_up([todo[i] for i in pending], why)
+    elif linear is not None and linear.determines(problem.truth):
         # the exact counts pin every row: one dataset, so every true claim is verified
         result.solutions, result.exhausted = 1, True
         result.verdicts += [Verdict(todo[i], VERIFIED) for i in pending]
+    elif time.perf_counter() + SECONDS_PER_CLAUSE * cost.clauses > deadline:
+        result.give_up([todo[i] for i in pending], f"--unit-seconds {options.unit_seconds:g} too short to build "
+                       f"the encoding ({cost.clauses:,} clauses, about {SECONDS_PER_CLAUSE * cost.clauses:.0f} s)")
     else:
-        engine = make_engine(problem, options)
-        certificates = _search(engine, linear, problem, options, result, table, pending, start)
-    _explain(engine, result, options, linear, certificates)
+        engine = make_engine(problem, options, deadline)
+        certificates = _search(engine, linear, problem, options, result, table, pending, late)
+    _explain(engine, result, options, linear, certificates, deadline)
     if prior_rows is not None and len(prior_rows) and todo:
         verified = {v.claim for v in result.verified}
         result.baseline = {c: p for c, p in zip(todo, table.baseline(problem.n_rows[1], prior_rows).tolist())
@@ -151,18 +269,35 @@ def audit_unit(problem: Problem, options: ExactOptions = ExactOptions(),
     return result
 
 
+def _late(deadline: float, options: ExactOptions):
+    """A check of the unit's time limit: the reason to stop after ``phase``, or None while time is left."""
+    def late(phase: str) -> str | None:
+        if time.perf_counter() <= deadline:
+            return None
+        return f"--unit-seconds {options.unit_seconds:g} reached during {phase}"
+    return late
+
+
 def _search(engine, linear: LinearProof | None, problem: Problem, options: ExactOptions, result: UnitResult,
-            table: ClaimTable, pending: np.ndarray, start: float) -> dict[Claim, np.ndarray]:
+            table: ClaimTable, pending: np.ndarray, late) -> dict[Claim, np.ndarray]:
     """Decide the open claims with the solver's datasets, linear proofs and claim-by-claim search.
 
     Returns the linear certificates of the claims they verified (cell masks, for explanations).
     """
     todo = table.claims
+    why = late("building the encoding")
+    if why:
+        result.give_up([todo[i] for i in pending], why)
+        return {}
     try:
         first = engine.solve()
     except TimeoutError as err:
         # a budget ran out, or the solver's dataset failed the exact check: the confidential rows, when
         # they reproduce the release, are a dataset all the same, and each claim is decided on its own
+        why = late("the first solve")
+        if why:
+            result.give_up([todo[i] for i in pending], why)
+            return {}
         if problem.violations(problem.truth):
             return _undecided(result, todo, pending, str(err))
         first = problem.truth
@@ -173,12 +308,11 @@ def _search(engine, linear: LinearProof | None, problem: Problem, options: Exact
         raise InconsistentRelease(f"no dataset reproduces the published values: conflicting cells "
                                   f"{engine.conflicting_cells()}", f"unit {'/'.join(problem.geo)}",
                                   "check those cells' published values against the schema's edits")
-    deadline = start + options.unit_seconds
     universe, found = [], engine.solutions(options.solution_cap + 1)
     try:
         for rows in found:
             universe.append(rows)
-            if time.perf_counter() > deadline:
+            if late("enumeration"):
                 break
     finally:
         found.close()
@@ -191,13 +325,13 @@ def _search(engine, linear: LinearProof | None, problem: Problem, options: Exact
             result.refuted += gone
         result.verdicts += [Verdict(todo[i], VERIFIED) for i in pending]
         pending = pending[:0]
-    samples = options.samples if len(pending) and time.perf_counter() < deadline else 0
+    samples = options.samples if len(pending) and not late("enumeration") else 0
     pool = [first] + universe + engine.sample(samples, options.seed)
     for rows in pool:
         pending, gone = _prune(table, pending, rows)
         result.refuted += gone
     certificates: dict[Claim, np.ndarray] = {}  # cells of the linear proofs, should the explainer stall
-    if linear is not None and len(pending):
+    if linear is not None and len(pending) and not late("sampling"):
         proofs = linear.combine([todo[i] for i in pending])
         for i, used in zip(pending, proofs):
             if used is not None:
@@ -207,8 +341,9 @@ def _search(engine, linear: LinearProof | None, problem: Problem, options: Exact
     j = 0
     while j < len(pending):
         claim = todo[pending[j]]
-        if time.perf_counter() > deadline:
-            result.verdicts += [Verdict(todo[i], UNDECIDED, reason="unit time limit reached") for i in pending[j:]]
+        why = late("claim-by-claim search")
+        if why:
+            result.give_up([todo[i] for i in pending[j:]], why)
             break
         verdict = _bound(linear, problem, claim) if linear is not None else None
         if isinstance(verdict, np.ndarray):
@@ -216,6 +351,8 @@ def _search(engine, linear: LinearProof | None, problem: Problem, options: Exact
             verdict = Verdict(claim, VERIFIED)
         if verdict is None:
             verdict = engine.verify(claim, explain="none")
+            if verdict.status == UNDECIDED and late("claim-by-claim search"):
+                continue  # cut off by the time limit: the next turn gives it up with the rest
         if verdict.status == REFUTED:
             result.refuted += 1
             later, gone = _prune(table, pending[j + 1:], verdict.counterexample)
@@ -235,7 +372,7 @@ def _undecided(result: UnitResult, todo: list[Claim], pending: np.ndarray, reaso
 
 
 def _explain(engine, result: UnitResult, options: ExactOptions, linear: LinearProof | None,
-             certificates: dict) -> None:
+             certificates: dict, deadline: float = float("inf")) -> None:
     """Attach explaining cells to verified derived claims, most columns first, within the time budget.
 
     A claim the solver cannot explain in time keeps the cells of a linear proof, when it has one
@@ -246,9 +383,9 @@ def _explain(engine, result: UnitResult, options: ExactOptions, linear: LinearPr
     order = sorted((i for i, v in enumerate(result.verdicts) if v.status == VERIFIED and not v.direct
                     and (options.explain == "all" or v.claim.singleton)),
                    key=lambda i: (-len(result.verdicts[i].claim.assignment), i))
-    if order and engine is None:
-        engine = make_engine(result.problem, options)
-    stop = time.perf_counter() + options.explain_seconds
+    if order and engine is None and time.perf_counter() < deadline:
+        engine = make_engine(result.problem, options, deadline)
+    stop = min(time.perf_counter() + options.explain_seconds, deadline)
     stalled = []
     for i in order:
         verdict = result.verdicts[i]

@@ -96,7 +96,7 @@ def unit_json(result: UnitResult, release: UnitRelease | None = None, cap: int |
         "solutions": {"count": result.solutions, "exhausted": result.exhausted},
         "reconstructed": result.reconstructed,
         "summary": {
-            "verified": len(verified), "undecided": len(result.undecided), "refuted": result.refuted,
+            "verified": len(verified), "undecided": len(result.undecided) + result.omitted, "refuted": result.refuted,
             "verified_singletons": sum(v.claim.singleton for v in verified),
             "derived_singletons": sum(v.claim.singleton and not v.direct for v in verified),
             "full_records": sum(v.claim.m for v in verified if len(v.claim.assignment) == ncols),
@@ -105,8 +105,8 @@ def unit_json(result: UnitResult, release: UnitRelease | None = None, cap: int |
         "claims": claims, "refuted": result.refuted, "seconds": round(result.seconds, 3),
         "notes": list(p.notes),
     }
-    if omitted:
-        out["claims_omitted"] = omitted
+    if omitted + result.omitted:
+        out["claims_omitted"] = omitted + result.omitted
     if release is not None:
         out["cells"] = cells_json(release)
     return out
@@ -121,19 +121,35 @@ def _by_columns(verdicts: Iterable) -> dict[str, int]:
 
 
 def run_exact(inputs: Inputs, options: ExactOptions, on_unit: Callable[[dict], None] | None = None,
-              rules=None) -> dict:
-    """Tabulate, attack every unit, and assemble the findings document (verdict from ``rules``, default policy)."""
+              rules=None, run_units: Callable | None = None) -> dict:
+    """Tabulate, attack every unit, and assemble the findings document (verdict from ``rules``, default policy).
+
+    ``run_units(tasks, record)``, when given, runs the units elsewhere (``audit run``: in a worker
+    process, see :func:`audit.scale.bounded_runner`): ``tasks`` yields (problem, prior rows, release)
+    and ``record(unit, release)`` takes each unit's findings; by default they run in this process.
+    """
     start = time.perf_counter()
     releases = inputs.release()
     problems = inputs.problems(releases)
     by_unit = {(r.level, r.geo): r for r in releases}
     cache: dict = {}
+    tasks = ((p, prior_rows(inputs.frame, inputs, p, cache), by_unit.get((p.level, p.geo))) for p in problems)
     units = []
-    for problem in problems:
-        result = audit_unit(problem, options, prior_rows(inputs.frame, inputs, problem, cache))
-        units.append(unit_json(result, by_unit.get((problem.level, problem.geo))))
+
+    def record(unit: dict, release: UnitRelease | None) -> None:
+        if release is not None:
+            unit["cells"] = cells_json(release)
+        units.append(unit)
         if on_unit:
-            on_unit(units[-1])
+            on_unit(unit)
+
+    if run_units is None:
+        for problem, prior, release in tasks:
+            record(unit_json(audit_unit(problem, options, prior)), release)
+    else:
+        run_units(tasks, record)
+    order = {(p.level, "/".join(p.geo)): i for i, p in enumerate(problems)}
+    units.sort(key=lambda u: order[(u["level"], u["geo"])])
     return document(inputs, options, units, time.perf_counter() - start, rules)
 
 

@@ -10,20 +10,22 @@ ignored and that unit is redone. The final merge writes ``findings.json`` with
 :func:`audit.findings.document`. Claims listed per unit are capped in the worker (the most telling
 first; the summary counts them all), which keeps parts small and the merge fast, and it adds a ``scale`` section that summarises the run (distributions, worst units).
 
-Bounds per unit: the exact attack's own ``unit_seconds`` and conflict budgets, ``max_rows``, a hard
-wall-clock limit (pool workers), and an address-space limit per worker process (``RLIMIT_AS``).
-A unit past a bound, or whose worker failed or died, is reported with its status and reason and
-every candidate claim *undecided* -- never safe -- and the run goes on.
+Bounds per unit: the exact attack's own (``unit_seconds`` over the whole unit, conflict budgets,
+``max_rows``, ``memory_mb`` as an estimate checked before anything large is built), a hard
+wall-clock limit (pool workers: an alarm in the worker, and the parent kills a worker that does not
+answer), and an address-space limit per worker process (``RLIMIT_AS``). A unit past a bound, or whose
+worker failed or died, is reported with its status and reason and every candidate claim
+*undecided* -- never safe -- and the run goes on. Workers die with the process that started them.
 """
 from __future__ import annotations
 
-import hashlib
-import itertools
 import json
 import os
 import signal
+import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures import TimeoutError as FutureTimeout
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -32,14 +34,14 @@ from typing import Any, Callable, Iterator
 import numpy as np
 import pandas as pd
 
-from .claims import UNDECIDED, Verdict, candidates
 from .coupled import build_coupled_problems, coupled_levels
 from .errors import AuditError, OptionalDependencyMissing
 from .terminal import printable
-from .exact import ExactOptions, UnitResult, audit_unit
+from .exact import ExactOptions, audit_unit, unfinished
 from .findings import cells_json, claim_rank, document, prior_rows, unit_json
 from .inputs import Inputs
 from .problem import Problem, build_problems
+from .provenance import file_digest
 from .schedule import Schedule
 from .schema import Schema
 from .stream import DEFAULT_CHUNK_ROWS, _keys, count_units, stream_chunks
@@ -47,8 +49,9 @@ from .tabulate import tabulate
 
 AUTO_CAP_UNITS = 200  # runs with more units list at most DEFAULT_CAP claims per unit in findings.json
 DEFAULT_CAP = 25
-LISTED_MAX = 20_000
-PIECE_UNITS = 16  # units whose problems are built together  # a unit past its bounds with more candidates than this is summarised, not listed
+PIECE_UNITS = 16  # units whose problems are built together
+HARD_GRACE = 30.0  # seconds past the hard limit before the parent kills a worker that has not answered
+RETRIED = ("error", "timeout", "out-of-memory")  # statuses --resume redoes: they depend on the machine, not the data
 
 
 @dataclass(frozen=True)
@@ -59,6 +62,7 @@ class Limits:
     hard_seconds: float | None = None
     parent_pid: int = 0
     claims_cap: int | None = None  # claims listed per unit (the rest are counted, not written)
+    input_errors: bool = False  # raise the user's input errors (an inconsistent release) instead of an error unit
 
 
 @dataclass(frozen=True)
@@ -112,7 +116,29 @@ def _apply_limits(limits: Limits) -> None:
 
 def _init_worker(limits: Limits) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    _die_with_parent(limits.parent_pid)
     _apply_limits(limits)
+
+
+def _die_with_parent(parent: int) -> None:
+    """End this worker when the process that started the run ends, even by SIGKILL: the kernel's
+    parent-death signal on Linux, and everywhere a thread that watches the parent's pid."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+    if parent and os.getppid() != parent:  # the parent died before the signal was armed
+        os._exit(1)
+    threading.Thread(target=_watch_parent, args=(parent,), daemon=True, name="watch-parent").start()
+
+
+def _watch_parent(parent: int) -> None:
+    while True:
+        time.sleep(1.0)
+        if os.getppid() != parent:
+            os._exit(1)
 
 
 def _on_alarm(signum, frame):
@@ -130,51 +156,36 @@ def audit_task(problem: Problem, options: ExactOptions, prior: np.ndarray | None
             signal.signal(signal.SIGALRM, _on_alarm)
             signal.setitimer(signal.ITIMER_REAL, limits.hard_seconds)
         try:
-            if problem.n_rows[1] > options.max_rows and _n_candidates(problem, options) > LISTED_MAX:
-                return cap_claims(failed_unit(problem, options, "too-large",
-                                              f"{problem.n_rows[1]} rows > --max-rows {options.max_rows}", start),
-                                  limits.claims_cap)
             return unit_json(audit_unit(problem, options, prior), cap=limits.claims_cap)
         finally:
             if alarm:
                 signal.setitimer(signal.ITIMER_REAL, 0)
+    except AuditError as exc:
+        if limits.input_errors:
+            raise
+        unit = _error_unit(problem, options, exc, start)
     except _HardTimeout:
         unit = failed_unit(problem, options, "timeout", f"hard time limit of {limits.hard_seconds:g} s per unit reached", start)
     except MemoryError:
         unit = failed_unit(problem, options, "out-of-memory", f"memory limit of {limits.memory_mb} MB per worker reached", start)
     except Exception as exc:  # noqa: BLE001 -- one unit's failure must not stop the run
-        unit = failed_unit(problem, options, "error", f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}", start)
+        unit = _error_unit(problem, options, exc, start)
     return cap_claims(unit, limits.claims_cap)
 
 
+def _error_unit(problem: Problem, options: ExactOptions, exc: BaseException, start: float | None = None) -> dict:
+    """A unit whose task raised: status error, the exception's first line as the reason."""
+    text = str(exc).splitlines()[0] if str(exc) else ""
+    return failed_unit(problem, options, "error", f"{type(exc).__name__}: {text}", start)
+
+
 def _main_thread() -> bool:
-    import threading
-
     return threading.current_thread() is threading.main_thread()
-
-
-def _n_candidates(problem: Problem, options: ExactOptions) -> int:
-    truth = problem.truth
-    if truth is None or not len(truth):
-        return 0
-    top = truth.shape[1] if options.max_columns is None else min(options.max_columns, truth.shape[1])
-    return sum(len(np.unique(truth[:, cols], axis=0))
-               for k in range(1, top + 1) for cols in itertools.combinations(range(truth.shape[1]), k))
 
 
 def failed_unit(problem: Problem, options: ExactOptions, status: str, reason: str, start: float | None = None) -> dict:
     """A unit the attack could not finish: every true claim undecided (listed if not too many)."""
-    result = UnitResult(problem, status=status, reason=reason)
-    n = _n_candidates(problem, options) if problem.truth is not None else 0
-    listed = n <= LISTED_MAX and problem.truth is not None
-    if listed:
-        result.verdicts = [Verdict(c, UNDECIDED, reason=reason) for c in candidates(problem.truth, options.max_columns)]
-    result.seconds = time.perf_counter() - start if start is not None else 0.0
-    unit = unit_json(result)
-    if not listed:
-        unit["summary"]["undecided"] = n
-        unit["claims_omitted"] = n
-    return unit
+    return unit_json(unfinished(problem, options, status, reason, start))
 
 
 # -- parts on disk ----------------------------------------------------------------------------------
@@ -197,17 +208,20 @@ def read_parts(parts: Path) -> Iterator[dict]:
                     yield unit
 
 
-def _fingerprint(source, schema: Schema, schedule: Schedule, options: ExactOptions, coupled: bool) -> dict:
-    def digest(path: str) -> str | None:
-        p = Path(path)
-        return hashlib.sha256(p.read_bytes()).hexdigest()[:16] if p.is_file() else None
+def finished_units(parts: Path) -> set[tuple[str, str]]:
+    """Units a resumed run keeps: those whose last line has a status other than :data:`RETRIED`."""
+    last = {unit_key(u): u["status"] for u in read_parts(parts)}
+    return {k for k, status in last.items() if status not in RETRIED}
 
+
+def _fingerprint(source, schema: Schema, schedule: Schedule, options: ExactOptions, coupled: bool) -> dict:
+    """What a resumed run must share with the interrupted one (the data by path, size and time: cheap)."""
     if isinstance(source, pd.DataFrame):
         data = {"frame_rows": len(source)}
     else:
         st = Path(source).stat()
         data = {"path": str(Path(source).resolve()), "bytes": st.st_size, "mtime": int(st.st_mtime)}
-    return {"data": data, "schema": digest(schema.source), "tables": digest(schedule.source),
+    return {"data": data, "schema": file_digest(schema.source), "tables": file_digest(schedule.source),
             "options": asdict(options), "coupled": coupled}
 
 
@@ -299,7 +313,7 @@ def run_scaled(source, schema: Schema, schedule: Schedule, options: ExactOptions
             p.unlink()
     parts.mkdir(parents=True, exist_ok=True)
     manifest.write_text(json.dumps(print_, indent=1, default=str), encoding="utf-8")
-    done = {unit_key(u) for u in read_parts(parts)} if scale.resume else set()
+    done = finished_units(parts) if scale.resume else set()
     counts = count_units(source, schema, schedule)
     total = sum(counts.values())
     already = len(done)
@@ -308,8 +322,7 @@ def run_scaled(source, schema: Schema, schedule: Schedule, options: ExactOptions
     stats = {"rows": 0}
     tasks = _tasks(source, schema, schedule, scale, done, stats)
     cap = scale.claims_cap if scale.claims_cap is not None else (None if total <= AUTO_CAP_UNITS else DEFAULT_CAP)
-    limits = Limits(scale.memory_mb, scale.hard_seconds or 2 * options.unit_seconds + options.explain_seconds + 60,
-                    os.getpid(), cap)
+    limits = Limits(scale.memory_mb, scale.hard_seconds or hard_limit(options), os.getpid(), cap)
     writer = _PartWriter(parts)
     finished = already
 
@@ -339,24 +352,52 @@ def run_scaled(source, schema: Schema, schedule: Schedule, options: ExactOptions
                  time.perf_counter() - start, rules)
 
 
+def hard_limit(options: ExactOptions) -> float:
+    """The default hard wall-clock limit per unit: well past ``unit_seconds``, which the attack keeps itself."""
+    return 2 * options.unit_seconds + options.explain_seconds + 60
+
+
+def bounded_runner(options: ExactOptions, memory_mb: int | None):
+    """A unit runner for :func:`audit.findings.run_exact` (``audit run`` without scale options), started
+    at once: every unit in one worker process, under ``RLIMIT_AS`` of ``memory_mb`` and the hard time limit, since
+    neither can be imposed on the process that holds the run. An input error (an inconsistent
+    release) still stops the run, as in this process."""
+    limits = Limits(memory_mb, hard_limit(options), os.getpid(), None, input_errors=True)
+    scale = ScaleOptions(workers=1, memory_mb=memory_mb)
+    pool = _new_pool(1, limits)
+    pool.submit(int)  # start the worker now: its imports overlap the caller's loading and tabulating
+    return lambda tasks, record: _run_pool(tasks, options, limits, scale, record, pool)
+
+
 def _name(source) -> str:
     return "<data>" if isinstance(source, pd.DataFrame) else str(source)
 
 
-def _run_pool(tasks, options: ExactOptions, limits: Limits, scale: ScaleOptions, record) -> None:
-    """A local process pool with a bounded number of units in flight (memory flat in the number of units)."""
+def _new_pool(n: int, limits: Limits) -> ProcessPoolExecutor:
     import multiprocessing
 
-    ctx = multiprocessing.get_context("spawn")
+    return ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("spawn"), initializer=_init_worker,
+                               initargs=(limits,))
+
+
+def _run_pool(tasks, options: ExactOptions, limits: Limits, scale: ScaleOptions, record,
+              pool: ProcessPoolExecutor | None = None) -> None:
+    """A local process pool with a bounded number of units in flight (memory flat in the number of units).
+
+    A worker that dies, or that has not answered ``HARD_GRACE`` seconds after the hard limit (stuck
+    in the solver's C code, where the alarm cannot reach it), takes the pool down; every unit then in
+    flight is rerun alone to find the one to blame.
+    """
     task = scale.task or audit_task
     workers = scale.workers
+    stuck_after = (limits.hard_seconds or float("inf")) + HARD_GRACE
 
     def new_pool(n: int) -> ProcessPoolExecutor:
-        return ProcessPoolExecutor(n, mp_context=ctx, initializer=_init_worker, initargs=(limits,))
+        return _new_pool(n, limits)
 
-    pool = new_pool(workers)
+    pool = pool or new_pool(workers)
     flight: dict = {}
-    suspects: list = []
+    running: dict = {}  # future -> when it was first seen running
     it = iter(tasks)
     exhausted = False
     try:
@@ -369,36 +410,47 @@ def _run_pool(tasks, options: ExactOptions, limits: Limits, scale: ScaleOptions,
                 flight[pool.submit(task, item[0], options, item[1], limits)] = item
             if not flight:
                 break
-            ready, _ = wait(list(flight), return_when=FIRST_COMPLETED)
-            broken = False
+            ready, _ = wait(list(flight), timeout=min(5.0, stuck_after), return_when=FIRST_COMPLETED)
+            now = time.monotonic()
+            suspects = []
             for fut in ready:
                 item = flight.pop(fut)
+                running.pop(fut, None)
                 try:
-                    record(fut.result(), item[2])
+                    unit = fut.result()
                 except BrokenProcessPool:
                     suspects.append(item)
-                    broken = True
-            if broken:  # a worker died: every unit in flight is suspect; rerun each alone to find the one
+                    continue
+                record(unit, item[2])
+            for fut in flight:
+                if fut.running():
+                    running.setdefault(fut, now)
+            stuck = any(now - t > stuck_after for t in running.values())
+            if suspects or stuck:  # a worker died or hangs: rerun every unit in flight alone
                 suspects += list(flight.values())
                 flight.clear()
+                running.clear()
                 _kill(pool)
-                for problem, prior, cells in suspects:
-                    record(_isolated(new_pool, task, problem, options, prior, limits), cells)
-                suspects = []
+                for problem, prior, extra in suspects:
+                    record(_isolated(new_pool, task, problem, options, prior, limits, stuck_after), extra)
                 pool = new_pool(workers)
-    except KeyboardInterrupt:
+    except BaseException:  # Ctrl-C, or an input error raised by a task: no worker outlives the run
         _kill(pool)
         raise
     pool.shutdown(wait=True)
 
 
-def _isolated(new_pool, task, problem: Problem, options: ExactOptions, prior, limits: Limits) -> dict:
+def _isolated(new_pool, task, problem: Problem, options: ExactOptions, prior, limits: Limits,
+              stuck_after: float) -> dict:
     solo = new_pool(1)
     try:
-        return solo.submit(task, problem, options, prior, limits).result()
+        return solo.submit(task, problem, options, prior, limits).result(timeout=stuck_after)
     except BrokenProcessPool:
         return failed_unit(problem, options, "error",
                            "the worker process died on this unit (killed for memory, or a crash in the solver)")
+    except FutureTimeout:
+        return failed_unit(problem, options, "timeout", f"hard time limit of {limits.hard_seconds:g} s per unit "
+                           "reached (the worker did not answer and was killed)")
     finally:
         _kill(solo)
 
@@ -408,7 +460,7 @@ def _kill(pool: ProcessPoolExecutor) -> None:
     pool.shutdown(wait=False, cancel_futures=True)
     for p in procs:
         if p.is_alive():
-            p.terminate()
+            p.kill()
     for p in procs:
         p.join(timeout=5)
 
@@ -446,7 +498,7 @@ def _run_dask(tasks, options: ExactOptions, limits: Limits, scale: ScaleOptions,
             try:
                 unit = fut.result()
             except Exception as exc:  # noqa: BLE001 -- e.g. KilledWorker: the unit is an error, the run goes on
-                unit = failed_unit(problem, options, "error", f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
+                unit = _error_unit(problem, options, exc)
             fut.release()
             record(unit, cells)
             top_up()

@@ -48,10 +48,13 @@ def findings(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("hh")
     data = out / "data.csv"
     data.write_text((PROTECTED / "data.csv").read_text())
-    for name, doc in (("rank", RANK), ("linear", LINEAR), ("protection", PROTECTION)):
-        (out / f"{name}.json").write_text(json.dumps(doc))
+    given = tmp_path_factory.mktemp("given")  # results made elsewhere, passed by name
+    for name, doc in (("rank", RANK), ("linear", LINEAR)):
+        (given / f"{name}.json").write_text(json.dumps(doc))
+    (out / "protection.json").write_text(json.dumps(PROTECTION))
     code = run(["run", str(data), "-s", str(HOUSEHOLDS / "schema.yaml"), "-t", str(HOUSEHOLDS / "tables.yaml"),
-                "-o", str(out), "--explain-seconds", "1", "--quiet"])
+                "-o", str(out), "--explain-seconds", "1", "--quiet", "--rank-results", str(given / "rank.json"),
+                "--linear-results", str(given / "linear.json")])
     assert code == 1  # the unprotected block fails the default rules
     return out / "findings.json"
 

@@ -7,9 +7,9 @@ import typer
 
 from ..terminal import echo
 from . import GeographyOpt, InferOpt, OutOpt, QuietOpt, SchemaOpt, SeedOpt, TablesOpt
-from .run import (ConflictsOpt, EngineOpt, ExplainOpt, ExplainSecondsOpt, JsonOpt, LinearPublicOpt, LinearSecretOpt,
-                  MaxColumnsOpt, MaxRowsOpt, MaybeDataArg, PublishedOpt, RankOpt, ReportOpt, RulesOpt, UnitSecondsOpt,
-                  exit_for, pipeline, verdict_json)
+from .run import (ConflictsOpt, EngineOpt, ExplainOpt, ExplainSecondsOpt, JsonOpt, LinearPublicOpt,
+                  LinearResultsOpt, LinearSecretOpt, MaxColumnsOpt, MaxRowsOpt, MaybeDataArg, MemoryOpt, PublishedOpt,
+                  RankOpt, RankResultsOpt, ReportOpt, RulesOpt, UnitSecondsOpt, exit_for, pipeline, verdict_json)
 
 
 def register(app: typer.Typer) -> None:
@@ -28,11 +28,14 @@ def register(app: typer.Typer) -> None:
         explain: ExplainOpt = "singletons",
         explain_seconds: ExplainSecondsOpt = 10.0,
         max_rows: MaxRowsOpt = 200,
+        memory_mb: MemoryOpt = 4096,
         infer_schema: InferOpt = False,
         geography: GeographyOpt = None,
         rank: RankOpt = False,
         linear_secret: LinearSecretOpt = None,
         linear_public: LinearPublicOpt = None,
+        rank_results: RankResultsOpt = None,
+        linear_results: LinearResultsOpt = None,
         report: ReportOpt = False,
         json_out: JsonOpt = False,
         quiet: QuietOpt = False,
@@ -41,8 +44,9 @@ def register(app: typer.Typer) -> None:
         """CI gate: run the audit, print PASS or FAIL with the failing rules; exit 0 pass, 1 fail, 2 input error."""
         doc = pipeline(data, tables, schema, out, rules=rules, engine=engine, max_columns=max_columns, seed=seed,
                        conflicts=conflicts, unit_seconds=unit_seconds, explain=explain,
-                       explain_seconds=explain_seconds, max_rows=max_rows, infer_schema=infer_schema,
-                       geography=geography, rank=rank, linear_secret=linear_secret, linear_public=linear_public,
+                       explain_seconds=explain_seconds, max_rows=max_rows, memory_mb=memory_mb,
+                       infer_schema=infer_schema, geography=geography, rank=rank, linear_secret=linear_secret,
+                       linear_public=linear_public, rank_results=rank_results, linear_results=linear_results,
                        report=report, quiet=True, progress=False, published=published)
         if json_out:
             typer.echo(verdict_json(doc))

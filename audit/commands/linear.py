@@ -49,52 +49,17 @@ def register(app: typer.Typer) -> None:
         out: Annotated[Path, typer.Option("--out", "-o", help="Output folder for linear.json and the SVG plots (created if missing).")] = Path("audit-linear"),
     ) -> None:
         """Linear reconstruction (least squares and LP) of a secret column from subset sums; mitigation sweep."""
-        from ..engines.linear import (MECHANISMS, METHODS, LinearReconstruction, load_frame, mitigation_sweep,
-                                      opendp_available, prepare, DP_HINT)
+        from ..engines.linear import opendp_available, DP_HINT
 
-        if method not in METHODS:
-            raise AuditError(f"unknown --method '{method}'", "--method", f"use one of {list(METHODS)}")
-        if mechanism not in MECHANISMS:
-            raise AuditError(f"unknown --mechanism '{mechanism}'", "--mechanism", f"use one of {list(MECHANISMS)}")
-        if not 0 < delta < 1:
-            raise AuditError(f"--delta must be between 0 and 1, not {delta}", "--delta", "e.g. --delta 1e-6")
-        if (tables is None) != (schema is None):
-            raise AuditError("--tables and --schema go together", "--tables" if schema is None else "--schema",
-                             "pass both to look for difference attacks, or neither")
-        output_folder(out)
-        frame = load_frame(data)
-        target = prepare(frame, secret, _split(public), str(data))
-        grid = _params(params)
-        runs = {m: LinearReconstruction(target, secret, n_queries=queries, method=m, seed=seed).evaluate()
-                for m in METHODS}
-        head = runs[method]
-        report = {"data": str(data), "secret": secret, "public": list(target.names), "n_rows": target.n,
-                  "n_queries": head.n_queries, "seed": seed, "method": method, "accuracy": head.accuracy,
-                  "baseline": head.baseline, "ci": list(head.ci), "confidence": head.confidence,
-                  "methods": {m: r.to_dict() for m, r in runs.items()}, "sweep": [], "plots": {}}
-        out.mkdir(parents=True, exist_ok=True)
-        if sweep:
-            result = mitigation_sweep(target, secret, params=grid, trials=trials, seed=seed, n_queries=queries,
-                                      method=method, mechanism=mechanism, delta=delta, source=str(data))
-            meta = result.to_dict()
-            report["sweep"] = meta.pop("points")
-            report["sweep_settings"] = {**meta, "trials": trials}
-            report["privacy"] = result.privacy_note
-            for name, svg in result.plots().items():
-                (out / f"linear_{name}.svg").write_text(svg)
-                report["plots"][name] = f"linear_{name}.svg"
-        if tables is not None:
-            from ..difference import find_differences
-            from ..inputs import load_inputs
-
-            inputs = load_inputs(data, schema, tables)
-            report["differences"] = [f.to_dict() for f in find_differences(inputs.frame, inputs.schema, inputs.schedule)]
-        (out / "linear.json").write_text(json.dumps(report, indent=2, default=_json_default))
-        echo(f"{secret}: {head.accuracy:.1%} reconstructed by {method} from {head.n_queries} exact subset sums "
-                   f"(95% CI {head.ci[0]:.1%}-{head.ci[1]:.1%}; majority baseline {head.baseline:.1%})")
-        for m, r in runs.items():
+        report = write_linear(data, secret, public, out, queries=queries, seed=seed, method=method, sweep=sweep,
+                              params=params, trials=trials, mechanism=mechanism, delta=delta, tables=tables,
+                              schema=schema)
+        echo(f"{secret}: {report['accuracy']:.1%} reconstructed by {method} from {report['n_queries']} exact "
+                   f"subset sums (95% CI {report['ci'][0]:.1%}-{report['ci'][1]:.1%}; majority baseline "
+                   f"{report['baseline']:.1%})")
+        for m, r in report["methods"].items():
             if m != method:
-                echo(f"  {m}: {r.accuracy:.1%}")
+                echo(f"  {m}: {r['accuracy']:.1%}")
         if sweep:
             echo(f"  sweep: {len(report['sweep'])} points x {trials} trials; {report['privacy']}")
             for p in report["sweep"]:
@@ -116,3 +81,64 @@ def _json_default(value):
     if isinstance(value, float) and math.isinf(value):
         return "inf"
     raise TypeError(f"not JSON serialisable: {type(value).__name__}")
+
+
+def linear_target(data: Path, secret: str, public: str):
+    """The attacked table: the data checked for a 0/1 or small-integer ``secret`` and the ``public`` columns."""
+    from ..engines.linear import load_frame, prepare
+
+    return prepare(load_frame(data), secret, _split(public), str(data))
+
+
+def write_linear(data: Path, secret: str, public: str, out: Path, *, queries: Optional[int] = None, seed: int = 0,
+                 method: str = "lstsq", sweep: bool = False, params: Optional[str] = None, trials: int = 10,
+                 mechanism: str = "gaussian", delta: float = 1e-6, tables: Optional[Path] = None,
+                 schema: Optional[Path] = None) -> dict:
+    """Run the linear attack (and the sweep), write ``out/linear.json`` with the inputs' fingerprint and
+    the SVG plots; return the report. OpenDP is optional: without it epsilon is left out."""
+    from ..engines.linear import MECHANISMS, METHODS, LinearReconstruction, mitigation_sweep
+    from ..provenance import fingerprint
+
+    if method not in METHODS:
+        raise AuditError(f"unknown --method '{method}'", "--method", f"use one of {list(METHODS)}")
+    if mechanism not in MECHANISMS:
+        raise AuditError(f"unknown --mechanism '{mechanism}'", "--mechanism", f"use one of {list(MECHANISMS)}")
+    if not 0 < delta < 1:
+        raise AuditError(f"--delta must be between 0 and 1, not {delta}", "--delta", "e.g. --delta 1e-6")
+    if (tables is None) != (schema is None):
+        raise AuditError("--tables and --schema go together", "--tables" if schema is None else "--schema",
+                         "pass both to look for difference attacks, or neither")
+    output_folder(out)
+    target = linear_target(data, secret, public)
+    grid = _params(params)
+    runs = {m: LinearReconstruction(target, secret, n_queries=queries, method=m, seed=seed).evaluate()
+            for m in METHODS}
+    head = runs[method]
+    report = {"data": str(data), "secret": secret, "public": list(target.names), "n_rows": target.n,
+              "n_queries": head.n_queries, "seed": seed, "method": method, "accuracy": head.accuracy,
+              "baseline": head.baseline, "ci": list(head.ci), "confidence": head.confidence,
+              "methods": {m: r.to_dict() for m, r in runs.items()}, "sweep": [], "plots": {}}
+    out.mkdir(parents=True, exist_ok=True)
+    if sweep:
+        result = mitigation_sweep(target, secret, params=grid, trials=trials, seed=seed, n_queries=queries,
+                                  method=method, mechanism=mechanism, delta=delta, source=str(data))
+        meta = result.to_dict()
+        report["sweep"] = meta.pop("points")
+        report["sweep_settings"] = {**meta, "trials": trials}
+        report["privacy"] = result.privacy_note
+        for name, svg in result.plots().items():
+            (out / f"linear_{name}.svg").write_text(svg)
+            report["plots"][name] = f"linear_{name}.svg"
+    if tables is not None:
+        from ..difference import find_differences
+        from ..inputs import load_inputs
+
+        inputs = load_inputs(data, schema, tables)
+        report["differences"] = [f.to_dict() for f in find_differences(inputs.frame, inputs.schema, inputs.schedule)]
+    report["fingerprint"] = {**fingerprint(data, schema, tables),
+                             "options": {"secret": secret, "public": list(target.names), "seed": seed,
+                                         "queries": queries, "sweep": sweep}}
+    tmp = out / "linear.json.tmp"
+    tmp.write_text(json.dumps(report, indent=2, default=_json_default), encoding="utf-8")
+    tmp.replace(out / "linear.json")
+    return json.loads(json.dumps(report, default=_json_default))

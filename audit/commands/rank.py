@@ -6,8 +6,28 @@ from typing import Annotated, Optional
 
 import typer
 
+from ..provenance import fingerprint
 from ..terminal import echo
 from . import DataArg, GeographyOpt, InferOpt, OutOpt, QuietOpt, SchemaOpt, SeedOpt, TablesOpt, inputs_from, output_folder
+
+
+def write_ranking(inputs, options, out: Path, top: Optional[int] = None, made_from: dict | None = None):
+    """Run the ranking attack, write ``out/rank.json`` (with the inputs' fingerprint) and ``rank.svg``;
+    return the document and the results."""
+    from dataclasses import asdict
+
+    from ..engines.rank import rank_inputs
+    from ..findings import NOTICE, write_json
+
+    results = rank_inputs(inputs, options)
+    doc = {"notice": NOTICE, "confidential": True,
+           "inputs": {"data": inputs.data_path, "schema": inputs.schema.source, "tables": inputs.schedule.source},
+           "fingerprint": {**(made_from or {}), "options": asdict(options)},
+           **results.to_dict(top)}
+    out.mkdir(parents=True, exist_ok=True)
+    write_json(doc, out / "rank.json")
+    (out / "rank.svg").write_text(results.svg(), encoding="utf-8")
+    return doc, results
 
 
 def register(app: typer.Typer) -> None:
@@ -29,21 +49,13 @@ def register(app: typer.Typer) -> None:
         quiet: QuietOpt = False,
     ) -> None:
         """Rank reconstructed rows by confidence (RAP-RANK) and score them against holdout and parent baselines."""
-        from ..engines.rank import RankOptions, rank_inputs, resolve_device
-        from ..findings import write_json
+        from ..engines.rank import RankOptions, resolve_device
 
         options = RankOptions(runs=runs, steps=steps, lr=lr, init=init, device=device, seed=seed)
         output_folder(out)
         resolve_device(device)                      # needs torch: fails early with the install hint
         inputs = inputs_from(data, schema, tables, infer_schema, geography)
-        results = rank_inputs(inputs, options)
-        doc = {"notice": "CONFIDENTIAL: this file contains records reconstructed from confidential microdata. "
-                         "Handle it as the microdata itself.", "confidential": True,
-               "inputs": {"data": inputs.data_path, "schema": inputs.schema.source, "tables": inputs.schedule.source},
-               **results.to_dict(top)}
-        out.mkdir(parents=True, exist_ok=True)
-        write_json(doc, out / "rank.json")
-        (out / "rank.svg").write_text(results.svg(), encoding="utf-8")
+        doc, results = write_ranking(inputs, options, out, top, fingerprint(data, schema, tables))
         if not quiet:
             pooled = doc["pooled"]
             xs = pooled["k_over_u"]

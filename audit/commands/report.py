@@ -22,6 +22,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Re-render report.html from findings.json; rank/linear/protection.json beside it are included."""
         from ..junit import write_junit
+        from ..provenance import select
         from ..report import extras_beside, read_findings, write_report
         from ..rules import apply, load_rules
 
@@ -29,7 +30,9 @@ def register(app: typer.Typer) -> None:
         if junit is not None:
             output_file(junit, "--junit")
         doc = read_findings(findings)
-        extras = extras_beside(findings.parent)
+        extras, left_out = select(extras_beside(findings.parent), (doc.get("inputs") or {}).get("fingerprint"))
+        for line in left_out if not quiet else ():
+            typer.echo(f"warning: {findings.parent / line}", err=True)
         if rules is not None:
             apply(doc, load_rules(rules), extras.get("rank"), extras.get("linear"))
         path = write_report(doc, out, extras)

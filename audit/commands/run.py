@@ -39,8 +39,9 @@ PublishedOpt = Annotated[Optional[Path], typer.Option(
                         "file (table, cell, value and geography), or a Census Bureau LP (.lp/.lp.gz); give no DATA.")]
 MaybeDataArg = Annotated[Optional[Path], typer.Argument(
     metavar="DATA", help="Confidential microdata: CSV with a header row, or Parquet (none with --published).")]
-
-EXTRAS = ("rank", "linear", "protection")
+MemoryOpt = Annotated[int, typer.Option("--memory-mb", help="Memory per unit (MB): a unit estimated to need more is reported undecided (too large) before it is built, and the worker process running units is capped there.")]
+RankResultsOpt = Annotated[Optional[Path], typer.Option("--rank-results", help="Fold in this rank.json (audit rank on the same data, schema and tables) instead of running --rank.")]
+LinearResultsOpt = Annotated[Optional[Path], typer.Option("--linear-results", help="Fold in this linear.json (audit linear on the same data) instead of running --linear-secret.")]
 
 
 def _versions() -> dict[str, str]:
@@ -55,56 +56,54 @@ def _versions() -> dict[str, str]:
     return out
 
 
-def _subcommand(name: str, args: list[str]) -> None:
-    """Run another ``audit`` command in-process (ranking, linear), as if typed on the command line."""
-    import typer.main
-
-    from ..cli import app, click_errors, usage_error
-    from ..errors import AuditError
-
-    command = typer.main.get_command(app)
-    if name not in getattr(command, "commands", {}):
-        raise AuditError(f"the '{name}' attack is not available in this installation", f"--{name}",
-                         f"install a version with 'audit {name}', or drop the option")
-    sub = command.commands[name]
-    known = {o for p in sub.params for o in getattr(p, "opts", ())}
-    cleaned, i = [], 0
-    while i < len(args):  # drop options this version of the command does not take (e.g. --seed)
-        if args[i].startswith("--") and args[i] not in known:
-            i += 2
-            continue
-        cleaned.append(args[i])
-        i += 1
-    try:
-        code = command.main(args=[name, *cleaned], prog_name="audit", standalone_mode=False)
-    except typer.Exit as exc:
-        code = exc.exit_code
-    except click_errors.UsageError as exc:
-        raise usage_error(exc) from None
-    if isinstance(code, int) and code:
-        raise AuditError(f"audit {name} failed (exit {code})", f"--{name}",
-                         f"run 'audit {name}' on the same inputs to see why, or drop --{name}")
+OUTPUTS = ("findings.json", "junit.xml", "report.html")
 
 
-def read_extras(folder: Path, fresh: set[str] | None = None) -> dict[str, dict]:
-    """rank.json / linear.json / protection.json in the output folder (all when ``fresh`` is None)."""
-    from ..report import extras_beside
+def clear_outputs(out: Path) -> None:
+    """Remove the findings, JUnit XML and report an earlier run left in ``out``, so that a run that
+    fails (input error, exception, Ctrl-C) leaves none that looks current. Parts stay (``--resume``)."""
+    if out.is_dir():
+        for name in OUTPUTS:
+            (out / name).unlink(missing_ok=True)
 
-    found = extras_beside(folder)
-    return {k: v for k, v in found.items() if fresh is None or k in fresh or k == "protection"}
+
+def _explicit(rank_results: Optional[Path], linear_results: Optional[Path], made_from: dict
+              ) -> dict[str, tuple[Path, dict]]:
+    """Results passed by name (kind -> path and document): read and checked before the long work."""
+    from ..provenance import check_explicit
+    from ..report import read_json
+
+    out = {}
+    for kind, path in (("rank", rank_results), ("linear", linear_results)):
+        if path is not None:
+            doc = read_json(path, f"{kind} results")
+            check_explicit(kind, doc, made_from, path)
+            out[kind] = (path, doc)
+    return out
+
+
+def _write_atomic(write: Callable[[Path], object], path: Path) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    write(tmp)
+    tmp.replace(path)
 
 
 def pipeline(data: Path, tables: Path, schema: Optional[Path], out: Path, *, rules: Optional[str] = None,
              engine: str = "sat", max_columns: Optional[int] = None, seed: int = 0, conflicts: int = 200_000,
              unit_seconds: float = 120.0, explain: str = "singletons", explain_seconds: float = 10.0,
-             max_rows: int = 200, infer_schema: bool = False, geography: Optional[str] = None, rank: bool = False,
-             linear_secret: Optional[str] = None, linear_public: Optional[str] = None, report: bool = True,
-             quiet: bool = False, progress: bool = True, use_existing: bool = True,
-             on_unit: Callable[[dict], None] | None = None, scale=None, published: Optional[Path] = None) -> dict:
+             max_rows: int = 200, memory_mb: Optional[int] = 4096, infer_schema: bool = False,
+             geography: Optional[str] = None, rank: bool = False, linear_secret: Optional[str] = None,
+             linear_public: Optional[str] = None, rank_results: Optional[Path] = None,
+             linear_results: Optional[Path] = None, report: bool = True, quiet: bool = False, progress: bool = True,
+             use_existing: bool = True, on_unit: Callable[[dict], None] | None = None, scale=None,
+             published: Optional[Path] = None) -> dict:
     """Attack, apply the rules, write findings.json, junit.xml and report.html; return the findings.
 
     ``scale`` (:class:`audit.scale.ScaleOptions`): stream the data, run units on a pool or Dask, write
-    parts to ``out/parts`` (resumable) and cap the claims listed per unit; None: the in-process run.
+    parts to ``out/parts`` (resumable) and cap the claims listed per unit; None: the whole frame in
+    this process, each unit in one worker process bounded by ``memory_mb``. rank.json / linear.json
+    already in ``out`` count only when made from the same inputs (``use_existing``); those passed as
+    ``rank_results`` / ``linear_results`` are taken unless they record other inputs.
     ``published``: attack that release file alone (:mod:`audit.published`), with ``data`` None.
     """
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
@@ -113,17 +112,33 @@ def pipeline(data: Path, tables: Path, schema: Optional[Path], out: Path, *, rul
     from ..exact import ExactOptions
     from ..findings import run_exact, write_json
     from ..junit import write_junit
-    from ..report import write_report
+    from ..provenance import fingerprint, select
+    from ..report import extras_beside, write_report
     from ..rules import apply, load_rules
 
+    clear_outputs(out)
     if (linear_secret is None) != (linear_public is None):
         raise AuditError("--linear-secret and --linear-public go together",
                          "--linear-public" if linear_public is None else "--linear-secret", "pass both, or neither")
+    for kind, fresh_flag, path in (("rank", rank, rank_results), ("linear", linear_secret, linear_results)):
+        if fresh_flag and path is not None:
+            raise AuditError(f"--{kind} runs the {kind} attack and --{kind}-results takes one already run",
+                             f"--{kind}-results", "pass one of them")
     output_folder(out)  # before the long work: a bad --out or rules file fails fast
     policy = load_rules(rules)
     options = ExactOptions(engine=engine, max_columns=max_columns, seed=seed, conflicts=conflicts,
                            unit_seconds=unit_seconds, explain=explain, explain_seconds=explain_seconds,
-                           max_rows=max_rows)
+                           max_rows=max_rows, memory_mb=memory_mb)
+    if rank:
+        from ..engines.rank import resolve_device
+
+        resolve_device("auto")  # needs torch: stop now with the install hint, not after the exact attack
+    if linear_secret:
+        from .linear import linear_target
+
+        linear_target(data, linear_secret, linear_public or "")  # a wrong column fails now, not after the attack
+    made_from = fingerprint(data, schema, tables)
+    explicit = _explicit(rank_results, linear_results, made_from)
     started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     if published is not None:
         from ..published import check_options
@@ -141,6 +156,9 @@ def pipeline(data: Path, tables: Path, schema: Optional[Path], out: Path, *, rul
             echo(str(exc), err=True)
             raise typer.Exit(130) from None
     else:
+        from ..scale import bounded_runner
+
+        runner = bounded_runner(options, memory_mb)
         inputs = inputs_from(data, schema, tables, infer_schema, geography)
     with Progress(TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
                   disable=quiet or not progress, transient=True) as bar:
@@ -156,20 +174,34 @@ def pipeline(data: Path, tables: Path, schema: Optional[Path], out: Path, *, rul
 
             doc = run_published(published, schema, tables, options, on_unit=tick, rules=policy)
         elif scale is None:
-            doc = run_exact(inputs, options, on_unit=tick, rules=policy)
+            doc = run_exact(inputs, options, on_unit=tick, rules=policy, run_units=runner)
     out.mkdir(parents=True, exist_ok=True)
-    fresh: set[str] = set()
-    common = [str(data), "--tables", str(tables)] + (["--schema", str(schema)] if schema else [])
+    fresh: dict[str, dict] = {}
     if rank:
-        _subcommand("rank", common + ["--seed", str(seed), "--out", str(out)])
-        fresh.add("rank")
+        from ..engines.rank import RankOptions
+        from .rank import write_ranking
+
+        ranked = inputs if scale is None else inputs_from(data, schema, tables, infer_schema, geography)
+        fresh["rank"], _ = write_ranking(ranked, RankOptions(seed=seed), out, made_from=made_from)
     if linear_secret:
-        _subcommand("linear", [str(data), "--secret", linear_secret, "--public", linear_public or "", "--sweep",
-                               "--seed", str(seed), "--out", str(out)])
-        fresh.add("linear")
-    extras = read_extras(out, None if use_existing else fresh)
+        from .linear import write_linear
+
+        fresh["linear"] = write_linear(data, linear_secret, linear_public or "", out, seed=seed, sweep=True)
+    beside = extras_beside(out)
+    if not use_existing:
+        beside = {k: v for k, v in beside.items() if k == "protection"}
+    extras, left_out = select({k: v for k, v in {**beside, **fresh}.items() if k not in explicit}, made_from)
+    for kind, (path, extra) in explicit.items():  # taken for these inputs: stamped so, beside the findings
+        theirs = extra.get("fingerprint") if isinstance(extra.get("fingerprint"), dict) else {}
+        extras[kind] = {**extra, "fingerprint": {**made_from, **theirs, "passed_by_name": str(path)}}
+        write_json(extras[kind], out / f"{kind}.json")
+    for line in left_out if not quiet else ():
+        typer.echo(f"warning: {out / line}", err=True)
     apply(doc, policy, extras.get("rank"), extras.get("linear"))
     doc["attacks"] = ["exact", *[k for k in ("rank", "linear") if k in extras]]
+    doc["inputs"]["fingerprint"] = made_from
+    if left_out:
+        doc["extras_left_out"] = left_out
     doc["versions"] = _versions()
     doc["run"] = {"started": started, "command": "audit " + " ".join(sys.argv[1:]) if sys.argv else "",
                   "rules_file": policy.source}
@@ -177,10 +209,11 @@ def pipeline(data: Path, tables: Path, schema: Optional[Path], out: Path, *, rul
     if report:
         outputs["report"] = out / "report.html"
     doc["outputs"] = {k: str(v) for k, v in outputs.items()}
-    write_json(doc, outputs["findings"])
-    write_junit(doc, outputs["junit"])
+    # findings.json last: the three appear together at the end of a run that succeeded
+    _write_atomic(lambda p: write_junit(doc, p), outputs["junit"])
     if report:
         write_report(doc, outputs["report"], extras)
+    write_json(doc, outputs["findings"])
     return doc
 
 
@@ -189,13 +222,14 @@ def verdict_json(doc: dict) -> str:
     return json.dumps({k: doc.get(k) for k in keep}, indent=1)
 
 
-def _scale(workers: int, scheduler: Optional[str], resume: bool, claims_cap: Optional[int]):
-    """Scale options when any scale flag is given; None keeps the plain in-process run."""
+def _scale(workers: int, scheduler: Optional[str], resume: bool, claims_cap: Optional[int], memory_mb: int):
+    """Scale options when any scale flag is given; None keeps the whole frame in this process."""
     if workers == 1 and scheduler is None and not resume and claims_cap is None:
         return None
     from ..scale import ScaleOptions
 
-    return ScaleOptions(workers=workers, scheduler=scheduler, resume=resume, claims_cap=claims_cap)
+    return ScaleOptions(workers=workers, scheduler=scheduler, resume=resume, claims_cap=claims_cap,
+                        memory_mb=memory_mb)
 
 
 def exit_for(doc: dict) -> None:
@@ -219,15 +253,18 @@ def register(app: typer.Typer) -> None:
         explain: ExplainOpt = "singletons",
         explain_seconds: ExplainSecondsOpt = 10.0,
         max_rows: MaxRowsOpt = 200,
+        memory_mb: MemoryOpt = 4096,
         infer_schema: InferOpt = False,
         geography: GeographyOpt = None,
         rank: RankOpt = False,
         linear_secret: LinearSecretOpt = None,
         linear_public: LinearPublicOpt = None,
+        rank_results: RankResultsOpt = None,
+        linear_results: LinearResultsOpt = None,
         report: ReportOpt = True,
         json_out: JsonOpt = False,
         quiet: QuietOpt = False,
-        workers: Annotated[int, typer.Option("--workers", min=1, help="Units in parallel on a local process pool (1: in this process).")] = 1,
+        workers: Annotated[int, typer.Option("--workers", min=1, help="Units in parallel on a local process pool (1: one worker process).")] = 1,
         scheduler: Annotated[Optional[str], typer.Option("--scheduler", help="Run units on a Dask cluster at this address (needs the 'cluster' extra).")] = None,
         resume: Annotated[bool, typer.Option("--resume", help="Continue an interrupted run: skip the units already in OUT/parts.")] = False,
         claims_cap: Annotated[Optional[int], typer.Option("--claims-cap", min=0, help="Claims listed per unit in findings.json and OUT/parts (the summary counts them all); default: all up to 200 units, else 25; a large number keeps every claim.")] = None,
@@ -236,10 +273,11 @@ def register(app: typer.Typer) -> None:
         """Attack the release, apply the rules, write findings.json, junit.xml and report.html (exit 1 on failure)."""
         doc = pipeline(data, tables, schema, out, rules=rules, engine=engine, max_columns=max_columns, seed=seed,
                        conflicts=conflicts, unit_seconds=unit_seconds, explain=explain,
-                       explain_seconds=explain_seconds, max_rows=max_rows, infer_schema=infer_schema,
-                       geography=geography, rank=rank, linear_secret=linear_secret, linear_public=linear_public,
-                       report=report, quiet=quiet or json_out, scale=_scale(workers, scheduler, resume, claims_cap),
-                       published=published)
+                       explain_seconds=explain_seconds, max_rows=max_rows, memory_mb=memory_mb,
+                       infer_schema=infer_schema, geography=geography, rank=rank, linear_secret=linear_secret,
+                       linear_public=linear_public, rank_results=rank_results, linear_results=linear_results,
+                       report=report, quiet=quiet or json_out,
+                       scale=_scale(workers, scheduler, resume, claims_cap, memory_mb), published=published)
         if json_out:
             typer.echo(verdict_json(doc))
         elif not quiet:

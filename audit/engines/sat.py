@@ -9,6 +9,7 @@ added by :mod:`audit.engines._numeric`.
 """
 from __future__ import annotations
 
+import time
 from typing import Iterator
 
 import numpy as np
@@ -24,6 +25,7 @@ from ..release import Constraint, int_hi, int_lo
 from ._explain import LIMIT, SAT, UNSAT, explain_cells
 
 DEFAULT_SOLVER = "cadical195"
+FIRST_SLICE = 1_000  # conflicts of a call's first slice when a deadline is set
 
 
 def integer_bounds(c: Constraint, n: int) -> tuple[int, int]:
@@ -100,6 +102,8 @@ class SatEngine:
         self._explainer: Solver | None = None
         self._x_grid: np.ndarray | None = None
         self.calls = 0
+        self.deadline: float | None = None  # perf_counter time after which a call gives up (undecided)
+        self._pace: float | None = None  # conflicts per second on this formula, once measured
 
     # -- encoding -------------------------------------------------------------------------------
     def _add(self, clause: list[int]) -> None:
@@ -247,10 +251,27 @@ class SatEngine:
         self.calls += 1
         solver = solver or self.solver
         budget = budget or self.conflicts
-        if budget:
+        if not budget:
+            return solver.solve(assumptions=assumptions)
+        if self.deadline is None:
             solver.conf_budget(budget)
             return solver.solve_limited(assumptions=assumptions)
-        return solver.solve(assumptions=assumptions)
+        # CaDiCaL cannot be interrupted, so the budget is spent in slices with the deadline checked
+        # between them (learnt clauses carry over): each takes what fits in half the time left at
+        # the pace measured on this formula (a small first slice measures it). While the deadline
+        # is far that is the whole budget in one call, so the verdicts stay deterministic.
+        while True:
+            now = time.perf_counter()
+            fits = FIRST_SLICE if self._pace is None else int(self._pace * (self.deadline - now) / 2)
+            step = min(budget, max(FIRST_SLICE, fits))
+            solver.conf_budget(step)
+            result = solver.solve_limited(assumptions=assumptions)
+            spent = time.perf_counter() - now
+            budget -= step
+            if result is None:  # the slice ran to its end: its pace is a fair measure
+                self._pace = step / max(spent, 1e-6)
+            if result is not None or budget <= 0 or now + spent > self.deadline:
+                return result
 
     def decode(self, model: list[int]) -> np.ndarray:
         """Rows (atom indices) of the dataset in a model."""
