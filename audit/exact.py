@@ -12,11 +12,13 @@ from functools import lru_cache
 import numpy as np
 
 from .claims import REFUTED, UNDECIDED, VERIFIED, Claim, ClaimTable, Verdict, candidates
+from .engines._explain import EXPLAIN_BUDGET
 from .errors import AuditError, InconsistentRelease
 from .implied import LinearProof
 from .problem import Problem
 
 ENGINES = ("sat", "ip")
+EXPLAIN_MODES = ("none", "records", "singletons", "all")
 
 
 @dataclass(frozen=True)
@@ -30,8 +32,8 @@ class ExactOptions:
     conflicts: int = 200_000
     unit_seconds: float = 120.0
     solution_cap: int = 16  # datasets enumerated: up to this many decide every claim at once
-    explain: str = "singletons"  # none | singletons | all: which verified claims get explaining cells
-    explain_seconds: float = 10.0
+    explain: str = "records"  # none | records | singletons | all: which verified claims get explaining cells
+    explain_budget: int = EXPLAIN_BUDGET  # solver work per unit for explanations (conflicts; IP: nodes)
     max_rows: int = 200
     linear: bool = True  # prove claims that are linear combinations of exact counts without search
 
@@ -40,8 +42,10 @@ class ExactOptions:
             raise AuditError(f"unknown engine '{self.engine}'", fix=f"use one of {list(ENGINES)}")
         if self.max_columns is not None and self.max_columns < 1:
             raise AuditError("--max-columns must be at least 1")
-        if self.explain not in ("none", "singletons", "all"):
-            raise AuditError(f"unknown explain mode '{self.explain}'", fix="use none, singletons or all")
+        if self.explain not in EXPLAIN_MODES:
+            raise AuditError(f"unknown explain mode '{self.explain}'", fix=f"use one of {', '.join(EXPLAIN_MODES)}")
+        if self.explain_budget < 0:
+            raise AuditError("--explain-budget must be 0 or more", fix="e.g. --explain-budget 200000")
 
 
 @dataclass
@@ -206,38 +210,67 @@ def _search(engine, linear: LinearProof | None, problem: Problem, options: Exact
     return certificates
 
 
+def explain_targets(problem: Problem, verdicts: list[Verdict], mode: str) -> list[int]:
+    """Positions of the verdicts to explain, most columns first.
+
+    ``records``: per true record, the verified derived singleton over the most columns (the first
+    on ties); ``singletons``: every verified derived singleton; ``all``: every verified derived claim.
+    """
+    if mode == "none":
+        return []
+    picked = [i for i, v in enumerate(verdicts) if v.status == VERIFIED and not v.direct
+              and (mode == "all" or v.claim.singleton)]
+    if mode == "records":
+        rows: dict[tuple, dict] = {}  # columns -> their values -> the record (a singleton's values are unique)
+        best: dict[int, int] = {}
+        for i in picked:
+            claim = verdicts[i].claim
+            values = rows.get(claim.columns)
+            if values is None:
+                values = rows[claim.columns] = {tuple(r): k for k, r in enumerate(problem.truth[:, list(claim.columns)].tolist())}
+            record = values[tuple(a for _, a in claim.assignment)]
+            if record not in best or len(claim.assignment) > len(verdicts[best[record]].claim.assignment):
+                best[record] = i
+        picked = sorted(best.values())
+    return sorted(picked, key=lambda i: (-len(verdicts[i].claim.assignment), i))
+
+
 def _explain(engine, result: UnitResult, options: ExactOptions, linear: LinearProof | None,
              certificates: dict) -> None:
-    """Attach explaining cells to verified derived claims, most columns first, within the time budget.
-
-    A claim the solver cannot explain in time keeps the cells of a linear proof, when it has one
-    (sound, not minimal).
-    """
-    if options.explain == "none":
+    """Attach explaining cells to the verified claims :func:`explain_targets` picks, within the unit's
+    work budget. A claim with a checked linear proof falls back on its cells (sound, not minimal) when
+    the solver stalls or the budget runs out."""
+    targets = explain_targets(result.problem, result.verdicts, options.explain)
+    if not targets:
         return
-    order = sorted((i for i, v in enumerate(result.verdicts) if v.status == VERIFIED and not v.direct
-                    and (options.explain == "all" or v.claim.singleton)),
-                   key=lambda i: (-len(result.verdicts[i].claim.assignment), i))
-    if order and engine is None:
+    if engine is None:
         engine = make_engine(result.problem, options)
-    stop = time.perf_counter() + options.explain_seconds
+    explainer = engine.explainer(options.explain_budget)
     stalled = []
-    for i in order:
-        verdict = result.verdicts[i]
-        cells, minimal = engine.explain(verdict.claim) if time.perf_counter() < stop else ((), False)
+    for i in targets:
+        claim = result.verdicts[i].claim
+        certificate = (lambda c=claim: _certificate_cells(linear, [c], certificates).get(c)) if linear else None
+        cells, minimal = explainer.explain(claim, certificate)
         if cells:
-            result.verdicts[i] = replace(verdict, cells=cells, minimal=minimal)
+            result.verdicts[i] = replace(result.verdicts[i], cells=cells, minimal=minimal)
         else:
             stalled.append(i)
-    if stalled and linear is not None:
-        claims = [result.verdicts[i].claim for i in stalled]
-        missing = [c for c in claims if c not in certificates]
-        certificates = {**certificates, **{c: u for c, u in zip(missing, linear.combine(missing)) if u is not None}}
-        known = [(i, c) for i, c in zip(stalled, claims) if c in certificates]
-        if known:
-            found = linear.explain([c for _, c in known], np.array([certificates[c] for _, c in known]))
-            for (i, _), cells in zip(known, found):
+    if stalled and linear is not None:  # the budget ran out: the cells of a linear proof, when there is one
+        found = _certificate_cells(linear, [result.verdicts[i].claim for i in stalled], certificates)
+        for i in stalled:
+            cells = found.get(result.verdicts[i].claim)
+            if cells:
                 result.verdicts[i] = replace(result.verdicts[i], cells=cells, minimal=False)
+
+
+def _certificate_cells(linear: LinearProof, claims: list[Claim], certificates: dict) -> dict[Claim, tuple[str, ...]]:
+    """Cells of a checked linear proof of each claim that has one (the search's, else a combination)."""
+    missing = [c for c in claims if c not in certificates]
+    found = {**certificates, **{c: u for c, u in zip(missing, linear.combine(missing)) if u is not None}}
+    known = [c for c in claims if c in found]
+    if not known:
+        return {}
+    return dict(zip(known, linear.explain(known, np.array([found[c] for c in known]))))
 
 
 def _bound(linear: LinearProof, problem: Problem, claim: Claim) -> Verdict | np.ndarray | None:

@@ -34,6 +34,7 @@ import pandas as pd
 
 from .claims import UNDECIDED, Verdict, candidates
 from .coupled import build_coupled_problems, coupled_levels
+from .engines._explain import WORK_PER_SECOND
 from .errors import AuditError, OptionalDependencyMissing
 from .exact import ExactOptions, UnitResult, audit_unit
 from .findings import cells_json, claim_rank, document, prior_rows, unit_json
@@ -70,7 +71,7 @@ class ScaleOptions:
     claims_cap: int | None = None  # claims listed per unit in findings.json; None: all up to 200 units, else 25
     chunk_rows: int = DEFAULT_CHUNK_ROWS
     memory_mb: int | None = None
-    hard_seconds: float | None = None  # default: 2 x unit_seconds + explain_seconds + 60
+    hard_seconds: float | None = None  # default: 2 x unit_seconds + 2 x explain_budget / WORK_PER_SECOND + 60
     coupled: bool = True
     task: Callable | None = None  # the per-unit function (tests substitute one); default audit_task
 
@@ -307,8 +308,8 @@ def run_scaled(source, schema: Schema, schedule: Schedule, options: ExactOptions
     stats = {"rows": 0}
     tasks = _tasks(source, schema, schedule, scale, done, stats)
     cap = scale.claims_cap if scale.claims_cap is not None else (None if total <= AUTO_CAP_UNITS else DEFAULT_CAP)
-    limits = Limits(scale.memory_mb, scale.hard_seconds or 2 * options.unit_seconds + options.explain_seconds + 60,
-                    os.getpid(), cap)
+    hard = scale.hard_seconds or 2 * options.unit_seconds + 2 * options.explain_budget / WORK_PER_SECOND + 60
+    limits = Limits(scale.memory_mb, hard, os.getpid(), cap)
     writer = _PartWriter(parts)
     finished = already
 

@@ -29,7 +29,7 @@ def protected(*extra: str) -> list[str]:
 def unprotected(*extra: str) -> list[str]:
     """The same household block published with the full household schedule (no protection)."""
     return [str(PROTECTED / "data.csv"), "-s", str(HOUSEHOLDS / "schema.yaml"), "-t", str(HOUSEHOLDS / "tables.yaml"),
-            "--explain-seconds", "0.5", *extra]
+            "--explain-budget", "5000", *extra]
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,8 @@ from typing import Annotated
 import typer
 
 from . import QuietOpt
-from .run import JsonOpt
+from ..engines._explain import EXPLAIN_BUDGET
+from .run import ExplainBudgetOpt, ExplainSecondsOpt, JsonOpt, budget_of
 
 SAMPLES = ("block7", "households")
 
@@ -18,7 +19,8 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def demo(
         out: Annotated[Path, typer.Option("--out", "-o", help="Folder for the sample inputs and each sample's outputs.")] = Path("audit-demo"),
-        explain_seconds: Annotated[float, typer.Option("--explain-seconds", help="Time budget per unit for explanations.")] = 2.0,
+        explain_budget: ExplainBudgetOpt = EXPLAIN_BUDGET,
+        explain_seconds: ExplainSecondsOpt = None,
         json_out: JsonOpt = False,
         quiet: QuietOpt = False,
     ) -> None:
@@ -39,7 +41,8 @@ def register(app: typer.Typer) -> None:
                     shutil.copyfile(src, inputs / file)
             try:
                 doc = pipeline(inputs / "data.csv", inputs / "tables.yaml", inputs / "schema.yaml", folder,
-                               explain_seconds=explain_seconds, quiet=quiet or json_out, use_existing=False)
+                               explain_budget=budget_of(explain_budget, explain_seconds), quiet=quiet or json_out,
+                               use_existing=False)
             except (AuditError, ImportError) as exc:  # e.g. an engine this installation lacks
                 results[name] = {"error": f"{exc.__class__.__name__}: {exc}"}
                 if not (quiet or json_out):

@@ -14,6 +14,7 @@ from typing import Annotated, Callable, Optional
 
 import typer
 
+from ..engines._explain import EXPLAIN_BUDGET, WORK_PER_SECOND
 from . import DataArg, GeographyOpt, InferOpt, OutOpt, QuietOpt, SchemaOpt, SeedOpt, TablesOpt, inputs_from
 
 RulesOpt = Annotated[Optional[str], typer.Option(
@@ -29,11 +30,22 @@ EngineOpt = Annotated[str, typer.Option("--engine", help="Exact engine: sat (def
 MaxColumnsOpt = Annotated[Optional[int], typer.Option("--max-columns", help="Largest number of columns in a claim (default: all).")]
 ConflictsOpt = Annotated[int, typer.Option("--conflicts", help="Conflict budget per solver call; past it a claim is undecided.")]
 UnitSecondsOpt = Annotated[float, typer.Option("--unit-seconds", help="Time limit per unit; claims left are undecided.")]
-ExplainOpt = Annotated[str, typer.Option("--explain", help="Which verified claims get their explaining cells: none, singletons, all.")]
-ExplainSecondsOpt = Annotated[float, typer.Option("--explain-seconds", help="Time budget per unit for explanations.")]
+ExplainOpt = Annotated[str, typer.Option("--explain", help="Which verified claims get their explaining cells: records (the singleton over the most columns of each record), singletons, all, none.")]
+ExplainBudgetOpt = Annotated[int, typer.Option("--explain-budget", help="Solver work per unit for explanations: conflicts (IP engine: nodes) plus 10 per solver call (1,000 per MIP). Work, not time: the same inputs give the same findings on any machine.")]
+ExplainSecondsOpt = Annotated[Optional[float], typer.Option("--explain-seconds", hidden=True, help="Deprecated: sets --explain-budget to 10,000 per second.")]
 MaxRowsOpt = Annotated[int, typer.Option("--max-rows", help="Units with more rows are reported undecided (too large).")]
 
 EXTRAS = ("rank", "linear", "protection")
+
+
+def budget_of(budget: int, seconds: Optional[float]) -> int:
+    """The explanation work budget, from the deprecated ``--explain-seconds`` when it is given."""
+    if seconds is None:
+        return budget
+    budget = int(seconds * WORK_PER_SECOND)
+    typer.echo(f"warning: --explain-seconds is deprecated (explanations are bounded by solver work, not time); "
+               f"using --explain-budget {budget}", err=True)
+    return budget
 
 
 def _versions() -> dict[str, str]:
@@ -88,7 +100,7 @@ def read_extras(folder: Path, fresh: set[str] | None = None) -> dict[str, dict]:
 
 def pipeline(data: Path, tables: Path, schema: Optional[Path], out: Path, *, rules: Optional[str] = None,
              engine: str = "sat", max_columns: Optional[int] = None, seed: int = 0, conflicts: int = 200_000,
-             unit_seconds: float = 120.0, explain: str = "singletons", explain_seconds: float = 10.0,
+             unit_seconds: float = 120.0, explain: str = "records", explain_budget: int = EXPLAIN_BUDGET,
              max_rows: int = 200, infer_schema: bool = False, geography: Optional[str] = None, rank: bool = False,
              linear_secret: Optional[str] = None, linear_public: Optional[str] = None, report: bool = True,
              quiet: bool = False, progress: bool = True, use_existing: bool = True,
@@ -112,7 +124,7 @@ def pipeline(data: Path, tables: Path, schema: Optional[Path], out: Path, *, rul
                          "--linear-public" if linear_public is None else "--linear-secret", "pass both, or neither")
     policy = load_rules(rules)  # before the long work: a bad rules file fails fast
     options = ExactOptions(engine=engine, max_columns=max_columns, seed=seed, conflicts=conflicts,
-                           unit_seconds=unit_seconds, explain=explain, explain_seconds=explain_seconds,
+                           unit_seconds=unit_seconds, explain=explain, explain_budget=explain_budget,
                            max_rows=max_rows)
     started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     if scale is not None:
@@ -196,8 +208,9 @@ def register(app: typer.Typer) -> None:
         seed: SeedOpt = 0,
         conflicts: ConflictsOpt = 200_000,
         unit_seconds: UnitSecondsOpt = 120.0,
-        explain: ExplainOpt = "singletons",
-        explain_seconds: ExplainSecondsOpt = 10.0,
+        explain: ExplainOpt = "records",
+        explain_budget: ExplainBudgetOpt = EXPLAIN_BUDGET,
+        explain_seconds: ExplainSecondsOpt = None,
         max_rows: MaxRowsOpt = 200,
         infer_schema: InferOpt = False,
         geography: GeographyOpt = None,
@@ -215,7 +228,8 @@ def register(app: typer.Typer) -> None:
         """Attack the release, apply the rules, write findings.json, junit.xml and report.html (exit 1 on failure)."""
         doc = pipeline(data, tables, schema, out, rules=rules, engine=engine, max_columns=max_columns, seed=seed,
                        conflicts=conflicts, unit_seconds=unit_seconds, explain=explain,
-                       explain_seconds=explain_seconds, max_rows=max_rows, infer_schema=infer_schema,
+                       explain_budget=budget_of(explain_budget, explain_seconds), max_rows=max_rows,
+                       infer_schema=infer_schema,
                        geography=geography, rank=rank, linear_secret=linear_secret, linear_public=linear_public,
                        report=report, quiet=quiet or json_out, scale=_scale(workers, scheduler, resume, claims_cap))
         if json_out:

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import logging
 from fractions import Fraction
-from typing import Iterator
+from typing import Iterator, Sequence
 
 import numpy as np
 
@@ -37,7 +37,8 @@ from ..claims import REFUTED, UNDECIDED, VERIFIED, Claim, Verdict
 from ..problem import Problem
 from ..query import Predicate
 from ..release import Constraint, int_hi as _int_hi, int_lo as _int_lo
-from ._explain import LIMIT as EXPLAIN_LIMIT, SAT, UNSAT, explain_cells
+from ._explain import EXPLAIN_BUDGET, Explainer
+from ._explain import LIMIT as EXPLAIN_LIMIT, SAT as EXPLAIN_SAT, UNSAT as EXPLAIN_UNSAT
 from .sat import cell_of, integer_bounds
 
 log = logging.getLogger("audit.engines.ip")
@@ -45,6 +46,7 @@ log = logging.getLogger("audit.engines.ip")
 INF = float("inf")
 FEASIBLE, INFEASIBLE, LIMIT = "feasible", "infeasible", "limit"
 GUROBI_SIZE_LIMIT = 10010
+CALL_COST = 1_000  # explanation work charged per MIP besides its nodes: a MIP is far more than a SAT call
 
 
 class _Model:
@@ -79,13 +81,18 @@ class IpEngine:
         ``auto`` (Gurobi if licensed for the model, else HiGHS), ``gurobi`` or ``highs``.
     time_limit : float
         Seconds per solver call; a call that runs out is *undecided*.
+    explain_nodes : int
+        Node limit of one MIP while explaining a claim (explanations never use the time limit).
     """
 
     name = "ip"
 
     def __init__(self, problem: Problem, seed: int = 0, backend: str = "auto", time_limit: float = 60.0,
-                 threads: int = 1):
+                 threads: int = 1, explain_nodes: int = 1_000):
         self.problem, self.seed, self.time_limit, self.threads = problem, seed, time_limit, threads
+        self.explain_nodes = explain_nodes
+        self._explainer: Explainer | None = None
+        self.last_nodes = 0
         self.n = problem.n_rows[1]
         self.sizes = [len(d) for d in problem.domains]
         self.calls = 0
@@ -254,9 +261,14 @@ class IpEngine:
         return "gurobi"
 
     def _solve(self, cells: list[str] | None, extra: list = (), extra_vars: list = (),
-               objective: dict[int, float] | None = None) -> tuple[str, np.ndarray | None]:
-        """Solve with the base rows, the rows of ``cells`` (all when None) and extra rows/vars."""
+               objective: dict[int, float] | None = None, nodes: int | None = None) -> tuple[str, np.ndarray | None]:
+        """Solve with the base rows, the rows of ``cells`` (all when None) and extra rows/vars.
+
+        ``nodes``: a branch-and-bound node limit instead of the time limit (deterministic work);
+        the nodes used are left in ``last_nodes``.
+        """
         self.calls += 1
+        self.last_nodes = 0
         keep = None if cells is None else set(cells)
         rows = [r for r in self.model.rows if r[3] is None or keep is None or r[3] in keep] + list(extra)
         lb, ub, integer = list(self.model.lb), list(self.model.ub), list(self.model.integer)
@@ -266,18 +278,20 @@ class IpEngine:
             integer.append(vint)
         if self.backend == "gurobi":
             try:
-                return self._gurobi(rows, lb, ub, integer, objective)
+                return self._gurobi(rows, lb, ub, integer, objective, nodes)
             except _GurobiRefused as err:
                 log.warning("Gurobi refused the model (%s); falling back to HiGHS", err)
                 self.backend = "highs"
-        return self._highs(rows, lb, ub, integer, objective)
+        return self._highs(rows, lb, ub, integer, objective, nodes)
 
-    def _highs(self, rows, lb, ub, integer, objective):
+    def _highs(self, rows, lb, ub, integer, objective, nodes=None):
         import highspy
 
         h = highspy.Highs()
         h.setOptionValue("output_flag", False)
-        h.setOptionValue("time_limit", float(self.time_limit))
+        h.setOptionValue("time_limit", float(self.time_limit) if nodes is None else INF)
+        if nodes is not None:
+            h.setOptionValue("mip_max_nodes", int(nodes))
         h.setOptionValue("threads", self.threads)
         h.setOptionValue("random_seed", self.seed)
         lp = highspy.HighsLp()
@@ -304,6 +318,7 @@ class IpEngine:
         lp.integrality_ = [highspy.HighsVarType.kInteger if i else highspy.HighsVarType.kContinuous for i in integer]
         h.passModel(lp)
         h.run()
+        self.last_nodes = max(int(h.getInfo().mip_node_count), 0)
         status = h.getModelStatus()
         S = highspy.HighsModelStatus
         if status == S.kOptimal or (status in (S.kTimeLimit, S.kSolutionLimit, S.kInterrupt)
@@ -313,7 +328,7 @@ class IpEngine:
             return INFEASIBLE, None
         return LIMIT, None
 
-    def _gurobi(self, rows, lb, ub, integer, objective):
+    def _gurobi(self, rows, lb, ub, integer, objective, nodes=None):
         import gurobipy as gp
 
         try:
@@ -321,7 +336,10 @@ class IpEngine:
             env.setParam("OutputFlag", 0)
             env.start()
             model = gp.Model(env=env)
-            model.Params.TimeLimit = self.time_limit
+            if nodes is None:
+                model.Params.TimeLimit = self.time_limit
+            else:
+                model.Params.NodeLimit = nodes
             model.Params.Threads = self.threads
             model.Params.Seed = self.seed
             xs = model.addVars(len(lb), lb=lb, ub=ub,
@@ -338,6 +356,7 @@ class IpEngine:
             if objective:
                 model.setObjective(gp.quicksum(v * xs[k] for k, v in objective.items()))
             model.optimize()
+            self.last_nodes = int(model.NodeCount)
         except gp.GurobiError as err:
             if getattr(err, "errno", None) == GUROBI_SIZE_LIMIT or "size-limited" in str(err).lower() \
                     or "licen" in str(err).lower():
@@ -437,7 +456,7 @@ class IpEngine:
         rows, extra_vars = self._negation(claim)
         return self._solve(cells, rows, extra_vars)
 
-    def verify(self, claim: Claim, explain: str = "core") -> Verdict:
+    def verify(self, claim: Claim, explain: str = "none") -> Verdict:
         status, sol = self._solve_claim(claim, None)
         if status == LIMIT:
             return Verdict(claim, UNDECIDED, reason=f"time limit {self.time_limit}s per MIP reached")
@@ -445,21 +464,20 @@ class IpEngine:
             return Verdict(claim, REFUTED, counterexample=self.decode(sol))
         if explain == "none":
             return Verdict(claim, VERIFIED)
-        cells, minimal = self.explain(claim, shrink=explain == "minimal")
+        cells, minimal = self.explain(claim)
         return Verdict(claim, VERIFIED, cells, minimal)
 
-    def _broken_cells(self, rows: np.ndarray) -> set[str]:
-        return {cell_of(c.key) for c in self.problem.constraints if not c.holds(self.problem.value(rows, c))}
+    def explainer(self, budget: int = EXPLAIN_BUDGET) -> Explainer:
+        """The unit's :class:`~audit.engines._explain.Explainer`: work is branch-and-bound nodes plus
+        ``CALL_COST`` per MIP, each MIP limited to ``explain_nodes`` nodes (no time limit)."""
+        if self._explainer is None:
+            self._explainer = Explainer(self.problem, self.cells, lambda claim: _Session(self, claim), budget,
+                                        self.explain_nodes, call_cost=CALL_COST)
+        return self._explainer
 
-    def explain(self, claim: Claim, shrink: bool = True) -> tuple[tuple[str, ...], bool]:
-        """Cells that imply a verified claim: grown from counterexamples, then shrunk."""
-        def solve(cells: list[str]):
-            status, sol = self._solve_claim(claim, cells)
-            if status == FEASIBLE:
-                return SAT, self._broken_cells(self.decode(sol))
-            return (UNSAT if status == INFEASIBLE else EXPLAIN_LIMIT), None
-
-        return explain_cells(list(self.cells), solve, shrink)
+    def explain(self, claim: Claim, sufficient: Sequence[str] | None = None) -> tuple[tuple[str, ...], bool]:
+        """Cells that imply a verified claim, and whether they are a minimal set."""
+        return self.explainer().explain(claim, sufficient)
 
     def conflicting_cells(self) -> list[str]:
         """For an inconsistent release: a set of cells no dataset satisfies together (deletion filter)."""
@@ -474,6 +492,23 @@ class IpEngine:
             else:
                 i += 1
         return sorted(chosen)
+
+
+class _Session:
+    """A claim's negation rows, solved with chosen cells' rows under a node limit."""
+
+    def __init__(self, engine: IpEngine, claim: Claim):
+        self.engine, self.negation = engine, engine._negation(claim)
+
+    def solve(self, cells: list[int], budget: int) -> tuple[str, object, int]:
+        e = self.engine
+        status, sol = e._solve([e.cells[i] for i in cells], *self.negation, nodes=budget)
+        if status == FEASIBLE:
+            return EXPLAIN_SAT, e.decode(sol), e.last_nodes
+        return (EXPLAIN_UNSAT if status == INFEASIBLE else EXPLAIN_LIMIT), None, e.last_nodes
+
+    def close(self) -> None:
+        pass
 
 
 class _GurobiRefused(Exception):
