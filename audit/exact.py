@@ -75,15 +75,15 @@ class UnitResult:
         return self.exhausted and self.solutions == 1
 
 
-def make_engine(problem: Problem, options: ExactOptions):
-    """The engine named in the options, over this problem."""
+def make_engine(problem: Problem, options: ExactOptions, verifying: bool = True):
+    """The engine named in the options, over this problem (``verifying``: False when it only explains)."""
     if options.engine == "ip":
         from .engines.ip import IpEngine
 
         return IpEngine(problem, seed=options.seed, time_limit=min(60.0, options.unit_seconds))
     from .engines.sat import SatEngine
 
-    return SatEngine(problem, conflicts=options.conflicts, seed=options.seed)
+    return SatEngine(problem, conflicts=options.conflicts, seed=options.seed, verifying=verifying)
 
 
 @lru_cache(maxsize=1 << 16)
@@ -244,7 +244,7 @@ def _explain(engine, result: UnitResult, options: ExactOptions, linear: LinearPr
     if not targets:
         return
     if engine is None:
-        engine = make_engine(result.problem, options)
+        engine = make_engine(result.problem, options, verifying=False)
     explainer = engine.explainer(options.explain_budget)
     stalled = []
     for i in targets:

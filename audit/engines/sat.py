@@ -51,12 +51,14 @@ class SatEngine:
         Lexicographic ordering of row slots (needed for counting distinct datasets).
     explain_conflicts : int
         Conflict limit of one solver call while explaining a claim (see :meth:`explainer`).
+    verifying : bool
+        Build the verifying solver (cells hard); False when the engine only explains claims.
     """
 
     name = "sat"
 
     def __init__(self, problem: Problem, solver: str = DEFAULT_SOLVER, conflicts: int = 200_000,
-                 symmetry: bool = True, seed: int = 0, explain_conflicts: int = 5_000):
+                 symmetry: bool = True, seed: int = 0, explain_conflicts: int = 5_000, verifying: bool = True):
         self.problem, self.conflicts, self.seed = problem, conflicts, seed
         self.explain_conflicts = explain_conflicts
         self.pool = IDPool()
@@ -86,8 +88,9 @@ class SatEngine:
         # explanations use a second solver where they stay guarded.
         self._base = self._clauses
         self.solver_name = solver
-        self.solver = Solver(name=solver, bootstrap_with=self._base + [[sel] for sel in self.selectors.values()])
         self._clauses = []
+        if verifying:
+            self.solver = Solver(name=solver, bootstrap_with=self._base + [[sel] for sel in self.selectors.values()])
         self._guarded: Solver | None = None
         self._explainer: Explainer | None = None
         self._x_grid: np.ndarray | None = None
