@@ -96,15 +96,20 @@ def test_records_mode_picks_the_widest_singleton_of_each_record(households):
     assert all(result.verdicts[i].status == VERIFIED for i in picked)
 
 
-def test_pool_datasets_are_checked_against_the_problem(households):
-    """Cells the pool says a changed dataset breaks are exactly those Problem.violations names."""
-    problem = households["1003"]
+@pytest.mark.parametrize("sample, block", [("households", "1003"), ("block7", "0001")])
+def test_pool_datasets_are_checked_against_the_problem(sample, block):
+    """Cells the pool says a changed dataset breaks are exactly those Problem.violations names (counts,
+    and the CACM block's medians and means)."""
+    problem = _problems(sample)[block]
     book = CellBook(problem, sorted({c.key.rsplit(":", 1)[0] for c in problem.constraints}), problem.truth)
     pool = Pool(book)
-    pool.seed_near(limit=200)
+    pool.seed_near()
     rng = np.random.default_rng(0)
+    for _ in range(10):  # whole datasets, as the solver returns them
+        rows = np.column_stack([rng.integers(0, size, len(problem.truth)) for size in problem.sizes])
+        pool.add_dataset(rows)
     _, old_ids, old, new_ids, new = pool._join()
-    for k in rng.choice(len(pool), 20, replace=False):
+    for k in list(rng.choice(len(pool) - 10, 40, replace=False)) + list(range(len(pool) - 10, len(pool))):
         rows = np.vstack([np.delete(problem.truth, old[old_ids == k], axis=0), new[new_ids == k]])
         broken = {book.keys[i] for i in np.flatnonzero(pool.broken[k])}
         assert broken == {key.rsplit(":", 1)[0] for key in problem.violations(rows)}

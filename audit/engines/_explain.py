@@ -18,6 +18,7 @@ unit's, so the same inputs give the same explanations on any machine.
 from __future__ import annotations
 
 import itertools
+from fractions import Fraction
 from typing import Callable, Protocol, Sequence
 
 import numpy as np
@@ -90,7 +91,7 @@ class CellBook:
 
     def broken(self, old: np.ndarray, new: np.ndarray) -> np.ndarray:
         """Cells broken by each dataset ``base - base[old[k]] + new[k]`` (datasets x cells, bool)."""
-        k, width = len(old), len(self.bounds) - 1
+        k = len(old)
         if k == 1:  # one whole dataset
             counts = (self.base_counts - self.base_member[old[0]].sum(axis=0) + self.member(new[0]).sum(axis=0))[None]
         else:  # many small changes
@@ -103,12 +104,38 @@ class CellBook:
         out = np.zeros((k, len(self.keys)), dtype=bool)
         if len(self._cells):
             out[:, self._cells] = np.logical_or.reduceat(bad[:, self._order], self._starts, axis=1)
-        for j in range(k) if self.numeric else ():
-            rows = np.vstack([np.delete(self.base, old[j], axis=0), new[j].reshape(-1, width)])
-            for cell, c in self.numeric:
-                if not out[j, cell] and not c.holds(self.problem.value(rows, c)):
-                    out[j, cell] = True
+        for cell, c in self.numeric:
+            out[:, cell] |= ~self._holds(c, old, new)
         return out
+
+    def _holds(self, c, old: np.ndarray, new: np.ndarray) -> np.ndarray:
+        """Whether each dataset meets a sum, mean or median cell; each distinct value is checked once,
+        by the constraint itself."""
+        width = len(self.bounds) - 1
+        if old.shape[1] != new.shape[1]:  # datasets of another size than the base: one at a time
+            return np.array([c.holds(self.problem.value(np.vstack([np.delete(self.base, o, axis=0), n.reshape(-1, width)]), c))
+                             for o, n in zip(old, new)], dtype=bool)
+        rows = np.repeat(self.base[None], len(old), axis=0)
+        rows[np.arange(len(old))[:, None], old] = new
+        flat = flat_mask(self.problem, c.predicate).astype(bool)
+        inside = np.ones(rows.shape[:2], dtype=bool)
+        for j in range(width):
+            inside &= flat[self.bounds[j] + rows[..., j]]
+        col = self.problem.index(c.statistic.column)
+        values = np.asarray(self.problem.domains[col].values, dtype=np.int64)[rows[..., col]]
+        count = inside.sum(axis=1)
+        if c.statistic.kind == "median":  # twice the median: the middle value, or the two middle ones
+            ordered = np.sort(np.where(inside, values, np.iinfo(np.int64).max), axis=1)
+            upper = ordered[np.arange(len(rows)), np.minimum(count // 2, rows.shape[1] - 1)]
+            lower = ordered[np.arange(len(rows)), np.maximum((count - 1) // 2, 0)]
+            keys = np.column_stack([count, np.where(count > 0, lower + upper, 0)])
+            value = lambda n, t: Fraction(int(t), 2) if n else None  # noqa: E731
+        else:
+            keys = np.column_stack([count, (inside * values).sum(axis=1)])
+            value = ((lambda n, t: Fraction(int(t), int(n)) if n else None) if c.statistic.kind == "mean"
+                     else (lambda n, t: Fraction(int(t))))
+        distinct, back = np.unique(keys, axis=0, return_inverse=True)
+        return np.array([c.holds(value(n, t)) for n, t in distinct], dtype=bool)[back.ravel()]
 
 
 class Pool:
