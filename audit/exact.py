@@ -33,7 +33,7 @@ class ExactOptions:
     unit_seconds: float = 120.0
     solution_cap: int = 16  # datasets enumerated: up to this many decide every claim at once
     explain: str = "records"  # none | records | singletons | all: which verified claims get explaining cells
-    explain_budget: int = EXPLAIN_BUDGET  # solver work per unit for explanations (conflicts; IP: nodes)
+    explain_budget: float = EXPLAIN_BUDGET  # explanation work per unit: millions of solver propagations
     max_rows: int = 200
     linear: bool = True  # prove claims that are linear combinations of exact counts without search
 
@@ -45,7 +45,7 @@ class ExactOptions:
         if self.explain not in EXPLAIN_MODES:
             raise AuditError(f"unknown explain mode '{self.explain}'", fix=f"use one of {', '.join(EXPLAIN_MODES)}")
         if self.explain_budget < 0:
-            raise AuditError("--explain-budget must be 0 or more", fix="e.g. --explain-budget 200000")
+            raise AuditError("--explain-budget must be 0 or more", fix=f"e.g. --explain-budget {EXPLAIN_BUDGET:g}")
 
 
 @dataclass

@@ -51,7 +51,7 @@ def findings(tmp_path_factory) -> Path:
     for name, doc in (("rank", RANK), ("linear", LINEAR), ("protection", PROTECTION)):
         (out / f"{name}.json").write_text(json.dumps(doc))
     code = run(["run", str(data), "-s", str(HOUSEHOLDS / "schema.yaml"), "-t", str(HOUSEHOLDS / "tables.yaml"),
-                "-o", str(out), "--explain-budget", "10000", "--quiet"])
+                "-o", str(out), "--explain-budget", "10", "--quiet"])
     assert code == 1  # the unprotected block fails the default rules
     return out / "findings.json"
 

@@ -31,20 +31,20 @@ MaxColumnsOpt = Annotated[Optional[int], typer.Option("--max-columns", help="Lar
 ConflictsOpt = Annotated[int, typer.Option("--conflicts", help="Conflict budget per solver call; past it a claim is undecided.")]
 UnitSecondsOpt = Annotated[float, typer.Option("--unit-seconds", help="Time limit per unit; claims left are undecided.")]
 ExplainOpt = Annotated[str, typer.Option("--explain", help="Which verified claims get their explaining cells: records (the singleton over the most columns of each record), singletons, all, none.")]
-ExplainBudgetOpt = Annotated[int, typer.Option("--explain-budget", help="Solver work per unit for explanations: conflicts (IP engine: nodes) plus 10 per solver call (1,000 per MIP). Work, not time: the same inputs give the same findings on any machine.")]
-ExplainSecondsOpt = Annotated[Optional[float], typer.Option("--explain-seconds", hidden=True, help="Deprecated: sets --explain-budget to 10,000 per second.")]
+ExplainBudgetOpt = Annotated[float, typer.Option("--explain-budget", help="Solver work per unit for explanations, in millions of propagations (about 0.2 s each). Work, not time: the same inputs give the same findings on any machine.")]
+ExplainSecondsOpt = Annotated[Optional[float], typer.Option("--explain-seconds", hidden=True, help="Deprecated: sets --explain-budget to 5 per second.")]
 MaxRowsOpt = Annotated[int, typer.Option("--max-rows", help="Units with more rows are reported undecided (too large).")]
 
 EXTRAS = ("rank", "linear", "protection")
 
 
-def budget_of(budget: int, seconds: Optional[float]) -> int:
+def budget_of(budget: float, seconds: Optional[float]) -> float:
     """The explanation work budget, from the deprecated ``--explain-seconds`` when it is given."""
     if seconds is None:
         return budget
-    budget = int(seconds * WORK_PER_SECOND)
+    budget = seconds * WORK_PER_SECOND
     typer.echo(f"warning: --explain-seconds is deprecated (explanations are bounded by solver work, not time); "
-               f"using --explain-budget {budget}", err=True)
+               f"using --explain-budget {budget:g}", err=True)
     return budget
 
 
@@ -100,7 +100,7 @@ def read_extras(folder: Path, fresh: set[str] | None = None) -> dict[str, dict]:
 
 def pipeline(data: Path, tables: Path, schema: Optional[Path], out: Path, *, rules: Optional[str] = None,
              engine: str = "sat", max_columns: Optional[int] = None, seed: int = 0, conflicts: int = 200_000,
-             unit_seconds: float = 120.0, explain: str = "records", explain_budget: int = EXPLAIN_BUDGET,
+             unit_seconds: float = 120.0, explain: str = "records", explain_budget: float = EXPLAIN_BUDGET,
              max_rows: int = 200, infer_schema: bool = False, geography: Optional[str] = None, rank: bool = False,
              linear_secret: Optional[str] = None, linear_public: Optional[str] = None, report: bool = True,
              quiet: bool = False, progress: bool = True, use_existing: bool = True,

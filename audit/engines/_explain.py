@@ -12,8 +12,8 @@ minimal; a new counterexample joins the pool and the hitting set is taken again.
 do not settle it, the hitting set is taken inside a set already known to suffice (a checked linear
 certificate's cells, or the solver's core over all cells), which bounds the search.
 
-Solver work, not time, bounds it: each call gets a conflict (or node) budget, charged against the
-unit's, so the same inputs give the same explanations on any machine.
+Solver work, not time, bounds it: each call has a conflict (or node) limit, and its propagations are
+charged against the unit's budget, so the same inputs give the same explanations on any machine.
 """
 from __future__ import annotations
 
@@ -31,17 +31,17 @@ from ..release import int_hi, int_lo
 UNSAT, SAT, LIMIT = "unsat", "sat", "limit"
 FREE_ROUNDS = 2  # hitting sets over all cells tried before the search is confined to a sufficient set
 CONFINED_ROUNDS = 3  # hitting sets inside it tried before it is shrunk one cell at a time
-CALL_COST = 10  # work charged per solver call on top of its conflicts (calls without conflicts still cost)
 MAX_NEAR = 20_000  # datasets near the truth seeded into a unit's pool
-EXPLAIN_BUDGET = 200_000  # default work per unit (conflicts or nodes, plus CALL_COST per call)
-WORK_PER_SECOND = 10_000  # about what the SAT explainer does per CPU second (for the deprecated --explain-seconds)
+EXPLAIN_BUDGET = 50.0  # default work per unit: millions of solver propagations (about 10 s of solving)
+WORK_PER_SECOND = 5.0  # millions of propagations the explanation solver makes per CPU second, about
 
 
 class Session(Protocol):
     """One claim's negation inside an engine's explanation solver."""
 
-    def solve(self, cells: list[int], budget: int) -> tuple[str, object, int]:
-        """(UNSAT, core cell indices or None) | (SAT, rows of a counterexample) | (LIMIT, None), plus work done."""
+    def solve(self, cells: list[int], limit: int) -> tuple[str, object, int]:
+        """(UNSAT, core cell indices or None) | (SAT, rows of a counterexample) | (LIMIT, None), plus the
+        work done (propagations); ``limit``: conflicts (nodes) allowed to the call."""
 
     def close(self) -> None:
         """Retire the claim's negation."""
@@ -275,21 +275,20 @@ class Explainer:
         The cells an explanation may name, in the engine's order.
     open_claim : callable
         Claim -> :class:`Session` of the engine's explanation solver.
-    budget : int
-        Solver work for the whole unit: conflicts (nodes for the IP engine), plus ``call_cost`` per call.
+    budget : float
+        Solver work for the whole unit, in millions of propagations (see :class:`Session`); no call
+        starts once it is spent.
     per_call : int
-        Work limit of one solver call.
-    call_cost : int
-        Work charged per call besides its conflicts or nodes (calls that need none still cost time).
+        Conflict (node) limit of one solver call.
     """
 
     def __init__(self, problem: Problem, keys: Sequence[str], open_claim: Callable[[Claim], Session],
-                 budget: int, per_call: int, call_cost: int = CALL_COST):
+                 budget: float, per_call: int):
         base = problem.truth if problem.truth is not None else np.zeros((0, len(problem.sizes)), dtype=np.int64)
         self.book = CellBook(problem, keys, base)
         self.pool = Pool(self.book)
         self.pool.seed_near()
-        self.open_claim, self.left, self.per_call, self.call_cost = open_claim, budget, per_call, call_cost
+        self.open_claim, self.left, self.per_call = open_claim, int(budget * 1e6), per_call
         self.calls = 0
 
     @property
@@ -393,7 +392,7 @@ class Explainer:
     def _solve(self, session: Session, cells: list[int]) -> tuple[str, object, int]:
         if self.left <= 0:
             return LIMIT, None, 0
-        status, info, work = session.solve(cells, max(1, min(self.per_call, self.left)))
+        status, info, work = session.solve(cells, self.per_call)
         self.calls += 1
-        self.left -= work + self.call_cost
+        self.left -= work
         return status, info, work

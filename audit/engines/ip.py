@@ -46,7 +46,8 @@ log = logging.getLogger("audit.engines.ip")
 INF = float("inf")
 FEASIBLE, INFEASIBLE, LIMIT = "feasible", "infeasible", "limit"
 GUROBI_SIZE_LIMIT = 10010
-CALL_COST = 1_000  # explanation work charged per MIP besides its nodes: a MIP is far more than a SAT call
+# explanation work of a MIP in the SAT explainer's unit (propagations): per simplex iteration, and per MIP
+ITERATION_WORK, MIP_WORK = 1_000, 100_000
 
 
 class _Model:
@@ -92,7 +93,7 @@ class IpEngine:
         self.problem, self.seed, self.time_limit, self.threads = problem, seed, time_limit, threads
         self.explain_nodes = explain_nodes
         self._explainer: Explainer | None = None
-        self.last_nodes = 0
+        self.last_iterations = 0
         self.n = problem.n_rows[1]
         self.sizes = [len(d) for d in problem.domains]
         self.calls = 0
@@ -265,10 +266,10 @@ class IpEngine:
         """Solve with the base rows, the rows of ``cells`` (all when None) and extra rows/vars.
 
         ``nodes``: a branch-and-bound node limit instead of the time limit (deterministic work);
-        the nodes used are left in ``last_nodes``.
+        the simplex iterations made are left in ``last_iterations``.
         """
         self.calls += 1
-        self.last_nodes = 0
+        self.last_iterations = 0
         keep = None if cells is None else set(cells)
         rows = [r for r in self.model.rows if r[3] is None or keep is None or r[3] in keep] + list(extra)
         lb, ub, integer = list(self.model.lb), list(self.model.ub), list(self.model.integer)
@@ -318,7 +319,7 @@ class IpEngine:
         lp.integrality_ = [highspy.HighsVarType.kInteger if i else highspy.HighsVarType.kContinuous for i in integer]
         h.passModel(lp)
         h.run()
-        self.last_nodes = max(int(h.getInfo().mip_node_count), 0)
+        self.last_iterations = max(int(h.getInfo().simplex_iteration_count), 0)
         status = h.getModelStatus()
         S = highspy.HighsModelStatus
         if status == S.kOptimal or (status in (S.kTimeLimit, S.kSolutionLimit, S.kInterrupt)
@@ -356,7 +357,7 @@ class IpEngine:
             if objective:
                 model.setObjective(gp.quicksum(v * xs[k] for k, v in objective.items()))
             model.optimize()
-            self.last_nodes = int(model.NodeCount)
+            self.last_iterations = int(model.IterCount)
         except gp.GurobiError as err:
             if getattr(err, "errno", None) == GUROBI_SIZE_LIMIT or "size-limited" in str(err).lower() \
                     or "licen" in str(err).lower():
@@ -467,12 +468,12 @@ class IpEngine:
         cells, minimal = self.explain(claim)
         return Verdict(claim, VERIFIED, cells, minimal)
 
-    def explainer(self, budget: int = EXPLAIN_BUDGET) -> Explainer:
-        """The unit's :class:`~audit.engines._explain.Explainer`: work is branch-and-bound nodes plus
-        ``CALL_COST`` per MIP, each MIP limited to ``explain_nodes`` nodes (no time limit)."""
+    def explainer(self, budget: float = EXPLAIN_BUDGET) -> Explainer:
+        """The unit's :class:`~audit.engines._explain.Explainer`: each MIP is limited to ``explain_nodes``
+        nodes (no time limit) and charged ``MIP_WORK`` plus ``ITERATION_WORK`` per simplex iteration."""
         if self._explainer is None:
             self._explainer = Explainer(self.problem, self.cells, lambda claim: _Session(self, claim), budget,
-                                        self.explain_nodes, call_cost=CALL_COST)
+                                        self.explain_nodes)
         return self._explainer
 
     def explain(self, claim: Claim, sufficient: Sequence[str] | None = None) -> tuple[tuple[str, ...], bool]:
@@ -500,12 +501,13 @@ class _Session:
     def __init__(self, engine: IpEngine, claim: Claim):
         self.engine, self.negation = engine, engine._negation(claim)
 
-    def solve(self, cells: list[int], budget: int) -> tuple[str, object, int]:
+    def solve(self, cells: list[int], limit: int) -> tuple[str, object, int]:
         e = self.engine
-        status, sol = e._solve([e.cells[i] for i in cells], *self.negation, nodes=budget)
+        status, sol = e._solve([e.cells[i] for i in cells], *self.negation, nodes=limit)
+        work = MIP_WORK + ITERATION_WORK * e.last_iterations
         if status == FEASIBLE:
-            return EXPLAIN_SAT, e.decode(sol), e.last_nodes
-        return (EXPLAIN_UNSAT if status == INFEASIBLE else EXPLAIN_LIMIT), None, e.last_nodes
+            return EXPLAIN_SAT, e.decode(sol), work
+        return (EXPLAIN_UNSAT if status == INFEASIBLE else EXPLAIN_LIMIT), None, work
 
     def close(self) -> None:
         pass

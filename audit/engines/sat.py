@@ -52,7 +52,8 @@ class SatEngine:
     explain_conflicts : int
         Conflict limit of one solver call while explaining a claim (see :meth:`explainer`).
     verifying : bool
-        Build the verifying solver (cells hard); False when the engine only explains claims.
+        Build the verifying solver (cells hard); False when the engine only explains claims: a cell
+        is then encoded when an explanation first assumes it.
     """
 
     name = "sat"
@@ -79,11 +80,15 @@ class SatEngine:
         if symmetry:
             self._lex()
         self.selectors: dict[str, int] = {}
+        self._pending: dict[str, list[Constraint]] = {}  # cells not encoded yet (see :meth:`_encode`)
         for c in problem.constraints:
             if c.statistic.kind == "count" and not c.predicate.clauses and (c.lo, c.hi) == (problem.n_rows[0], problem.n_rows[1]) and c.exact:
                 continue  # the population, already fixed by the number of slots
             sel = self.selectors.setdefault(cell_of(c.key), self.pool.id(("sel", cell_of(c.key))))
-            self._constraint(c, sel)
+            if verifying:
+                self._constraint(c, sel)
+            else:
+                self._pending.setdefault(cell_of(c.key), []).append(c)
         # Cells are hard in the main solver (assumption-guarded cells made each call 50-100x slower);
         # explanations use a second solver where they stay guarded.
         self._base = self._clauses
@@ -272,8 +277,19 @@ class SatEngine:
             raise TimeoutError("the conflict budget ran out before any dataset was found")
         return self.decode(self.solver.get_model()) if result else None
 
+    def _encode(self, cells) -> None:
+        """Add the cells not encoded yet to the guarded solver (an engine that only explains them)."""
+        todo = [k for k in cells if k in self._pending]
+        for k in todo:
+            for c in self._pending.pop(k):
+                self._constraint(c, self.selectors[k])
+        if todo:
+            clauses, self._clauses = self._clauses, []
+            self.guarded.append_formula(clauses)
+
     def conflicting_cells(self) -> list[str]:
         """For an inconsistent release: a set of cells that no dataset satisfies together."""
+        self._encode(list(self.selectors))
         sels = list(self.selectors.values())
         if self._solve(sels, self.guarded) is not False:
             return []
@@ -370,9 +386,10 @@ class SatEngine:
         cells, minimal = self.explain(claim)
         return Verdict(claim, VERIFIED, cells, minimal)
 
-    def explainer(self, budget: int = EXPLAIN_BUDGET) -> Explainer:
+    def explainer(self, budget: float = EXPLAIN_BUDGET) -> Explainer:
         """The unit's :class:`~audit.engines._explain.Explainer` on the guarded solver (made once;
-        ``budget``: conflicts for all of its explanations, each call limited to ``explain_conflicts``)."""
+        ``budget``: millions of propagations for all of its explanations, each call limited to
+        ``explain_conflicts`` conflicts)."""
         if self._explainer is None:
             self._explainer = Explainer(self.problem, list(self.selectors), lambda claim: _Session(self, claim),
                                         budget, self.explain_conflicts)
@@ -398,15 +415,17 @@ class _Session:
     def __init__(self, engine: SatEngine, claim: Claim):
         self.engine, self.solver = engine, engine.guarded
         self.guard = engine._negation(claim, self.solver)
+        self.keys = list(engine.selectors)
         self.selectors = np.array(list(engine.selectors.values()), dtype=np.int64)
         self.index = {int(sel): i for i, sel in enumerate(self.selectors)}
 
-    def solve(self, cells: list[int], budget: int) -> tuple[str, object, int]:
-        before = self.solver.accum_stats().get("conflicts", 0)
+    def solve(self, cells: list[int], limit: int) -> tuple[str, object, int]:
+        self.engine._encode([self.keys[i] for i in cells])
+        before = self.solver.accum_stats().get("propagations", 0)
         self.engine.calls += 1
-        self.solver.conf_budget(budget)
+        self.solver.conf_budget(limit)
         result = self.solver.solve_limited(assumptions=[self.guard] + self.selectors[cells].tolist())
-        work = self.solver.accum_stats().get("conflicts", 0) - before
+        work = self.solver.accum_stats().get("propagations", 0) - before
         if result is None:
             return LIMIT, None, work
         if result is False:
