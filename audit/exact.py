@@ -238,25 +238,28 @@ def explain_targets(problem: Problem, verdicts: list[Verdict], mode: str) -> lis
 def _explain(engine, result: UnitResult, options: ExactOptions, linear: LinearProof | None,
              certificates: dict) -> None:
     """Attach explaining cells to the verified claims :func:`explain_targets` picks, within the unit's
-    work budget. A claim with a checked linear proof falls back on its cells (sound, not minimal) when
-    the solver stalls or the budget runs out."""
+    work budget. In a unit settled by linear algebra every claim's search starts from its linear
+    proof's cells; elsewhere they are the fallback when the solver finds no core. A claim keeps them
+    (sound, not minimal) when the budget runs out."""
     targets = explain_targets(result.problem, result.verdicts, options.explain)
     if not targets:
         return
-    if engine is None:
+    claims = [result.verdicts[i].claim for i in targets]
+    known = {}
+    if engine is None:  # one dataset: every claim is a combination of exact counts, found in one pass
         engine = make_engine(result.problem, options, verifying=False)
+        known = _certificate_cells(linear, claims, certificates)
     explainer = engine.explainer(options.explain_budget)
     stalled = []
-    for i in targets:
-        claim = result.verdicts[i].claim
-        certificate = (lambda c=claim: _certificate_cells(linear, [c], certificates).get(c)) if linear else None
-        cells, minimal = explainer.explain(claim, certificate)
+    for i, claim in zip(targets, claims):
+        lazy = (lambda c=claim: _certificate_cells(linear, [c], certificates).get(c)) if linear else None
+        cells, minimal = explainer.explain(claim, known.get(claim), lazy)
         if cells:
             result.verdicts[i] = replace(result.verdicts[i], cells=cells, minimal=minimal)
         else:
             stalled.append(i)
     if stalled and linear is not None:  # the budget ran out: the cells of a linear proof, when there is one
-        found = _certificate_cells(linear, [result.verdicts[i].claim for i in stalled], certificates)
+        found = known or _certificate_cells(linear, [result.verdicts[i].claim for i in stalled], certificates)
         for i in stalled:
             cells = found.get(result.verdicts[i].claim)
             if cells:

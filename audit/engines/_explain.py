@@ -295,14 +295,15 @@ class Explainer:
     def keys(self) -> list[str]:
         return self.book.keys
 
-    def explain(self, claim: Claim, certificate: Callable[[], Sequence[str] | None] | None = None
-                ) -> tuple[tuple[str, ...], bool]:
+    def explain(self, claim: Claim, sufficient: Sequence[str] | None = None,
+                certificate: Callable[[], Sequence[str] | None] | None = None) -> tuple[tuple[str, ...], bool]:
         """Cells that imply a verified claim, and whether they are minimal (within the work budget).
 
-        ``certificate`` is asked, only when the solver finds no core over every cell, for cells
-        already known to imply the claim (a checked linear proof's): the search is then confined to
-        them. Past the budget the answer is the set the search was confined to (not minimal), or
-        ``((), False)`` when there is none yet: an explanation is never invented.
+        ``sufficient``: cells known to imply the claim (a checked linear proof's); the search is
+        confined to the solver's core over them instead of over every cell. ``certificate`` is asked
+        for such cells only when the solver finds no core over every cell. Past the budget the answer
+        is the set the search was confined to (not minimal), or ``((), False)`` when there is none
+        yet: an explanation is never invented.
         """
         if self.left <= 0:
             return (), False
@@ -312,7 +313,7 @@ class Explainer:
         try:
             for rounds in itertools.count():
                 if rounds == FREE_ROUNDS:
-                    within = self._confine(session, certificate)
+                    within = self._confine(session, sufficient, certificate)
                     if within is None:
                         return (), False
                 if rounds == FREE_ROUNDS + CONFINED_ROUNDS:
@@ -375,19 +376,30 @@ class Explainer:
     def _names(self, cells) -> tuple[str, ...]:
         return tuple(sorted(self.keys[i] for i in cells))
 
-    def _confine(self, session: Session, certificate) -> np.ndarray | None:
-        """Cells known to imply the claim (a mask): the solver's core over every cell, else the certificate's."""
-        status, core, _ = self._solve(session, list(range(len(self.keys))))
-        within = np.zeros(len(self.keys), dtype=bool)
-        if status == UNSAT and core is not None:
-            within[core] = True
-            return within
+    def _confine(self, session: Session, sufficient, certificate) -> np.ndarray | None:
+        """Cells known to imply the claim (a mask): the solver's core over the sufficient cells (every
+        cell when none are known), else those cells, else the certificate's."""
+        index = {k: i for i, k in enumerate(self.keys)}
+        start = np.ones(len(self.keys), dtype=bool)
+        if sufficient is not None:
+            start[:] = False
+            start[[index[k] for k in sufficient if k in index]] = True  # the population is fixed by the engines
+        status, core, _ = self._solve(session, np.flatnonzero(start).tolist())
+        if status == UNSAT:
+            if core is not None:
+                start[:] = False
+                start[core] = True
+            return start
+        if status == SAT and sufficient is not None:
+            raise AssertionError("a dataset meets every cell of a checked linear proof and contradicts its claim")
+        if sufficient is not None:
+            return start
         cells = certificate() if certificate is not None else None
         if not cells:
             return None
-        index = {k: i for i, k in enumerate(self.keys)}
-        within[[index[k] for k in cells if k in index]] = True  # the population cell is fixed by the engines
-        return within
+        start[:] = False
+        start[[index[k] for k in cells if k in index]] = True
+        return start
 
     def _solve(self, session: Session, cells: list[int]) -> tuple[str, object, int]:
         if self.left <= 0:
