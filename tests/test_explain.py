@@ -2,20 +2,24 @@
 a fresh solver (the brute-force checks on tiny problems are in test_exact, test_numeric and test_ip)."""
 from __future__ import annotations
 
+import itertools
 import json
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from audit.claims import VERIFIED
+from audit.claims import VERIFIED, candidates
 from audit.engines._explain import CellBook, Pool, hitting_set
 from audit.engines.sat import SatEngine
 from audit.exact import ExactOptions, audit_unit, explain_targets
 from audit.findings import unit_json
 from audit.inputs import load_inputs
+
+from _oracle import all_datasets, random_problem
 
 SAMPLES = Path(__file__).parent.parent / "samples"
 
@@ -121,3 +125,23 @@ def test_hitting_sets_are_irredundant():
     assert sets[:, chosen].any(axis=1).all()
     assert all(not sets[:, [c for c in chosen if c != j]].any(axis=1).all() for j in chosen)
     assert hitting_set(sets, np.array([True, False, False, False])) is None
+
+
+def test_linear_proofs_of_a_set_of_cells_are_sound():
+    """The linear fallback for a sufficiency check the solver cannot finish: whenever it proves that
+    some cells imply a claim, every dataset meeting those cells (and the population) has the count."""
+    proven = 0
+    for seed in range(12):
+        problem = random_problem(np.random.default_rng(700 + seed), max_rows=3, numeric=False)
+        explainer = SatEngine(problem).explainer()
+        for claim in candidates(problem.truth):
+            for k in (1, 2):
+                for cells in itertools.combinations(range(len(explainer.keys)), k):
+                    if not explainer._linear(claim, list(cells)):
+                        continue
+                    keep = {explainer.keys[i] for i in cells}
+                    sub = replace(problem, constraints=tuple(c for c in problem.constraints
+                                                             if c.key.rsplit(":", 1)[0] in keep))
+                    assert all(claim.count(d) == claim.m for d in all_datasets(sub)), (claim, keep)
+                    proven += 1
+    assert proven >= 10

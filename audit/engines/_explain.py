@@ -18,6 +18,7 @@ charged against the unit's budget, so the same inputs give the same explanations
 from __future__ import annotations
 
 import itertools
+from dataclasses import replace
 from fractions import Fraction
 from typing import Callable, Protocol, Sequence
 
@@ -289,6 +290,7 @@ class Explainer:
         self.pool = Pool(self.book)
         self.pool.seed_near()
         self.open_claim, self.left, self.per_call = open_claim, int(budget * 1e6), per_call
+        self._index = {k: i for i, k in enumerate(self.keys)}
         self.calls = 0
 
     @property
@@ -321,7 +323,7 @@ class Explainer:
                 cells = hitting_set(sets, within)
                 if cells is None:
                     raise AssertionError(f"a dataset meets every cell of a set said to imply {claim} and contradicts it")
-                status, info, _ = self._solve(session, cells)
+                status, info, _ = self._suffices(session, claim, cells)
                 if status == UNSAT:
                     return self._names(cells), True
                 if status == LIMIT:
@@ -350,7 +352,7 @@ class Explainer:
             chunk = todo[:step]
             trial = keep.copy()
             trial[chunk] = False
-            status, info, _ = self._solve(session, np.flatnonzero(trial).tolist())
+            status, info, _ = self._suffices(session, claim, np.flatnonzero(trial).tolist())
             if status == UNSAT:
                 keep = trial
                 if info is not None:
@@ -400,6 +402,29 @@ class Explainer:
         start[:] = False
         start[[index[k] for k in cells if k in index]] = True
         return start
+
+    def _suffices(self, session: Session, claim: Claim, cells: list[int]) -> tuple[str, object, int]:
+        """The solver's answer on whether the cells imply the claim; when it runs out, a checked linear
+        proof from these cells alone (on the support their zero cells leave) stands for UNSAT."""
+        status, info, work = self._solve(session, cells)
+        if status == LIMIT and self._linear(claim, cells):
+            return UNSAT, None, work
+        return status, info, work
+
+    def _linear(self, claim: Claim, cells: list[int]) -> bool:
+        from ..implied import LinearProof
+
+        keep = {self.keys[i] for i in cells}
+        problem = self.book.problem
+        constraints = tuple(c for c in problem.constraints if c.key.rsplit(":", 1)[0] in keep
+                            or c.key.rsplit(":", 1)[0] not in self._index)  # the population stays
+        linear = LinearProof.of(replace(problem, constraints=constraints))
+        if linear is None:
+            return False
+        if linear.combine([claim])[0] is not None:
+            return True
+        found = linear.bound(claim)
+        return found is not None and found[0] == "verified"
 
     def _solve(self, session: Session, cells: list[int]) -> tuple[str, object, int]:
         if self.left <= 0:
