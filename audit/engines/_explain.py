@@ -25,7 +25,7 @@ from typing import Callable, Protocol, Sequence
 import numpy as np
 
 from ..claims import Claim
-from ..implied import flat_mask, in_sets
+from ..implied import LinearProof, flat_mask, in_sets
 from ..problem import Problem
 from ..release import int_hi, int_lo
 
@@ -381,7 +381,7 @@ class Explainer:
     def _confine(self, session: Session, sufficient, certificate) -> np.ndarray | None:
         """Cells known to imply the claim (a mask): the solver's core over the sufficient cells (every
         cell when none are known), else those cells, else the certificate's."""
-        index = {k: i for i, k in enumerate(self.keys)}
+        index = self._index
         start = np.ones(len(self.keys), dtype=bool)
         if sufficient is not None:
             start[:] = False
@@ -406,14 +406,13 @@ class Explainer:
     def _suffices(self, session: Session, claim: Claim, cells: list[int]) -> tuple[str, object, int]:
         """The solver's answer on whether the cells imply the claim; when it runs out, a checked linear
         proof from these cells alone (on the support their zero cells leave) stands for UNSAT."""
+        spent = self.left <= 0
         status, info, work = self._solve(session, cells)
-        if status == LIMIT and self._linear(claim, cells):
+        if status == LIMIT and not spent and self._linear(claim, cells):
             return UNSAT, None, work
         return status, info, work
 
     def _linear(self, claim: Claim, cells: list[int]) -> bool:
-        from ..implied import LinearProof
-
         keep = {self.keys[i] for i in cells}
         problem = self.book.problem
         constraints = tuple(c for c in problem.constraints if c.key.rsplit(":", 1)[0] in keep
