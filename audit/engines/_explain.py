@@ -8,9 +8,11 @@ counterexample a solver returns), checked against the problem. A claim is explai
 irredundant hitting set of its counterexamples in the pool and asking the solver for a dataset
 that meets it and contradicts the claim: none (UNSAT) proves it sufficient, and irredundancy gives
 each cell a pool dataset that meets every other cell and contradicts the claim, so the set is
-minimal; a new counterexample joins the pool and the hitting set is taken again. When a few rounds
-do not settle it, the hitting set is taken inside a set already known to suffice (a checked linear
-certificate's cells, or the solver's core over all cells), which bounds the search.
+minimal; a new counterexample joins the pool and the hitting set is taken again. After
+:data:`FREE_ROUNDS` the hitting sets are confined to a set known to suffice (the solver's core over a
+checked linear proof's cells or over every cell), and after :data:`CONFINED_ROUNDS` more that set
+is shrunk by deletion. A sufficiency check the solver cannot finish may be settled by a checked
+linear proof from those cells alone.
 
 Solver work, not time, bounds it: each call has a conflict (or node) limit, and its propagations are
 charged against the unit's budget, so the same inputs give the same explanations on any machine.
