@@ -27,7 +27,7 @@ from typing import Callable, Protocol, Sequence
 import numpy as np
 
 from ..claims import Claim
-from ..implied import LinearProof, flat_mask, in_sets
+from ..implied import LinearProof, flat_mask
 from ..problem import Problem
 from ..release import int_hi, int_lo
 
@@ -70,27 +70,29 @@ class CellBook:
         self.lo = np.array([int_lo(c.lo, c.lo_open) or 0 for c in counts], dtype=np.int64)
         self.hi = np.array([np.iinfo(np.int32).max if c.hi is None else int_hi(c.hi, c.hi_open) for c in counts],
                            dtype=np.int64)
-        cell = np.array([index[c.key.rsplit(":", 1)[0]] for c in counts], dtype=np.int64)
-        self._order = np.argsort(cell, kind="stable")  # count constraints grouped by cell
-        self._cells, self._starts = np.unique(cell[self._order], return_index=True)
-        self.edits = np.array([flat_mask(problem, e) for e in problem.edits], dtype=np.int64).reshape(len(problem.edits), width)
+        self._cell = np.array([index[c.key.rsplit(":", 1)[0]] for c in counts], dtype=np.int64)
+        edits = np.array([flat_mask(problem, e) for e in problem.edits], dtype=np.int64).reshape(len(problem.edits), width)
+        self._edit_by_atom = np.ascontiguousarray(edits.T.astype(bool))
         self.base = np.asarray(base, dtype=np.int64).reshape(-1, len(problem.sizes))
         self.base_member = self.member(self.base)
         self.base_counts = self.base_member.sum(axis=0, dtype=np.int32)
 
     def member(self, rows: np.ndarray) -> np.ndarray:
         """Which count cells' regions hold each row (rows x count constraints, 0/1)."""
-        rows = np.asarray(rows).reshape(-1, len(self.bounds) - 1)
-        out = np.ones((len(rows), len(self.lo)), dtype=bool)
-        for c in range(rows.shape[1]):  # gathers, not a matrix product: no BLAS threads on a small product
-            out &= self._by_atom[self.bounds[c] + rows[:, c]]
-        return out.astype(np.int32)
+        return self._inside(rows, self._by_atom).astype(np.int32)
 
     def allowed(self, rows: np.ndarray) -> np.ndarray:
         """Which rows no structural edit forbids."""
-        if not len(self.edits) or not len(rows):
-            return np.ones(len(rows), dtype=bool)
-        return ~in_sets(rows, self.edits, self.bounds).any(axis=1)
+        return ~self._inside(rows, self._edit_by_atom).any(axis=1)
+
+    def _inside(self, rows: np.ndarray, by_atom: np.ndarray) -> np.ndarray:
+        """Which product sets (atom -> set masks) hold each row: gathers, not a matrix product (no
+        BLAS threads for a small product)."""
+        rows = np.asarray(rows).reshape(-1, len(self.bounds) - 1)
+        out = np.ones((len(rows), by_atom.shape[1]), dtype=bool)
+        for c in range(rows.shape[1]):
+            out &= by_atom[self.bounds[c] + rows[:, c]]
+        return out
 
     def broken(self, old: np.ndarray, new: np.ndarray) -> np.ndarray:
         """Cells broken by each dataset ``base - base[old[k]] + new[k]`` (datasets x cells, bool)."""
@@ -103,10 +105,9 @@ class CellBook:
                 counts -= self.base_member[old[:, r]]
             for r in range(new.shape[1]):
                 counts += self.member(new[:, r])
-        bad = (counts < self.lo) | (counts > self.hi)
         out = np.zeros((k, len(self.keys)), dtype=bool)
-        if len(self._cells):
-            out[:, self._cells] = np.logical_or.reduceat(bad[:, self._order], self._starts, axis=1)
+        data, constraint = np.nonzero((counts < self.lo) | (counts > self.hi))
+        out[data, self._cell[constraint]] = True
         for cell, c in self.numeric:
             out[:, cell] |= ~self._holds(c, old, new)
         return out
