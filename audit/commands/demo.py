@@ -8,8 +8,9 @@ from typing import Annotated
 
 import typer
 
-from . import QuietOpt
 from ..engines._explain import EXPLAIN_BUDGET
+from ..terminal import echo
+from . import QuietOpt, output_folder
 from .run import ExplainBudgetOpt, ExplainSecondsOpt, JsonOpt, budget_of
 
 SAMPLES = ("block7", "households")
@@ -30,6 +31,8 @@ def register(app: typer.Typer) -> None:
         from ..errors import AuditError
         from .run import pipeline
 
+        output_folder(out)
+        budget = budget_of(explain_budget, explain_seconds)
         results = {}
         root = importlib.resources.files("audit.samples_data")
         for name in SAMPLES:
@@ -41,20 +44,19 @@ def register(app: typer.Typer) -> None:
                     shutil.copyfile(src, inputs / file)
             try:
                 doc = pipeline(inputs / "data.csv", inputs / "tables.yaml", inputs / "schema.yaml", folder,
-                               explain_budget=budget_of(explain_budget, explain_seconds), quiet=quiet or json_out,
-                               use_existing=False)
+                               explain_budget=budget, quiet=quiet or json_out, use_existing=False)
             except (AuditError, ImportError) as exc:  # e.g. an engine this installation lacks
                 results[name] = {"error": f"{exc.__class__.__name__}: {exc}"}
                 if not (quiet or json_out):
-                    typer.echo(f"{name}: could not run ({exc})", err=True)
+                    echo(f"{name}: could not run ({exc})", err=True)
                 continue
             results[name] = {"verdict": doc["verdict"], "failing": [f["rule"] for f in doc["failing"]],
                              **doc["outputs"]}
             if not (quiet or json_out):
-                typer.echo(f"{name}: {doc['verdict'].upper()}"
+                echo(f"{name}: {doc['verdict'].upper()}"
                            + (f" (failing: {', '.join(results[name]['failing'])})" if doc["failing"] else ""))
-                typer.echo(f"  report: {doc['outputs']['report']}")
+                echo(f"  report: {doc['outputs']['report']}")
         if json_out:
             typer.echo(json.dumps(results, indent=1))
         if not any("verdict" in r for r in results.values()):
-            raise AuditError("no sample could be run", fix="see the messages above")
+            raise AuditError("no sample could be run", "audit demo", fix="see the messages above")
