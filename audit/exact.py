@@ -275,7 +275,11 @@ def _explain(engine, result: UnitResult, options: ExactOptions, linear: LinearPr
     if engine is None:  # one dataset: every claim is a combination of exact counts, found in one pass
         engine = make_engine(result.problem, options, verifying=False)
         known = _certificate_cells(linear, claims, certificates)
-    explainer = engine.explainer(options.explain_budget)
+        explainer = engine.explainer(options.explain_budget)
+    elif options.engine == "sat":  # small checks on a solver that holds only the cells they assume
+        explainer = make_engine(result.problem, options, verifying=False).explainer(options.explain_budget, engine)
+    else:
+        explainer = engine.explainer(options.explain_budget)
     stalled = []
     for i, claim in zip(targets, claims):
         lazy = (lambda c=claim: _certificate_cells(linear, [c], certificates).get(c)) if linear else None

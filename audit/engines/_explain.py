@@ -284,15 +284,18 @@ class Explainer:
         starts once it is spent.
     per_call : int
         Conflict (node) limit of one solver call.
+    open_whole : callable, optional
+        Claim -> :class:`Session` for the calls over every cell (a solver that holds them all), when
+        ``open_claim``'s solver holds only the cells it has been asked about.
     """
 
     def __init__(self, problem: Problem, keys: Sequence[str], open_claim: Callable[[Claim], Session],
-                 budget: float, per_call: int):
+                 budget: float, per_call: int, open_whole: Callable[[Claim], Session] | None = None):
         base = problem.truth if problem.truth is not None else np.zeros((0, len(problem.sizes)), dtype=np.int64)
         self.book = CellBook(problem, keys, base)
         self.pool = Pool(self.book)
         self.pool.seed_near()
-        self.open_claim, self.left, self.per_call = open_claim, int(budget * 1e6), per_call
+        self.open_claim, self.open_whole, self.left, self.per_call = open_claim, open_whole, int(budget * 1e6), per_call
         self._index = {k: i for i, k in enumerate(self.keys)}
         self.calls = 0
 
@@ -318,7 +321,7 @@ class Explainer:
         try:
             for rounds in itertools.count():
                 if rounds == FREE_ROUNDS:
-                    within = self._confine(session, sufficient, certificate)
+                    within = self._confine(session, claim, sufficient, certificate)
                     if within is None:
                         return (), False
                 if rounds == FREE_ROUNDS + CONFINED_ROUNDS:
@@ -381,7 +384,7 @@ class Explainer:
     def _names(self, cells) -> tuple[str, ...]:
         return tuple(sorted(self.keys[i] for i in cells))
 
-    def _confine(self, session: Session, sufficient, certificate) -> np.ndarray | None:
+    def _confine(self, session: Session, claim: Claim, sufficient, certificate) -> np.ndarray | None:
         """Cells known to imply the claim (a mask): the solver's core over the sufficient cells (every
         cell when none are known), else those cells, else the certificate's."""
         index = self._index
@@ -389,7 +392,10 @@ class Explainer:
         if sufficient is not None:
             start[:] = False
             start[[index[k] for k in sufficient if k in index]] = True  # the population is fixed by the engines
-        status, core, _ = self._solve(session, np.flatnonzero(start).tolist())
+        if sufficient is None and self.open_whole is not None:
+            status, core, _ = self._whole(claim, np.flatnonzero(start).tolist())
+        else:
+            status, core, _ = self._solve(session, np.flatnonzero(start).tolist())
         if status == UNSAT:
             if core is not None:
                 start[:] = False
@@ -411,9 +417,20 @@ class Explainer:
         proof from these cells alone (on the support their zero cells leave) stands for UNSAT."""
         spent = self.left <= 0
         status, info, work = self._solve(session, cells)
+        if status == LIMIT and not spent and self.open_whole is not None:  # every cell in reach helps CDCL
+            status, info, more = self._whole(claim, cells)
+            work += more
         if status == LIMIT and not spent and self._linear(claim, cells):
             return UNSAT, None, work
         return status, info, work
+
+    def _whole(self, claim: Claim, cells: list[int]) -> tuple[str, object, int]:
+        """A call on the solver that holds every cell (``open_whole``)."""
+        whole = self.open_whole(claim)
+        try:
+            return self._solve(whole, cells)
+        finally:
+            whole.close()
 
     def _linear(self, claim: Claim, cells: list[int]) -> bool:
         keep = {self.keys[i] for i in cells}

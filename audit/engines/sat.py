@@ -386,13 +386,16 @@ class SatEngine:
         cells, minimal = self.explain(claim)
         return Verdict(claim, VERIFIED, cells, minimal)
 
-    def explainer(self, budget: float = EXPLAIN_BUDGET) -> Explainer:
+    def explainer(self, budget: float = EXPLAIN_BUDGET, cores: "SatEngine | None" = None) -> Explainer:
         """The unit's :class:`~audit.engines._explain.Explainer` on the guarded solver (made once;
         ``budget``: millions of propagations for all of its explanations, each call limited to
-        ``explain_conflicts`` conflicts)."""
+        ``explain_conflicts`` conflicts). ``cores``: an engine over the same problem whose guarded
+        solver takes the calls over every cell, so that this one (built with ``verifying=False``)
+        holds only the cells explanations assume."""
         if self._explainer is None:
+            whole = None if cores is None else (lambda claim: _Session(cores, claim))
             self._explainer = Explainer(self.problem, list(self.selectors), lambda claim: _Session(self, claim),
-                                        budget, self.explain_conflicts)
+                                        budget, self.explain_conflicts, whole)
             # Counterexamples near the truth that keep every cell they can are the informative ones:
             # phases lean the guarded solver towards them.
             phases = list(self.selectors.values())
