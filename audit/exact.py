@@ -13,6 +13,7 @@ import numpy as np
 
 from .claims import (REFUTED, UNDECIDED, VERIFIED, Claim, ClaimTable, Verdict, candidates, count_candidates,
                      distinct_rows, n_subsets)
+from .engines._explain import EXPLAIN_BUDGET
 from .errors import AuditError, InconsistentRelease
 from .implied import LinearProof
 from .problem import Problem
@@ -27,6 +28,7 @@ BYTES_PER_CLAUSE = 500
 SECONDS_PER_CLAUSE = 3e-6  # building the SAT encoding (measured: 1.9 M clauses in 5-7 s on 2 loaded cores)
 BASE_MB = 400  # a worker's own footprint (interpreter, numpy, pandas, pysat, HiGHS): not for the unit
 LISTED_MAX = 20_000  # a unit the attack did not finish lists its undecided claims up to this many
+EXPLAIN_MODES = ("none", "records", "singletons", "all")
 
 
 @dataclass(frozen=True)
@@ -40,8 +42,8 @@ class ExactOptions:
     conflicts: int = 200_000
     unit_seconds: float = 120.0
     solution_cap: int = 16  # datasets enumerated: up to this many decide every claim at once
-    explain: str = "singletons"  # none | singletons | all: which verified claims get explaining cells
-    explain_seconds: float = 10.0
+    explain: str = "records"  # none | records | singletons | all: which verified claims get explaining cells
+    explain_budget: float = EXPLAIN_BUDGET  # explanation work per unit: millions of solver propagations
     max_rows: int = 200
     linear: bool = True  # prove claims that are linear combinations of exact counts without search
     memory_mb: int | None = 4096  # per unit; a unit estimated above it is too large (None: no bound)
@@ -49,8 +51,8 @@ class ExactOptions:
     def __post_init__(self):
         if self.engine not in ENGINES:
             raise AuditError(f"unknown engine '{self.engine}'", "--engine", fix=f"use one of {list(ENGINES)}")
-        if self.explain not in ("none", "singletons", "all"):
-            raise AuditError(f"unknown explain mode '{self.explain}'", "--explain", "use none, singletons or all")
+        if self.explain not in EXPLAIN_MODES:
+            raise AuditError(f"unknown explain mode '{self.explain}'", "--explain", f"use one of {', '.join(EXPLAIN_MODES)}")
         for option, value, low, example in (("--max-columns", self.max_columns, 1, 3), ("--seed", self.seed, 0, 0),
                                             ("--conflicts", self.conflicts, 1, 200_000),
                                             ("--max-rows", self.max_rows, 1, 200)):
@@ -59,9 +61,9 @@ class ExactOptions:
         if not self.unit_seconds > 0:  # also refuses NaN
             raise AuditError(f"must be a number above 0, not {self.unit_seconds}", "--unit-seconds",
                              "e.g. --unit-seconds 120")
-        if not self.explain_seconds >= 0:
-            raise AuditError(f"must be a number 0 or more, not {self.explain_seconds}", "--explain-seconds",
-                             "e.g. --explain-seconds 10")
+        if not self.explain_budget >= 0:
+            raise AuditError(f"must be a number 0 or more, not {self.explain_budget}", "--explain-budget",
+                             f"e.g. --explain-budget {EXPLAIN_BUDGET:g}")
         if self.memory_mb is not None and self.memory_mb < 2 * BASE_MB:
             raise AuditError(f"--memory-mb {self.memory_mb} is too small", "--memory-mb",
                              f"give at least {2 * BASE_MB} (MB per unit)")
@@ -181,16 +183,16 @@ def unfinished(problem: Problem, options: ExactOptions, status: str, reason: str
     return result
 
 
-def make_engine(problem: Problem, options: ExactOptions, deadline: float | None = None):
+def make_engine(problem: Problem, options: ExactOptions, deadline: float | None = None, verifying: bool = True):
     """The engine named in the options, over this problem; its solver calls give up at ``deadline``
-    (SAT; the IP's calls stop at their own time limit)."""
+    (SAT; the IP's calls stop at their own time limit). ``verifying``: False when it only explains."""
     if options.engine == "ip":
         from .engines.ip import IpEngine
 
         return IpEngine(problem, seed=options.seed, time_limit=min(60.0, options.unit_seconds))
     from .engines.sat import SatEngine
 
-    engine = SatEngine(problem, conflicts=options.conflicts, seed=options.seed)
+    engine = SatEngine(problem, conflicts=options.conflicts, seed=options.seed, verifying=verifying)
     engine.deadline = deadline
     return engine
 
@@ -260,7 +262,7 @@ def audit_unit(problem: Problem, options: ExactOptions = ExactOptions(),
     else:
         engine = make_engine(problem, options, deadline)
         certificates = _search(engine, linear, problem, options, result, table, pending, late)
-    _explain(engine, result, options, linear, certificates, deadline)
+    _explain(engine, result, options, linear, certificates)
     if prior_rows is not None and len(prior_rows) and todo:
         verified = {v.claim for v in result.verified}
         result.baseline = {c: p for c, p in zip(todo, table.baseline(problem.n_rows[1], prior_rows).tolist())
@@ -371,38 +373,76 @@ def _undecided(result: UnitResult, todo: list[Claim], pending: np.ndarray, reaso
     return {}
 
 
-def _explain(engine, result: UnitResult, options: ExactOptions, linear: LinearProof | None,
-             certificates: dict, deadline: float = float("inf")) -> None:
-    """Attach explaining cells to verified derived claims, most columns first, within the time budget.
+def explain_targets(problem: Problem, verdicts: list[Verdict], mode: str) -> list[int]:
+    """Positions of the verdicts to explain, most columns first.
 
-    A claim the solver cannot explain in time keeps the cells of a linear proof, when it has one
-    (sound, not minimal).
+    ``records``: per true record, the verified derived singleton over the most columns (the first
+    on ties); ``singletons``: every verified derived singleton; ``all``: every verified derived claim.
     """
-    if options.explain == "none":
+    if mode == "none":
+        return []
+    picked = [i for i, v in enumerate(verdicts) if v.status == VERIFIED and not v.direct
+              and (mode == "all" or v.claim.singleton)]
+    if mode == "records":
+        rows: dict[tuple, dict] = {}  # columns -> their values -> the record (a singleton's values are unique)
+        best: dict[int, int] = {}
+        for i in picked:
+            claim = verdicts[i].claim
+            values = rows.get(claim.columns)
+            if values is None:
+                values = rows[claim.columns] = {tuple(r): k for k, r in enumerate(problem.truth[:, list(claim.columns)].tolist())}
+            record = values[tuple(a for _, a in claim.assignment)]
+            if record not in best or len(claim.assignment) > len(verdicts[best[record]].claim.assignment):
+                best[record] = i
+        picked = sorted(best.values())
+    return sorted(picked, key=lambda i: (-len(verdicts[i].claim.assignment), i))
+
+
+def _explain(engine, result: UnitResult, options: ExactOptions, linear: LinearProof | None,
+             certificates: dict) -> None:
+    """Attach explaining cells to the verified claims :func:`explain_targets` picks, within the unit's
+    work budget. In a unit settled by linear algebra every claim's search starts from its linear
+    proof's cells; elsewhere they are the fallback when the solver finds no core. A claim keeps them
+    (sound, not minimal) when the budget runs out."""
+    targets = explain_targets(result.problem, result.verdicts, options.explain)
+    if not targets:
         return
-    order = sorted((i for i, v in enumerate(result.verdicts) if v.status == VERIFIED and not v.direct
-                    and (options.explain == "all" or v.claim.singleton)),
-                   key=lambda i: (-len(result.verdicts[i].claim.assignment), i))
-    if order and engine is None and time.perf_counter() < deadline:
-        engine = make_engine(result.problem, options, deadline)
-    stop = min(time.perf_counter() + options.explain_seconds, deadline)
+    claims = [result.verdicts[i].claim for i in targets]
+    known = {}
+    if engine is not None:
+        engine.deadline = None  # explanations are bounded by solver work, so they do not depend on the clock
+    if engine is None:  # one dataset: every claim is a combination of exact counts, found in one pass
+        engine = make_engine(result.problem, options, verifying=False)
+        known = _certificate_cells(linear, claims, certificates)
+        explainer = engine.explainer(options.explain_budget)
+    elif options.engine == "sat":  # small checks on a solver that holds only the cells they assume
+        explainer = make_engine(result.problem, options, verifying=False).explainer(options.explain_budget, engine)
+    else:
+        explainer = engine.explainer(options.explain_budget)
     stalled = []
-    for i in order:
-        verdict = result.verdicts[i]
-        cells, minimal = engine.explain(verdict.claim) if time.perf_counter() < stop else ((), False)
+    for i, claim in zip(targets, claims):
+        lazy = (lambda c=claim: _certificate_cells(linear, [c], certificates).get(c)) if linear else None
+        cells, minimal = explainer.explain(claim, known.get(claim), lazy)
         if cells:
-            result.verdicts[i] = replace(verdict, cells=cells, minimal=minimal)
+            result.verdicts[i] = replace(result.verdicts[i], cells=cells, minimal=minimal)
         else:
             stalled.append(i)
-    if stalled and linear is not None:
-        claims = [result.verdicts[i].claim for i in stalled]
-        missing = [c for c in claims if c not in certificates]
-        certificates = {**certificates, **{c: u for c, u in zip(missing, linear.combine(missing)) if u is not None}}
-        known = [(i, c) for i, c in zip(stalled, claims) if c in certificates]
-        if known:
-            found = linear.explain([c for _, c in known], np.array([certificates[c] for _, c in known]))
-            for (i, _), cells in zip(known, found):
+    if stalled and linear is not None:  # the budget ran out: the cells of a linear proof, when there is one
+        found = known or _certificate_cells(linear, [result.verdicts[i].claim for i in stalled], certificates)
+        for i in stalled:
+            cells = found.get(result.verdicts[i].claim)
+            if cells:
                 result.verdicts[i] = replace(result.verdicts[i], cells=cells, minimal=False)
+
+
+def _certificate_cells(linear: LinearProof, claims: list[Claim], certificates: dict) -> dict[Claim, tuple[str, ...]]:
+    """Cells of a checked linear proof of each claim that has one (the search's, else a combination)."""
+    missing = [c for c in claims if c not in certificates]
+    found = {**certificates, **{c: u for c, u in zip(missing, linear.combine(missing)) if u is not None}}
+    known = [c for c in claims if c in found]
+    if not known:
+        return {}
+    return dict(zip(known, linear.explain(known, np.array([found[c] for c in known]))))
 
 
 def _bound(linear: LinearProof, problem: Problem, claim: Claim) -> Verdict | np.ndarray | None:

@@ -99,6 +99,8 @@ def unit_json(result: UnitResult, release: UnitRelease | None = None, cap: int |
             "verified": len(verified), "undecided": len(result.undecided) + result.omitted, "refuted": result.refuted,
             "verified_singletons": sum(v.claim.singleton for v in verified),
             "derived_singletons": sum(v.claim.singleton and not v.direct for v in verified),
+            "explained_singletons": sum(v.claim.singleton and not v.direct and bool(v.cells) for v in verified),
+            "minimal_explanations": sum(v.claim.singleton and not v.direct and v.minimal for v in verified),
             "full_records": sum(v.claim.m for v in verified if len(v.claim.assignment) == ncols),
             "singletons_by_columns": _by_columns(v for v in verified if v.claim.singleton),
         },
@@ -176,8 +178,9 @@ def document(inputs: Inputs, options: ExactOptions, units: list[dict], seconds: 
     """The findings document around per-unit results, with the verdict of the rules (default policy when None)."""
     from .rules import apply, load_rules
 
-    total = {k: sum(u["summary"][k] for u in units) for k in
-             ("verified", "undecided", "refuted", "verified_singletons", "derived_singletons", "full_records")}
+    total = {k: sum(u["summary"].get(k, 0) for u in units) for k in
+             ("verified", "undecided", "refuted", "verified_singletons", "derived_singletons", "explained_singletons",
+              "minimal_explanations", "full_records")}
     total["units"] = len(units)
     total["units_reconstructed"] = sum(u["reconstructed"] for u in units)
     total["units_with_derived_singletons"] = sum(u["summary"]["derived_singletons"] > 0 for u in units)

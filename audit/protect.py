@@ -135,7 +135,7 @@ def twins(problem: Problem) -> dict[tuple, list[str]]:
 
 
 def _explain(engine, claim: Claim, hidden: set[str]) -> frozenset:
-    cells, _ = engine.explain(claim, shrink=True)
+    cells, _ = engine.explain(claim)
     if not cells:  # explanation budget spent: every published cell together still implies the claim
         cells = tuple(engine.selectors)
     return frozenset(cells) - hidden
@@ -313,6 +313,7 @@ def suppress_unit(ctx: UnitContext, policy: Policy, options: ProtectOptions,
             out.status, out.reason = "gave-up", f"no protection within {options.max_iterations} iterations"
             break
         engine = SatEngine(result.problem, conflicts=exact.conflicts, seed=exact.seed)
+        engine.explainer(options.exact.explain_budget)
         hidden = chosen | set(ctx.already)
         new = []
         for v in bad:

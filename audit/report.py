@@ -208,7 +208,7 @@ def _detail(doc: Mapping, rows: list[dict], cell_labels: Mapping[str, str]) -> l
         records = [c for c in u.get("claims", ()) if c["status"] == "verified" and ncols and len(c["columns"]) == ncols]
         if not singles and not records:
             continue
-        singles.sort(key=lambda c: (-len(c["columns"]), c.get("baseline", 1.0)))
+        singles.sort(key=lambda c: (-len(c["columns"]), not c.get("cells"), c.get("baseline", 1.0)))
         shown = [{"text": claim_text(c, schema, u), "columns": len(c["columns"]),
                   "cells": [{"key": k, "label": cell_labels.get(k, "")} for k in c.get("cells", ())],
                   "explained": c.get("explained", bool(c.get("cells"))), "minimal": c.get("minimal", False),

@@ -35,6 +35,7 @@ import numpy as np
 import pandas as pd
 
 from .coupled import build_coupled_problems, coupled_levels
+from .engines._explain import WORK_PER_SECOND
 from .errors import AuditError, OptionalDependencyMissing
 from .terminal import printable
 from .exact import ExactOptions, audit_unit, unfinished
@@ -75,7 +76,7 @@ class ScaleOptions:
     claims_cap: int | None = None  # claims listed per unit in findings.json; None: all up to 200 units, else 25
     chunk_rows: int = DEFAULT_CHUNK_ROWS
     memory_mb: int | None = None
-    hard_seconds: float | None = None  # default: 2 x unit_seconds + explain_seconds + 60
+    hard_seconds: float | None = None  # default: 2 x unit_seconds + 2 x explain_budget / WORK_PER_SECOND + 60
     coupled: bool = True
     task: Callable | None = None  # the per-unit function (tests substitute one); default audit_task
 
@@ -354,7 +355,7 @@ def run_scaled(source, schema: Schema, schedule: Schedule, options: ExactOptions
 
 def hard_limit(options: ExactOptions) -> float:
     """The default hard wall-clock limit per unit: well past ``unit_seconds``, which the attack keeps itself."""
-    return 2 * options.unit_seconds + options.explain_seconds + 60
+    return 2 * options.unit_seconds + 2 * options.explain_budget / WORK_PER_SECOND + 60
 
 
 def bounded_runner(options: ExactOptions, memory_mb: int | None):

@@ -29,7 +29,7 @@ def protected(*extra: str) -> list[str]:
 def unprotected(*extra: str) -> list[str]:
     """The same household block published with the full household schedule (no protection)."""
     return [str(PROTECTED / "data.csv"), "-s", str(HOUSEHOLDS / "schema.yaml"), "-t", str(HOUSEHOLDS / "tables.yaml"),
-            "--explain-seconds", "0.5", *extra]
+            "--explain-budget", "5", *extra]
 
 
 @pytest.fixture(scope="module")
@@ -92,6 +92,13 @@ def test_run_writes_everything_and_exits_1_on_failure(tmp_path, capsys):
     assert {p.name for p in tmp_path.iterdir()} >= {"findings.json", "junit.xml", "report.html"}
     assert run(["run", *unprotected("-o", str(tmp_path), "--rules", "lenient", "--quiet", "--no-report")]) == 1
     assert capsys.readouterr().out == ""
+
+
+def test_explain_budget_is_reported_and_the_old_seconds_option_maps_to_it(tmp_path, capsys):
+    assert run(["run", *protected("-o", str(tmp_path), "--explain-seconds", "2", "--quiet", "--no-report")]) == 0
+    assert "--explain-seconds is deprecated" in capsys.readouterr().err
+    options = json.loads((tmp_path / "findings.json").read_text())["options"]
+    assert options["explain_budget"] == 10 and options["explain"] == "records" and "explain_seconds" not in options
 
 
 def test_rules_option_accepts_files_and_names(failing, tmp_path):

@@ -53,7 +53,7 @@ def findings(tmp_path_factory) -> Path:
         (given / f"{name}.json").write_text(json.dumps(doc))
     (out / "protection.json").write_text(json.dumps(PROTECTION))
     code = run(["run", str(data), "-s", str(HOUSEHOLDS / "schema.yaml"), "-t", str(HOUSEHOLDS / "tables.yaml"),
-                "-o", str(out), "--explain-seconds", "1", "--quiet", "--rank-results", str(given / "rank.json"),
+                "-o", str(out), "--explain-budget", "10", "--quiet", "--rank-results", str(given / "rank.json"),
                 "--linear-results", str(given / "linear.json")])
     assert code == 1  # the unprotected block fails the default rules
     return out / "findings.json"

@@ -8,9 +8,10 @@ from typing import Annotated
 
 import typer
 
+from ..engines._explain import EXPLAIN_BUDGET
 from ..terminal import echo
 from . import QuietOpt, output_folder
-from .run import JsonOpt
+from .run import ExplainBudgetOpt, ExplainSecondsOpt, JsonOpt, budget_of
 
 SAMPLES = ("block7", "households")
 
@@ -19,7 +20,8 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def demo(
         out: Annotated[Path, typer.Option("--out", "-o", help="Folder for the sample inputs and each sample's outputs.")] = Path("audit-demo"),
-        explain_seconds: Annotated[float, typer.Option("--explain-seconds", min=0, help="Time budget per unit for explanations.")] = 2.0,
+        explain_budget: ExplainBudgetOpt = EXPLAIN_BUDGET,
+        explain_seconds: ExplainSecondsOpt = None,
         json_out: JsonOpt = False,
         quiet: QuietOpt = False,
     ) -> None:
@@ -30,6 +32,7 @@ def register(app: typer.Typer) -> None:
         from .run import pipeline
 
         output_folder(out)
+        budget = budget_of(explain_budget, explain_seconds)
         results = {}
         root = importlib.resources.files("audit.samples_data")
         for name in SAMPLES:
@@ -41,7 +44,7 @@ def register(app: typer.Typer) -> None:
                     shutil.copyfile(src, inputs / file)
             try:
                 doc = pipeline(inputs / "data.csv", inputs / "tables.yaml", inputs / "schema.yaml", folder,
-                               explain_seconds=explain_seconds, quiet=quiet or json_out, use_existing=False)
+                               explain_budget=budget, quiet=quiet or json_out, use_existing=False)
             except (AuditError, ImportError) as exc:  # e.g. an engine this installation lacks
                 results[name] = {"error": f"{exc.__class__.__name__}: {exc}"}
                 if not (quiet or json_out):

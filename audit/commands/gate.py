@@ -7,9 +7,11 @@ import typer
 
 from ..terminal import echo
 from . import GeographyOpt, InferOpt, OutOpt, QuietOpt, SchemaOpt, SeedOpt, TablesOpt
-from .run import (ConflictsOpt, EngineOpt, ExplainOpt, ExplainSecondsOpt, JsonOpt, LinearPublicOpt,
+from ..engines._explain import EXPLAIN_BUDGET
+from .run import (ConflictsOpt, EngineOpt, ExplainBudgetOpt, ExplainOpt, ExplainSecondsOpt, JsonOpt, LinearPublicOpt,
                   LinearResultsOpt, LinearSecretOpt, MaxColumnsOpt, MaxRowsOpt, MaybeDataArg, MemoryOpt, PublishedOpt,
-                  RankOpt, RankResultsOpt, ReportOpt, RulesOpt, UnitSecondsOpt, exit_for, pipeline, verdict_json)
+                  RankOpt, RankResultsOpt, ReportOpt, RulesOpt, UnitSecondsOpt, budget_of, exit_for, pipeline,
+                  verdict_json)
 
 
 def register(app: typer.Typer) -> None:
@@ -25,8 +27,9 @@ def register(app: typer.Typer) -> None:
         seed: SeedOpt = 0,
         conflicts: ConflictsOpt = 200_000,
         unit_seconds: UnitSecondsOpt = 120.0,
-        explain: ExplainOpt = "singletons",
-        explain_seconds: ExplainSecondsOpt = 10.0,
+        explain: ExplainOpt = "records",
+        explain_budget: ExplainBudgetOpt = EXPLAIN_BUDGET,
+        explain_seconds: ExplainSecondsOpt = None,
         max_rows: MaxRowsOpt = 200,
         memory_mb: MemoryOpt = 4096,
         infer_schema: InferOpt = False,
@@ -44,7 +47,7 @@ def register(app: typer.Typer) -> None:
         """CI gate: run the audit, print PASS or FAIL with the failing rules; exit 0 pass, 1 fail, 2 input error."""
         doc = pipeline(data, tables, schema, out, rules=rules, engine=engine, max_columns=max_columns, seed=seed,
                        conflicts=conflicts, unit_seconds=unit_seconds, explain=explain,
-                       explain_seconds=explain_seconds, max_rows=max_rows, memory_mb=memory_mb,
+                       explain_budget=budget_of(explain_budget, explain_seconds), max_rows=max_rows, memory_mb=memory_mb,
                        infer_schema=infer_schema, geography=geography, rank=rank, linear_secret=linear_secret,
                        linear_public=linear_public, rank_results=rank_results, linear_results=linear_results,
                        report=report, quiet=True, progress=False, published=published)

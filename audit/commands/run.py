@@ -14,6 +14,7 @@ from typing import Annotated, Callable, Optional
 
 import typer
 
+from ..engines._explain import EXPLAIN_BUDGET, WORK_PER_SECOND
 from ..terminal import echo, printable
 from . import (GeographyOpt, InferOpt, OutOpt, QuietOpt, SchemaOpt, SeedOpt, TablesOpt, inputs_from,
                output_folder)
@@ -31,8 +32,9 @@ EngineOpt = Annotated[str, typer.Option("--engine", help="Exact engine: sat (def
 MaxColumnsOpt = Annotated[Optional[int], typer.Option("--max-columns", min=1, help="Largest number of columns in a claim (default: all).")]
 ConflictsOpt = Annotated[int, typer.Option("--conflicts", min=1, help="Conflict budget per solver call; past it a claim is undecided.")]
 UnitSecondsOpt = Annotated[float, typer.Option("--unit-seconds", min=0, help="Time limit per unit; claims left are undecided.")]
-ExplainOpt = Annotated[str, typer.Option("--explain", help="Which verified claims get their explaining cells: none, singletons, all.")]
-ExplainSecondsOpt = Annotated[float, typer.Option("--explain-seconds", min=0, help="Time budget per unit for explanations.")]
+ExplainOpt = Annotated[str, typer.Option("--explain", help="Which verified claims get their explaining cells: records (the singleton over the most columns of each record), singletons, all, none.")]
+ExplainBudgetOpt = Annotated[float, typer.Option("--explain-budget", min=0, help="Solver work per unit for explanations, in millions of propagations (about 0.2 s each). Work, not time: the same inputs give the same findings on any machine.")]
+ExplainSecondsOpt = Annotated[Optional[float], typer.Option("--explain-seconds", min=0, hidden=True, help="Deprecated: sets --explain-budget to 5 per second.")]
 MaxRowsOpt = Annotated[int, typer.Option("--max-rows", min=1, help="Units with more rows are reported undecided (too large).")]
 PublishedOpt = Annotated[Optional[Path], typer.Option(
     "--published", help="Attack a published release instead of microdata: the CSV audit tabulate writes, a cell "
@@ -42,6 +44,16 @@ MaybeDataArg = Annotated[Optional[Path], typer.Argument(
 MemoryOpt = Annotated[int, typer.Option("--memory-mb", help="Memory per unit (MB): a unit estimated to need more is reported undecided (too large) before it is built, and the worker process running units is capped there.")]
 RankResultsOpt = Annotated[Optional[Path], typer.Option("--rank-results", help="Fold in this rank.json (audit rank on the same data, schema and tables) instead of running --rank.")]
 LinearResultsOpt = Annotated[Optional[Path], typer.Option("--linear-results", help="Fold in this linear.json (audit linear on the same data) instead of running --linear-secret.")]
+
+
+def budget_of(budget: float, seconds: Optional[float]) -> float:
+    """The explanation work budget, from the deprecated ``--explain-seconds`` when it is given."""
+    if seconds is None:
+        return budget
+    budget = seconds * WORK_PER_SECOND
+    echo(f"warning: --explain-seconds is deprecated (explanations are bounded by solver work, not time); "
+         f"using --explain-budget {budget:g}", err=True)
+    return budget
 
 
 def _versions() -> dict[str, str]:
@@ -90,7 +102,7 @@ def _write_atomic(write: Callable[[Path], object], path: Path) -> None:
 
 def pipeline(data: Path, tables: Path, schema: Optional[Path], out: Path, *, rules: Optional[str] = None,
              engine: str = "sat", max_columns: Optional[int] = None, seed: int = 0, conflicts: int = 200_000,
-             unit_seconds: float = 120.0, explain: str = "singletons", explain_seconds: float = 10.0,
+             unit_seconds: float = 120.0, explain: str = "records", explain_budget: float = EXPLAIN_BUDGET,
              max_rows: int = 200, memory_mb: Optional[int] = 4096, infer_schema: bool = False,
              geography: Optional[str] = None, rank: bool = False, linear_secret: Optional[str] = None,
              linear_public: Optional[str] = None, rank_results: Optional[Path] = None,
@@ -127,7 +139,7 @@ def pipeline(data: Path, tables: Path, schema: Optional[Path], out: Path, *, rul
     output_folder(out)  # before the long work: a bad --out or rules file fails fast
     policy = load_rules(rules)
     options = ExactOptions(engine=engine, max_columns=max_columns, seed=seed, conflicts=conflicts,
-                           unit_seconds=unit_seconds, explain=explain, explain_seconds=explain_seconds,
+                           unit_seconds=unit_seconds, explain=explain, explain_budget=explain_budget,
                            max_rows=max_rows, memory_mb=memory_mb)
     if rank:
         from ..engines.rank import resolve_device
@@ -250,8 +262,9 @@ def register(app: typer.Typer) -> None:
         seed: SeedOpt = 0,
         conflicts: ConflictsOpt = 200_000,
         unit_seconds: UnitSecondsOpt = 120.0,
-        explain: ExplainOpt = "singletons",
-        explain_seconds: ExplainSecondsOpt = 10.0,
+        explain: ExplainOpt = "records",
+        explain_budget: ExplainBudgetOpt = EXPLAIN_BUDGET,
+        explain_seconds: ExplainSecondsOpt = None,
         max_rows: MaxRowsOpt = 200,
         memory_mb: MemoryOpt = 4096,
         infer_schema: InferOpt = False,
@@ -273,7 +286,7 @@ def register(app: typer.Typer) -> None:
         """Attack the release, apply the rules, write findings.json, junit.xml and report.html (exit 1 on failure)."""
         doc = pipeline(data, tables, schema, out, rules=rules, engine=engine, max_columns=max_columns, seed=seed,
                        conflicts=conflicts, unit_seconds=unit_seconds, explain=explain,
-                       explain_seconds=explain_seconds, max_rows=max_rows, memory_mb=memory_mb,
+                       explain_budget=budget_of(explain_budget, explain_seconds), max_rows=max_rows, memory_mb=memory_mb,
                        infer_schema=infer_schema, geography=geography, rank=rank, linear_secret=linear_secret,
                        linear_public=linear_public, rank_results=rank_results, linear_results=linear_results,
                        report=report, quiet=quiet or json_out,

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import logging
 from fractions import Fraction
-from typing import Iterator
+from typing import Iterator, Sequence
 
 import numpy as np
 
@@ -44,7 +44,8 @@ from ..errors import Undecided
 from ..problem import Problem
 from ..query import Predicate
 from ..release import Constraint, int_hi as _int_hi, int_lo as _int_lo
-from ._explain import LIMIT as EXPLAIN_LIMIT, SAT, UNSAT, explain_cells
+from ._explain import EXPLAIN_BUDGET, Explainer
+from ._explain import LIMIT as EXPLAIN_LIMIT, SAT as EXPLAIN_SAT, UNSAT as EXPLAIN_UNSAT
 from .sat import cell_of, integer_bounds
 
 log = logging.getLogger("audit.engines.ip")
@@ -52,6 +53,8 @@ log = logging.getLogger("audit.engines.ip")
 INF = float("inf")
 FEASIBLE, INFEASIBLE, LIMIT = "feasible", "infeasible", "limit"
 GUROBI_SIZE_LIMIT = 10010
+# explanation work of a MIP in the SAT explainer's unit (propagations): per simplex iteration, and per MIP
+ITERATION_WORK, MIP_WORK = 1_000, 100_000
 
 
 class _Model:
@@ -86,6 +89,8 @@ class IpEngine:
         ``auto`` (Gurobi if licensed for the model, else HiGHS), ``gurobi`` or ``highs``.
     time_limit : float
         Seconds per solver call; a call that runs out is *undecided*.
+    explain_nodes : int
+        Node limit of one MIP while explaining a claim (explanations never use the time limit).
     tolerance : float
         The solver's feasibility and integrality tolerance. Results are checked exactly whatever it
         is; a looser one only makes more of them fail the check.
@@ -94,8 +99,11 @@ class IpEngine:
     name = "ip"
 
     def __init__(self, problem: Problem, seed: int = 0, backend: str = "auto", time_limit: float = 60.0,
-                 threads: int = 1, tolerance: float = 1e-6):
+                 threads: int = 1, explain_nodes: int = 1_000, tolerance: float = 1e-6):
         self.problem, self.seed, self.time_limit, self.threads = problem, seed, time_limit, threads
+        self.explain_nodes = explain_nodes
+        self._explainer: Explainer | None = None
+        self.last_iterations = 0
         self.tolerance = tolerance
         self.slips = 0  # solver datasets that failed the exact check
         self.n = problem.n_rows[1]
@@ -266,9 +274,14 @@ class IpEngine:
         return "gurobi"
 
     def _solve(self, cells: list[str] | None, extra: list = (), extra_vars: list = (),
-               objective: dict[int, float] | None = None) -> tuple[str, np.ndarray | None]:
-        """Solve with the base rows, the rows of ``cells`` (all when None) and extra rows/vars."""
+               objective: dict[int, float] | None = None, nodes: int | None = None) -> tuple[str, np.ndarray | None]:
+        """Solve with the base rows, the rows of ``cells`` (all when None) and extra rows/vars.
+
+        ``nodes``: a branch-and-bound node limit instead of the time limit (deterministic work);
+        the simplex iterations made are left in ``last_iterations``.
+        """
         self.calls += 1
+        self.last_iterations = 0
         keep = None if cells is None else set(cells)
         rows = [r for r in self.model.rows if r[3] is None or keep is None or r[3] in keep] + list(extra)
         lb, ub, integer = list(self.model.lb), list(self.model.ub), list(self.model.integer)
@@ -278,18 +291,20 @@ class IpEngine:
             integer.append(vint)
         if self.backend == "gurobi":
             try:
-                return self._gurobi(rows, lb, ub, integer, objective)
+                return self._gurobi(rows, lb, ub, integer, objective, nodes)
             except _GurobiRefused as err:
                 log.warning("Gurobi refused the model (%s); falling back to HiGHS", err)
                 self.backend = "highs"
-        return self._highs(rows, lb, ub, integer, objective)
+        return self._highs(rows, lb, ub, integer, objective, nodes)
 
-    def _highs(self, rows, lb, ub, integer, objective):
+    def _highs(self, rows, lb, ub, integer, objective, nodes=None):
         import highspy
 
         h = highspy.Highs()
         h.setOptionValue("output_flag", False)
-        h.setOptionValue("time_limit", float(self.time_limit))
+        h.setOptionValue("time_limit", float(self.time_limit) if nodes is None else INF)
+        if nodes is not None:
+            h.setOptionValue("mip_max_nodes", int(nodes))
         h.setOptionValue("threads", self.threads)
         h.setOptionValue("random_seed", self.seed)
         for option in ("mip_feasibility_tolerance", "primal_feasibility_tolerance"):
@@ -318,6 +333,7 @@ class IpEngine:
         lp.integrality_ = [highspy.HighsVarType.kInteger if i else highspy.HighsVarType.kContinuous for i in integer]
         h.passModel(lp)
         h.run()
+        self.last_iterations = max(int(h.getInfo().simplex_iteration_count), 0)
         status = h.getModelStatus()
         S = highspy.HighsModelStatus
         if status == S.kOptimal or (status in (S.kTimeLimit, S.kSolutionLimit, S.kInterrupt)
@@ -327,7 +343,7 @@ class IpEngine:
             return INFEASIBLE, None
         return LIMIT, None
 
-    def _gurobi(self, rows, lb, ub, integer, objective):
+    def _gurobi(self, rows, lb, ub, integer, objective, nodes=None):
         import gurobipy as gp
 
         try:
@@ -335,7 +351,10 @@ class IpEngine:
             env.setParam("OutputFlag", 0)
             env.start()
             model = gp.Model(env=env)
-            model.Params.TimeLimit = self.time_limit
+            if nodes is None:
+                model.Params.TimeLimit = self.time_limit
+            else:
+                model.Params.NodeLimit = nodes
             model.Params.Threads = self.threads
             model.Params.Seed = self.seed
             model.Params.FeasibilityTol = model.Params.IntFeasTol = self.tolerance
@@ -353,6 +372,7 @@ class IpEngine:
             if objective:
                 model.setObjective(gp.quicksum(v * xs[k] for k, v in objective.items()))
             model.optimize()
+            self.last_iterations = int(model.IterCount)
         except gp.GurobiError as err:
             if getattr(err, "errno", None) == GUROBI_SIZE_LIMIT or "size-limited" in str(err).lower() \
                     or "licen" in str(err).lower():
@@ -490,7 +510,7 @@ class IpEngine:
         rows, extra_vars = self._negation(claim)
         return self._solve(cells, rows, extra_vars)
 
-    def verify(self, claim: Claim, explain: str = "core") -> Verdict:
+    def verify(self, claim: Claim, explain: str = "none") -> Verdict:
         status, sol = self._solve_claim(claim, None)
         if status == LIMIT:
             return Verdict(claim, UNDECIDED, reason=f"time limit {self.time_limit}s per MIP reached")
@@ -502,26 +522,20 @@ class IpEngine:
             return Verdict(claim, REFUTED, counterexample=rows)
         if explain == "none":
             return Verdict(claim, VERIFIED)
-        cells, minimal = self.explain(claim, shrink=explain == "minimal")
+        cells, minimal = self.explain(claim)
         return Verdict(claim, VERIFIED, cells, minimal)
 
-    def _broken_cells(self, rows: np.ndarray) -> set[str]:
-        return {cell_of(c.key) for c in self.problem.constraints if not c.holds(self.problem.value(rows, c))}
+    def explainer(self, budget: float = EXPLAIN_BUDGET) -> Explainer:
+        """The unit's :class:`~audit.engines._explain.Explainer`: each MIP is limited to ``explain_nodes``
+        nodes (no time limit) and charged ``MIP_WORK`` plus ``ITERATION_WORK`` per simplex iteration."""
+        if self._explainer is None:
+            self._explainer = Explainer(self.problem, self.cells, lambda claim: _Session(self, claim), budget,
+                                        self.explain_nodes)
+        return self._explainer
 
-    def explain(self, claim: Claim, shrink: bool = True) -> tuple[tuple[str, ...], bool]:
-        """Cells that imply a verified claim: grown from counterexamples, then shrunk.
-
-        A counterexample that fails the exact check (it must meet ``cells`` and break the claim)
-        counts as a solver limit: the cell under test is kept, or no explanation is given.
-        """
-        def solve(cells: list[str]):
-            status, sol = self._solve_claim(claim, cells)
-            if status == FEASIBLE:
-                rows = self.checked(sol, cells, claim)
-                return (EXPLAIN_LIMIT, None) if rows is None else (SAT, self._broken_cells(rows))
-            return (UNSAT if status == INFEASIBLE else EXPLAIN_LIMIT), None
-
-        return explain_cells(list(self.cells), solve, shrink)
+    def explain(self, claim: Claim, sufficient: Sequence[str] | None = None) -> tuple[tuple[str, ...], bool]:
+        """Cells that imply a verified claim, and whether they are a minimal set."""
+        return self.explainer().explain(claim, sufficient)
 
     def conflicting_cells(self) -> list[str]:
         """For an inconsistent release: a set of cells no dataset satisfies together (deletion filter).
@@ -539,6 +553,26 @@ class IpEngine:
             else:
                 i += 1
         return sorted(chosen)
+
+
+class _Session:
+    """A claim's negation rows, solved with chosen cells' rows under a node limit."""
+
+    def __init__(self, engine: IpEngine, claim: Claim):
+        self.engine, self.claim, self.negation = engine, claim, engine._negation(claim)
+
+    def solve(self, cells: list[int], limit: int) -> tuple[str, object, int]:
+        e = self.engine
+        keys = [e.cells[i] for i in cells]
+        status, sol = e._solve(keys, *self.negation, nodes=limit)
+        work = MIP_WORK + ITERATION_WORK * e.last_iterations
+        if status == FEASIBLE:  # a dataset that fails the exact check counts as running out
+            rows = e.checked(sol, keys, self.claim)
+            return (EXPLAIN_LIMIT, None, work) if rows is None else (EXPLAIN_SAT, rows, work)
+        return (EXPLAIN_UNSAT if status == INFEASIBLE else EXPLAIN_LIMIT), None, work
+
+    def close(self) -> None:
+        pass
 
 
 class _GurobiRefused(Exception):

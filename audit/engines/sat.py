@@ -10,7 +10,7 @@ added by :mod:`audit.engines._numeric`.
 from __future__ import annotations
 
 import time
-from typing import Iterator
+from typing import Iterator, Sequence
 
 import numpy as np
 from pysat.card import CardEnc, EncType
@@ -18,11 +18,10 @@ from pysat.formula import IDPool
 from pysat.solvers import Solver
 
 from ..claims import REFUTED, UNDECIDED, VERIFIED, Claim, Verdict
-from ..implied import flat_mask, in_sets
 from ..problem import Problem
 from ..query import Predicate
 from ..release import Constraint, int_hi, int_lo
-from ._explain import LIMIT, SAT, UNSAT, explain_cells
+from ._explain import EXPLAIN_BUDGET, LIMIT, SAT, UNSAT, Explainer
 
 DEFAULT_SOLVER = "cadical195"
 FIRST_SLICE = 1_000  # conflicts of a call's first slice when a deadline is set
@@ -53,14 +52,16 @@ class SatEngine:
     symmetry : bool
         Lexicographic ordering of row slots (needed for counting distinct datasets).
     explain_conflicts : int
-        Conflict budget per call while finding a claim's explaining cells; past it, an explanation
-        stays sound but may not be minimal (every cell is kept, or the one being tested is).
+        Conflict limit of one solver call while explaining a claim (see :meth:`explainer`).
+    verifying : bool
+        Build the verifying solver (cells hard); False when the engine only explains claims: a cell
+        is then encoded when an explanation first assumes it.
     """
 
     name = "sat"
 
     def __init__(self, problem: Problem, solver: str = DEFAULT_SOLVER, conflicts: int = 200_000,
-                 symmetry: bool = True, seed: int = 0, explain_conflicts: int = 5_000):
+                 symmetry: bool = True, seed: int = 0, explain_conflicts: int = 5_000, verifying: bool = True):
         self.problem, self.conflicts, self.seed = problem, conflicts, seed
         self.explain_conflicts = explain_conflicts
         self.pool = IDPool()
@@ -81,25 +82,24 @@ class SatEngine:
         if symmetry:
             self._lex()
         self.selectors: dict[str, int] = {}
-        self._counts: list[tuple[str, list[int], int, int]] = []  # cell, match literals, lo, hi
-        self._zero_cells: list[tuple[str, Predicate]] = []  # cells published as 0 (no match literals)
-        self._zero_flats: np.ndarray | None = None
+        self._pending: dict[str, list[Constraint]] = {}  # cells not encoded yet (see :meth:`_encode`)
         for c in problem.constraints:
             if c.statistic.kind == "count" and not c.predicate.clauses and (c.lo, c.hi) == (problem.n_rows[0], problem.n_rows[1]) and c.exact:
                 continue  # the population, already fixed by the number of slots
             sel = self.selectors.setdefault(cell_of(c.key), self.pool.id(("sel", cell_of(c.key))))
-            self._constraint(c, sel)
-        self._count_vars = np.array([lits for _, lits, _, _ in self._counts], dtype=np.int64).reshape(len(self._counts), self.n)
-        self._count_lo = np.array([lo for _, _, lo, _ in self._counts], dtype=np.int64)
-        self._count_hi = np.array([hi for _, _, _, hi in self._counts], dtype=np.int64)
-        self._numeric = [c for c in problem.constraints if c.statistic.kind != "count"]
+            if verifying:
+                self._constraint(c, sel)
+            else:
+                self._pending.setdefault(cell_of(c.key), []).append(c)
         # Cells are hard in the main solver (assumption-guarded cells made each call 50-100x slower);
         # explanations use a second solver where they stay guarded.
         self._base = self._clauses
         self.solver_name = solver
-        self.solver = Solver(name=solver, bootstrap_with=self._base + [[sel] for sel in self.selectors.values()])
         self._clauses = []
-        self._explainer: Solver | None = None
+        if verifying:
+            self.solver = Solver(name=solver, bootstrap_with=self._base + [[sel] for sel in self.selectors.values()])
+        self._guarded: Solver | None = None
+        self._explainer: Explainer | None = None
         self._x_grid: np.ndarray | None = None
         self.calls = 0
         self.deadline: float | None = None  # perf_counter time after which a call gives up (undecided)
@@ -232,15 +232,12 @@ class SatEngine:
         if c.statistic.kind == "count":
             lo, hi = integer_bounds(c, self.n)
             if hi == 0:  # most cells of a small unit: one clause per slot, no match literals
-                self._zero_cells.append((cell_of(c.key), c.predicate))
                 cols = [(self.problem.index(name), atoms) for name, atoms in c.predicate.clauses]
                 for s in range(self.n):
                     conj = [self.act[s]] + [lit for col, atoms in cols for lit in self._in_set(s, col, atoms)]
                     self._add([-sel] + [-lit for lit in conj])
                 return
-            lits = self.matches(c.predicate)
-            self._counts.append((cell_of(c.key), lits, lo, hi))
-            self._card(lits, lo, hi, [-sel])
+            self._card(self.matches(c.predicate), lo, hi, [-sel])
         else:
             from ._numeric import encode_numeric
 
@@ -288,11 +285,11 @@ class SatEngine:
         return true[self._x_grid[active]].argmax(axis=2).astype(np.int64).reshape(-1, len(self.sizes))
 
     @property
-    def explainer(self) -> Solver:
+    def guarded(self) -> Solver:
         """A second solver in which every cell is switched on only by its selector assumption."""
-        if self._explainer is None:
-            self._explainer = Solver(name=self.solver_name, bootstrap_with=self._base)
-        return self._explainer
+        if self._guarded is None:
+            self._guarded = Solver(name=self.solver_name, bootstrap_with=self._base)
+        return self._guarded
 
     def solve(self) -> np.ndarray | None:
         """One dataset consistent with the release, or None if there is none (raises if undecided)."""
@@ -301,12 +298,23 @@ class SatEngine:
             raise TimeoutError("the conflict budget ran out before any dataset was found")
         return self.decode(self.solver.get_model()) if result else None
 
+    def _encode(self, cells) -> None:
+        """Add the cells not encoded yet to the guarded solver (an engine that only explains them)."""
+        todo = [k for k in cells if k in self._pending]
+        for k in todo:
+            for c in self._pending.pop(k):
+                self._constraint(c, self.selectors[k])
+        if todo:
+            clauses, self._clauses = self._clauses, []
+            self.guarded.append_formula(clauses)
+
     def conflicting_cells(self) -> list[str]:
         """For an inconsistent release: a set of cells that no dataset satisfies together."""
+        self._encode(list(self.selectors))
         sels = list(self.selectors.values())
-        if self._solve(sels, self.explainer) is not False:
+        if self._solve(sels, self.guarded) is not False:
             return []
-        core = set(self.explainer.get_core() or [])
+        core = set(self.guarded.get_core() or [])
         return sorted(k for k, sel in self.selectors.items() if sel in core)
 
     def solutions(self, limit: int) -> Iterator[np.ndarray]:
@@ -380,11 +388,10 @@ class SatEngine:
         self._clauses = []
         return g
 
-    def verify(self, claim: Claim, explain: str = "core") -> Verdict:
+    def verify(self, claim: Claim, explain: str = "none") -> Verdict:
         """Ask for a dataset where the claim's count differs from m: none means verified.
 
-        ``explain``: ``none``; ``core`` (cells found by progression, not shrunk); or ``minimal``
-        (shrunk until every cell is needed).
+        ``explain``: ``none``, or ``minimal`` for the cells that imply it (see :meth:`explain`).
         """
         g = self._negation(claim, self.solver)
         try:
@@ -397,40 +404,58 @@ class SatEngine:
             self.solver.add_clause([-g])
         if explain == "none":
             return Verdict(claim, VERIFIED)
-        cells, minimal = self.explain(claim, shrink=explain == "minimal")
+        cells, minimal = self.explain(claim)
         return Verdict(claim, VERIFIED, cells, minimal)
 
-    def _broken_cells(self, model: list[int]) -> set[str]:
-        """Cells a model's dataset contradicts (counts read off the match literals, vectorised)."""
-        true = np.asarray(model, dtype=np.int64) > 0
-        counts = true[self._count_vars - 1].sum(axis=1) if len(self._counts) else np.zeros(0, np.int64)
-        bad = np.flatnonzero((counts < self._count_lo) | (counts > self._count_hi))
-        broken = {self._counts[i][0] for i in bad}
-        if self._numeric or self._zero_cells:
-            rows = self.decode(model)
-            broken |= {cell_of(c.key) for c in self._numeric if not c.holds(self.problem.value(rows, c))}
-            if self._zero_cells and len(rows):
-                if self._zero_flats is None:
-                    self._zero_flats = np.array([flat_mask(self.problem, pred) for _, pred in self._zero_cells])
-                hit = in_sets(rows, self._zero_flats, np.cumsum([0] + self.sizes)).any(axis=0)
-                broken |= {self._zero_cells[i][0] for i in np.flatnonzero(hit)}
-        return broken
+    def explainer(self, budget: float = EXPLAIN_BUDGET, cores: "SatEngine | None" = None) -> Explainer:
+        """The unit's :class:`~audit.engines._explain.Explainer` on the guarded solver (made once;
+        ``budget``: millions of propagations for all of its explanations, each call limited to
+        ``explain_conflicts`` conflicts). ``cores``: an engine over the same problem whose guarded
+        solver takes the calls over every cell, so that this one (built with ``verifying=False``)
+        holds only the cells explanations assume."""
+        if self._explainer is None:
+            whole = None if cores is None else (lambda claim: _Session(cores, claim))
+            self._explainer = Explainer(self.problem, list(self.selectors), lambda claim: _Session(self, claim),
+                                        budget, self.explain_conflicts, whole)
+            # Counterexamples near the truth that keep every cell they can are the informative ones:
+            # phases lean the guarded solver towards them.
+            phases = list(self.selectors.values())
+            truth = self.problem.truth
+            if truth is not None and len(truth) == self.n:
+                rows = truth[np.lexsort(truth.T[::-1])]
+                phases += [self.x[s][c][v] if v == a else -self.x[s][c][v]
+                           for s, row in enumerate(rows.tolist()) for c, a in enumerate(row) for v in range(self.sizes[c])]
+            self.guarded.set_phases(phases)
+        return self._explainer
 
-    def explain(self, claim: Claim, shrink: bool = True) -> tuple[tuple[str, ...], bool]:
-        """Cells that imply a verified claim: grown from counterexamples, then shrunk to a minimal set."""
-        solver = self.explainer
-        g = self._negation(claim, solver)
-        names = {sel: key for key, sel in self.selectors.items()}
+    def explain(self, claim: Claim, sufficient: Sequence[str] | None = None) -> tuple[tuple[str, ...], bool]:
+        """Cells that imply a verified claim, and whether they are a minimal set (see :meth:`explainer`)."""
+        return self.explainer().explain(claim, sufficient)
 
-        def solve(cells: list[str]):
-            result = self._solve([g] + [self.selectors[k] for k in cells], solver, self.explain_conflicts)
-            if result is None:
-                return LIMIT, None
-            if result is False:
-                return UNSAT, {names[lit] for lit in (solver.get_core() or []) if lit in names}
-            return SAT, self._broken_cells(solver.get_model())
 
-        try:
-            return explain_cells(list(self.selectors), solve, shrink)
-        finally:
-            solver.add_clause([-g])
+class _Session:
+    """A claim's negation in the guarded solver, solved under chosen cells' selectors."""
+
+    def __init__(self, engine: SatEngine, claim: Claim):
+        self.engine, self.solver = engine, engine.guarded
+        self.guard = engine._negation(claim, self.solver)
+        self.keys = list(engine.selectors)
+        self.selectors = np.array(list(engine.selectors.values()), dtype=np.int64)
+        self.index = {int(sel): i for i, sel in enumerate(self.selectors)}
+
+    def solve(self, cells: list[int], limit: int) -> tuple[str, object, int]:
+        self.engine._encode([self.keys[i] for i in cells])
+        before = self.solver.accum_stats().get("propagations", 0)
+        self.engine.calls += 1
+        self.solver.conf_budget(limit)
+        result = self.solver.solve_limited(assumptions=[self.guard] + self.selectors[cells].tolist())
+        work = self.solver.accum_stats().get("propagations", 0) - before
+        if result is None:
+            return LIMIT, None, work
+        if result is False:
+            core = self.solver.get_core()
+            return UNSAT, None if core is None else [self.index[lit] for lit in core if lit in self.index], work
+        return SAT, self.engine.decode(self.solver.get_model()), work
+
+    def close(self) -> None:
+        self.solver.add_clause([-self.guard])
