@@ -34,6 +34,7 @@ class ExactOptions:
     explain_seconds: float = 10.0
     max_rows: int = 200
     linear: bool = True  # prove claims that are linear combinations of exact counts without search
+    histogram: bool = True  # sample, refute and prove in histogram space (LP/MIP) before the row-slot engine
 
     def __post_init__(self):
         if self.engine not in ENGINES:
@@ -130,8 +131,7 @@ def audit_unit(problem: Problem, options: ExactOptions = ExactOptions(),
         result.solutions, result.exhausted = 1, True
         result.verdicts += [Verdict(todo[i], VERIFIED) for i in pending]
     else:
-        engine = make_engine(problem, options)
-        certificates = _search(engine, linear, problem, options, result, table, pending, start)
+        engine, certificates = _search(linear, problem, options, result, table, pending, start)
     _explain(engine, result, options, linear, certificates)
     if prior_rows is not None and len(prior_rows) and todo:
         verified = {v.claim for v in result.verified}
@@ -141,37 +141,63 @@ def audit_unit(problem: Problem, options: ExactOptions = ExactOptions(),
     return result
 
 
-def _search(engine, linear: LinearProof | None, problem: Problem, options: ExactOptions, result: UnitResult,
-            table: ClaimTable, pending: np.ndarray, start: float) -> dict[Claim, np.ndarray]:
-    """Decide the open claims with the solver's datasets, linear proofs and claim-by-claim search.
+def _search(linear: LinearProof | None, problem: Problem, options: ExactOptions, result: UnitResult,
+            table: ClaimTable, pending: np.ndarray, start: float) -> tuple[object, dict[Claim, np.ndarray]]:
+    """Decide the open claims with sampled datasets, linear proofs and claim-by-claim search.
 
-    Returns the linear certificates of the claims they verified (cell masks, for explanations).
+    Histogram space (:mod:`audit.engines.histogram`) samples, refutes and proves first when the
+    support is known; the row-slot engine enumerates the datasets of units with few of them and
+    takes the claims the histogram engine leaves open. Returns that engine (None if never needed)
+    and the linear certificates of the claims they verified (cell masks, for explanations).
     """
-    first = engine.solve()
-    if first is None:
-        raise InconsistentRelease(f"no dataset reproduces the published values of unit {'/'.join(problem.geo)}: "
-                                  f"conflicting cells {engine.conflicting_cells()}")
     todo = table.claims
     deadline = start + options.unit_seconds
-    universe, found = [], engine.solutions(options.solution_cap + 1)
-    try:
-        for rows in found:
-            universe.append(rows)
-            if time.perf_counter() > deadline:
-                break
-    finally:
-        found.close()
-    result.solutions = min(len(universe), options.solution_cap)
-    result.exhausted = len(universe) <= options.solution_cap and engine.last_exhausted
-    if result.exhausted:
-        # every consistent dataset is known: a claim is verified iff it holds in all of them
-        for rows in universe:
+    hist = None
+    if options.histogram and linear is not None and options.engine == "sat":
+        from .engines.histogram import HistogramEngine
+
+        hist = HistogramEngine.of(problem, linear)
+    engine, pool = None, []
+    if hist is not None:
+        # a sampled dataset is checked exactly only if it counts towards the cap or refutes a claim
+        def wanted(rows: np.ndarray) -> bool:
+            return len(hist.found) <= options.solution_cap or bool(table.refuted(pending, rows).any())
+
+        for rows in hist.sample(options.samples if len(pending) else 0, options.seed, wanted):
             pending, gone = _prune(table, pending, rows)
             result.refuted += gone
-        result.verdicts += [Verdict(todo[i], VERIFIED) for i in pending]
-        pending = pending[:0]
-    samples = options.samples if len(pending) and time.perf_counter() < deadline else 0
-    pool = [first] + universe + engine.sample(samples, options.seed)
+    if hist is None or len(hist.found) <= options.solution_cap:
+        # few datasets (or no histogram engine): enumerate them on the row-slot engine, which proves
+        # when there are no more
+        engine = make_engine(problem, options)
+        first = engine.solve()
+        if first is None:
+            raise InconsistentRelease(f"no dataset reproduces the published values of unit {'/'.join(problem.geo)}: "
+                                      f"conflicting cells {engine.conflicting_cells()}")
+        universe, found = [], engine.solutions(options.solution_cap + 1)
+        try:
+            for rows in found:
+                universe.append(rows)
+                if time.perf_counter() > deadline:
+                    break
+        finally:
+            found.close()
+        known = len(universe) if hist is None else max(len(universe), len(hist.found))
+        result.solutions = min(known, options.solution_cap)
+        result.exhausted = len(universe) <= options.solution_cap and engine.last_exhausted
+        if result.exhausted:
+            # every consistent dataset is known: a claim is verified iff it holds in all of them
+            for rows in universe:
+                pending, gone = _prune(table, pending, rows)
+                result.refuted += gone
+            result.verdicts += [Verdict(todo[i], VERIFIED) for i in pending]
+            pending = pending[:0]
+        pool += [first] + universe
+        if hist is None:
+            samples = options.samples if len(pending) and time.perf_counter() < deadline else 0
+            pool += engine.sample(samples, options.seed)
+    else:
+        result.solutions, result.exhausted = options.solution_cap, False
     for rows in pool:
         pending, gone = _prune(table, pending, rows)
         result.refuted += gone
@@ -193,7 +219,10 @@ def _search(engine, linear: LinearProof | None, problem: Problem, options: Exact
         if isinstance(verdict, np.ndarray):
             certificates[claim] = verdict
             verdict = Verdict(claim, VERIFIED)
+        if verdict is None and hist is not None:
+            verdict = hist.verify(claim)
         if verdict is None:
+            engine = engine or make_engine(problem, options)
             verdict = engine.verify(claim, explain="none")
         if verdict.status == REFUTED:
             result.refuted += 1
@@ -203,7 +232,7 @@ def _search(engine, linear: LinearProof | None, problem: Problem, options: Exact
         else:
             result.verdicts.append(verdict)
         j += 1
-    return certificates
+    return engine, certificates
 
 
 def _explain(engine, result: UnitResult, options: ExactOptions, linear: LinearProof | None,
@@ -249,8 +278,8 @@ def _bound(linear: LinearProof, problem: Problem, claim: Claim) -> Verdict | np.
     status, info = found
     if status == VERIFIED:
         return info
-    if any(c.statistic.kind != "count" for c in problem.constraints) and problem.violations(info):
-        return None  # an integral optimum that breaks a mean, sum or median cell
+    if problem.violations(info):
+        return None  # an integral optimum that breaks a mean, sum or median cell (or a float slip)
     return Verdict(claim, REFUTED, counterexample=info)
 
 
