@@ -17,6 +17,7 @@ from .implied import LinearProof
 from .problem import Problem
 
 ENGINES = ("sat", "ip")
+ENUMERATION_NODES = 4_000  # boxes the histogram engine may search to list every dataset of a unit
 
 
 @dataclass(frozen=True)
@@ -145,10 +146,10 @@ def _search(linear: LinearProof | None, problem: Problem, options: ExactOptions,
             table: ClaimTable, pending: np.ndarray, start: float) -> tuple[object, dict[Claim, np.ndarray]]:
     """Decide the open claims with sampled datasets, linear proofs and claim-by-claim search.
 
-    Histogram space (:mod:`audit.engines.histogram`) samples, refutes and proves first when the
-    support is known; the row-slot engine enumerates the datasets of units with few of them and
-    takes the claims the histogram engine leaves open. Returns that engine (None if never needed)
-    and the linear certificates of the claims they verified (cell masks, for explanations).
+    Histogram space (:mod:`audit.engines.histogram`) samples, lists the datasets of units with few
+    of them, refutes and proves first when the support is known; the row-slot engine does what it
+    leaves open. Returns that engine (None if never needed) and the linear certificates of the
+    claims they verified (cell masks, for explanations).
     """
     todo = table.claims
     deadline = start + options.unit_seconds
@@ -157,24 +158,28 @@ def _search(linear: LinearProof | None, problem: Problem, options: ExactOptions,
         from .engines.histogram import HistogramEngine
 
         hist = HistogramEngine.of(problem, linear)
-    engine, pool = None, []
+    engine, pool, universe, exhausted = None, [], [], False
+    cap = options.solution_cap
     if hist is not None:
         # a sampled dataset is checked exactly only if it counts towards the cap or refutes a claim
         def wanted(rows: np.ndarray) -> bool:
-            return len(hist.found) <= options.solution_cap or bool(table.refuted(pending, rows).any())
+            return len(hist.found) <= cap or bool(table.refuted(pending, rows).any())
 
         for rows in hist.sample(options.samples if len(pending) else 0, options.seed, wanted):
             pending, gone = _prune(table, pending, rows)
             result.refuted += gone
-    if hist is None or len(hist.found) <= options.solution_cap:
-        # few datasets (or no histogram engine): enumerate them on the row-slot engine, which proves
-        # when there are no more
+            if time.perf_counter() > deadline:
+                break
+        if len(hist.found) <= cap and hist.exact:  # few datasets: list them all (a relaxation may hold many more points)
+            universe, exhausted = hist.enumerate(cap, ENUMERATION_NODES)
+    if hist is None or (not exhausted and len(hist.found) <= cap):
+        # the row-slot engine enumerates, and proves when there are no more
         engine = make_engine(problem, options)
         first = engine.solve()
         if first is None:
             raise InconsistentRelease(f"no dataset reproduces the published values of unit {'/'.join(problem.geo)}: "
                                       f"conflicting cells {engine.conflicting_cells()}")
-        universe, found = [], engine.solutions(options.solution_cap + 1)
+        universe, found = [], engine.solutions(cap + 1)
         try:
             for rows in found:
                 universe.append(rows)
@@ -182,22 +187,21 @@ def _search(linear: LinearProof | None, problem: Problem, options: ExactOptions,
                     break
         finally:
             found.close()
-        known = len(universe) if hist is None else max(len(universe), len(hist.found))
-        result.solutions = min(known, options.solution_cap)
-        result.exhausted = len(universe) <= options.solution_cap and engine.last_exhausted
-        if result.exhausted:
-            # every consistent dataset is known: a claim is verified iff it holds in all of them
-            for rows in universe:
-                pending, gone = _prune(table, pending, rows)
-                result.refuted += gone
-            result.verdicts += [Verdict(todo[i], VERIFIED) for i in pending]
-            pending = pending[:0]
-        pool += [first] + universe
+        exhausted = len(universe) <= cap and engine.last_exhausted
+        pool.append(first)
         if hist is None:
             samples = options.samples if len(pending) and time.perf_counter() < deadline else 0
             pool += engine.sample(samples, options.seed)
-    else:
-        result.solutions, result.exhausted = options.solution_cap, False
+    result.solutions = min(max(len(universe), len(hist.found) if hist is not None else 0), cap)
+    result.exhausted = exhausted
+    if exhausted:
+        # every consistent dataset is known: a claim is verified iff it holds in all of them
+        for rows in universe:
+            pending, gone = _prune(table, pending, rows)
+            result.refuted += gone
+        result.verdicts += [Verdict(todo[i], VERIFIED) for i in pending]
+        pending = pending[:0]
+    pool += universe
     for rows in pool:
         pending, gone = _prune(table, pending, rows)
         result.refuted += gone

@@ -71,6 +71,8 @@ class HistogramEngine:
         self.used = truth > 0  # rows some known dataset or vertex uses: where restricted programs search
         self.found: dict[bytes, np.ndarray] = {truth.tobytes(): problem.truth}  # distinct datasets, checked
         self._checked: dict[bytes, np.ndarray | None] = dict(self.found)  # every histogram checked, and its rows if good
+        # with count cells only the model is the release itself, not a relaxation of it
+        self.exact = all(c.statistic.kind == "count" for c in problem.constraints)
 
     # -- datasets -------------------------------------------------------------------------------
     def dataset(self, values, wanted: Callable[[np.ndarray], bool] | None = None) -> np.ndarray | None:
@@ -185,23 +187,78 @@ class HistogramEngine:
     def _branch(self, claim: Claim, c: np.ndarray, sense: int) -> bool | np.ndarray | None:
         """Certified branch and bound proving ``sense * c.h > sense * m - 1`` for every consistent ``h``.
 
-        True when every node closed with a checked certificate; a checked counterexample when a node's
-        optimum is one; False when the budget ran out; None on a numerical failure.
+        True when every box closed with a checked certificate; a checked counterexample when a box's
+        optimum is one; False when the node budget ran out; None on a numerical failure.
+        """
+        linear = self.linear
+        w, past = sense * c, sense * claim.m - 1
+
+        def expand(node, lower, upper, sol):
+            if linear.certificate(linear.duals(sol.row_dual), w, past, lower, upper) is not None:
+                return []
+            x = np.asarray(sol.col_value)
+            if x @ w > past + 1e-6:
+                return None  # the relaxation closes the box but no certificate checks out
+            rows = self.dataset(x)
+            if rows is not None:
+                return rows if claim.count(rows) != claim.m else None
+            return _split(node, x) or None  # an integral optimum that is no dataset: give up
+
+        return self._tree(w.astype(float), self.nodes, expand)
+
+    def enumerate(self, limit: int, nodes: int) -> tuple[list[np.ndarray], bool]:
+        """Every dataset, if there are at most ``limit`` and a certified search finds them all in
+        ``nodes`` boxes: ``(datasets, True)``; otherwise ``(datasets found, False)``.
+
+        Each integer point of the relaxation is taken out of its box by splitting the rest of the box
+        on its first differing coordinate; boxes without integer points close only with a checked
+        Farkas ray, so "no more datasets" never rests on a float.
+        """
+        out: dict[bytes, np.ndarray] = {}
+
+        def expand(node, lower, upper, sol):
+            x = np.asarray(sol.col_value)
+            children = _split(node, x)
+            if children is None:
+                return None
+            if children:
+                return children
+            counts = self.linear.integral(x, tolerance=1e-6)
+            if not self.linear.fits(counts):
+                return None  # the solver's point is not one: nothing it says about this box is trusted
+            rows = self.dataset(counts)
+            if rows is not None:  # else an integer point that breaks a sum, mean or median cell
+                out[counts.tobytes()] = rows
+                if len(out) > limit:
+                    return False
+            return _around(node, counts, lower, upper)
+
+        done = self._tree(np.zeros(self.n), nodes, expand)
+        return list(out.values()), done is True
+
+    def _tree(self, cost: np.ndarray, nodes: int, expand: Callable) -> object:
+        """Depth-first search over boxes ``lower <= h <= upper`` of the relaxation, minimising ``cost``.
+
+        A box whose relaxation is infeasible closes only with a Farkas ray that checks exactly.
+        ``expand(node, lower, upper, solution)`` gives a feasible box's children (boxes as
+        ``{column: (lo, hi)}``, ``hi = -1`` for none, or callables making one; an empty list closes it)
+        or a final answer. Returns True when every box closed, False when ``nodes`` ran out, None on a
+        numerical failure, or the final answer.
         """
         import highspy
 
         lp, n, linear = self._lp, self.n, self.linear
-        w, past = sense * c, sense * claim.m - 1
-        lp.changeColsCost(n, self._cols, w.astype(float))
-        stack: list[dict[int, tuple[int, int]]] = [{}]
+        lp.changeColsCost(n, self._cols, cost)
+        stack: list = [{}]
         applied: set[int] = set()
         try:
-            lp.run()  # the root with the primal simplex, then bound changes with the dual
+            lp.run()  # the root with the primal simplex, then bound changes with the dual (which gives rays)
             lp.setOptionValue("simplex_strategy", 1)
-            for _ in range(self.nodes):
+            for _ in range(nodes):
                 if not stack:
                     return True
                 node = stack.pop()
+                node = node() if callable(node) else node
                 lower, upper = np.zeros(n, dtype=np.int64), np.full(n, -1, dtype=np.int64)
                 for j, (lo, hi) in node.items():
                     lower[j], upper[j] = lo, hi
@@ -220,25 +277,48 @@ class HistogramEngine:
                     return None
                 if status != highspy.HighsModelStatus.kOptimal:
                     return None
-                sol = lp.getSolution()
-                if linear.certificate(linear.duals(sol.row_dual), w, past, lower, upper) is not None:
-                    continue
-                x = np.asarray(sol.col_value)
-                if x @ w > past + 1e-6:
-                    return None  # the relaxation closes the node but no certificate checks out
-                rows = self.dataset(x)
-                if rows is not None:
-                    return rows if claim.count(rows) != claim.m else None
-                frac = np.abs(x - np.round(x))
-                j = int(np.argmax(frac))
-                if frac[j] < 1e-9:
-                    return None
-                lo, hi = node.get(j, (0, -1))
-                down, up = {**node, j: (lo, int(np.floor(x[j])))}, {**node, j: (int(np.floor(x[j])) + 1, hi)}
-                stack += [down, up] if x[j] - np.floor(x[j]) > 0.5 else [up, down]
+                children = expand(node, lower, upper, lp.getSolution())
+                if not isinstance(children, list):
+                    return children
+                stack += children
             return not stack
         finally:
             lp.setOptionValue("simplex_strategy", 4)
             if applied:
                 cols = np.array(sorted(applied), dtype=np.int32)
                 lp.changeColsBounds(len(cols), cols, np.zeros(len(cols)), np.full(len(cols), highspy.kHighsInf))
+
+
+def _split(node: dict, x: np.ndarray) -> list[dict] | None:
+    """The two children of a box on its most fractional coordinate (nearer side searched first); []
+    when ``x`` is integral, None when it is not a point of the box."""
+    frac = np.abs(x - np.round(x))
+    j = int(np.argmax(frac))
+    if frac[j] < 1e-9:
+        return []
+    lo, hi = node.get(j, (0, -1))
+    floor = int(np.floor(x[j]))
+    if floor < lo or (hi >= 0 and floor + 1 > hi):
+        return None
+    down, up = {**node, j: (lo, floor)}, {**node, j: (floor + 1, hi)}
+    return [down, up] if x[j] - floor > 0.5 else [up, down]
+
+
+def _around(node: dict, point: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> list:
+    """Boxes covering the integer points of a box except ``point``: for each free coordinate k, those
+    that agree with ``point`` before k and lie below or above it at k (built when popped)."""
+    free = [int(j) for j in np.flatnonzero((upper < 0) | (lower < upper))]
+    out = []
+    for i, k in enumerate(free):
+        p = int(point[k])
+
+        def make(k=k, i=i, bounds=None):
+            box = {**node, **{j: (int(point[j]), int(point[j])) for j in free[:i]}}
+            box[k] = bounds
+            return box
+
+        if p - 1 >= lower[k]:
+            out.append(lambda make=make, k=k, p=p: make(bounds=(int(lower[k]), p - 1)))
+        if upper[k] < 0 or p + 1 <= upper[k]:
+            out.append(lambda make=make, k=k, p=p: make(bounds=(p + 1, int(upper[k]))))
+    return out[::-1]  # popped first: the boxes that fix fewest coordinates
