@@ -9,18 +9,20 @@ no slot symmetry: one ``h`` is one dataset. A claim's count is linear in it, ``c
   programs with random objectives over the rows that those vertices and the known datasets use.
 * A counterexample to a claim: an integer program for ``c.h <= m - 1`` or ``c.h >= m + 1``, over those
   rows first, then over the whole support.
-* A proof of a claim: branch and bound on the linear relaxation, in which every node is closed by a
+* A proof of a claim: branch and bound on the linear relaxation, in which every box is closed by a
   dual certificate — a bound or a Farkas ray — rationalised and checked in integer arithmetic
-  (:meth:`~audit.implied.LinearProof.certificate`) together with the node's variable bounds.
+  (:meth:`~audit.implied.LinearProof.certificate`) together with the box's variable bounds.
+* Every dataset of a unit that has few: the same box search, each integer point taken out of its
+  box by splitting the rest on its first differing coordinate, empty boxes closed by checked rays.
 
 Soundness. HiGHS works in floating point with tolerances. A dataset it returns counts only after
 rounding to integers and an exact re-check against every published value and edit
 (:meth:`~audit.problem.Problem.violations`): a float slip leaves the claim open, never refuted, and no
-dataset is counted. An integer program's "infeasible" is only a hint: a claim is verified here once
-the certified branch and bound has closed every node; if it cannot within its node budget, the caller
-asks the SAT engine. Only count cells enter the model; sums, means and medians are left out, so the
-model is a relaxation of the release: a proof over it holds for the release, and datasets are
-re-checked against those cells too.
+dataset is counted. An integer program's "infeasible" is only a hint: a claim is verified here, and
+a list of datasets is complete, once the certified search has closed every box; if it cannot within
+its node budget, the caller asks the SAT engine. Only count cells enter the model; sums, means and
+medians are left out, so the model is a relaxation of the release: a proof over it holds for the
+release, and datasets are re-checked against those cells too (lists are made for count-only units).
 """
 from __future__ import annotations
 
