@@ -2,8 +2,9 @@
 
 ``simple_heuristic`` is in the spirit of sdcTable's SIMPLEHEURISTIC: it protects every primary
 (suppressed) cell of a table with margins against *exact* recovery from the table's linear
-relations (each margin equals the sum of its line), adding the cheapest secondary suppressions
-until no primary cell lies in the row space of the relations restricted to the suppressed cells.
+relations (each total equals the sum of its line, along hierarchies too), adding the cheapest
+secondary suppressions until no primary cell lies in the row space of the relations restricted
+to the suppressed cells.
 It does not protect intervals (a cell bounded to [1, 2] is not "recovered" here); the
 reconstruction-aware loop in :mod:`audit.protect` is what proves claims are gone.
 
@@ -16,34 +17,16 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from .schedule import MARGIN
+from .schedule import MARGIN, Table
 
 
-def table_lines(ids: Sequence[str]) -> list[tuple[int, list[int]]]:
-    """Margin relations of a cross-classified table: (margin cell index, member indices) per line."""
-    index = {cid: j for j, cid in enumerate(ids)}
-    out = []
-    for j, cid in enumerate(ids):
-        parts = cid.split(",")
-        for axis, code in enumerate(parts):
-            if code != MARGIN:
-                continue
-            members = [k for k, other in enumerate(ids)
-                       if (o := other.split(","))[axis] != MARGIN
-                       and all(o[a] == parts[a] for a in range(len(parts)) if a != axis)]
-            if members and cid in index:
-                out.append((j, members))
-    return out
-
-
-def _relations(ids: Sequence[str]) -> np.ndarray:
-    rows = []
-    for margin, members in table_lines(ids):
-        r = np.zeros(len(ids))
-        r[margin] = -1.0
-        r[members] = 1.0
-        rows.append(r)
-    return np.array(rows).reshape(len(rows), len(ids))
+def relations(lines: Sequence[tuple[int, Sequence[int]]], n: int) -> np.ndarray:
+    """The table's lines (:attr:`audit.schedule.Table.lines`) as rows of ``parts - total = 0``."""
+    rows = np.zeros((len(lines), n))
+    for r, (total, parts) in enumerate(lines):
+        rows[r, total] = -1.0
+        rows[r, list(parts)] = 1.0
+    return rows
 
 
 def determined(relations: np.ndarray, suppressed: np.ndarray) -> np.ndarray:
@@ -64,34 +47,36 @@ def determined(relations: np.ndarray, suppressed: np.ndarray) -> np.ndarray:
     return out
 
 
-def simple_heuristic(ids: Sequence[str], counts: Sequence[int], primary: Iterable[bool],
+def simple_heuristic(table: Table, counts: Sequence[int], primary: Iterable[bool],
                      already: Iterable[bool] | None = None) -> np.ndarray:
-    """Secondary suppressions so that no primary cell is exactly recoverable from the table's margins.
+    """Secondary suppressions so that no primary cell is exactly recoverable from the table's lines.
 
-    ``ids`` are cell ids (``"a,b"`` with ``*`` for margins), ``counts`` the true counts, ``primary``
-    the cells to protect, ``already`` cells suppressed anyway. Returns the full suppressed flags.
-    Cheapest secondary first: non-zero, fewest margins, smallest count (as tau-Argus' default cost).
+    ``counts`` are the true counts of the table's cells, ``primary`` the cells to protect,
+    ``already`` cells suppressed anyway. Returns the full suppressed flags. Cheapest secondary
+    first: non-zero, fewest margins, smallest count (as tau-Argus' default cost); structural zeros
+    are known to the attacker, so never chosen.
     """
+    ids = [c.id for c in table.cells]
     counts = np.asarray(counts)
     primary = np.asarray(list(primary), dtype=bool)
     suppressed = primary | (np.asarray(list(already), dtype=bool) if already is not None else False)
-    relations = _relations(ids)
-    if relations.shape[0] == 0:
+    rel = relations(table.lines, len(ids))
+    if rel.shape[0] == 0:
         return suppressed
-    lines = table_lines(ids)
+    known = [c.structural for c in table.cells]
     cost = {j: (bool(counts[j] == 0), ids[j].count(MARGIN), int(counts[j]), j) for j in range(len(ids))}
 
     def score(flags: np.ndarray) -> tuple[int, int]:
-        fixed = determined(relations, flags)
+        fixed = determined(rel, flags)
         return int((fixed & primary).sum()), int(fixed.sum())
 
     current = score(suppressed)
     while current[0]:
-        fixed = determined(relations, suppressed)
-        near = {k for m, members in lines for k in [m, *members]
-                if not suppressed[k] and any(fixed[i] for i in [m, *members])}
+        fixed = determined(rel, suppressed)
+        near = {k for m, members in table.lines for k in [m, *members]
+                if not suppressed[k] and not known[k] and any(fixed[i] for i in [m, *members])}
         if not near:  # widen to every published cell
-            near = {k for k in range(len(ids)) if not suppressed[k]}
+            near = {k for k in range(len(ids)) if not suppressed[k] and not known[k]}
             if not near:
                 break
         best = None

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .problem import Domain, Problem, _to_atoms, domains_for
+from .problem import Domain, Problem, _to_atoms, cell_domains
 from .query import Predicate
 from .release import Constraint, UnitRelease, constraints_of
 from .schedule import Schedule
@@ -49,9 +49,7 @@ def build_coupled_problems(frame: pd.DataFrame, schema: Schema, schedule: Schedu
     for level in (levels if levels is not None else coupled_levels(schema, schedule)):
         depth = geo.index(level)
         tables = [t for t in schedule.tables if geo.index(t.level) >= depth]
-        cells = [c for t in tables for c in t.cells]
-        numeric = {s.column for c in cells for s in c.stats if s.column}
-        base = domains_for(schema, [c.predicate for c in cells] + [e.forbid for e in schema.edits], numeric)
+        base = cell_domains(schema, [c for t in tables for c in t.cells])
         by_level = {}
         for r in releases:
             by_level.setdefault(r.level, []).append(r)

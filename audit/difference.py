@@ -18,7 +18,7 @@ from math import ceil, floor
 import numpy as np
 import pandas as pd
 
-from .query import Predicate
+from .query import Predicate, nested
 from .release import PUBLISHED, Constraint, UnitRelease, Value, constraints_of
 from .schedule import Schedule
 from .schema import Schema
@@ -57,17 +57,6 @@ class Exposure:
                 "inner": self.inner, "inner_label": self.inner_label, "difference": self.difference,
                 "count": list(self.count), "totals": {c: list(v) for c, v in self.totals.items()},
                 "revealed": self.revealed(), "rows": list(self.rows), "records": list(self.records)}
-
-
-def nested(inner: Predicate, outer: Predicate, schema: Schema | None = None) -> bool:
-    """True when every row matching ``inner`` matches ``outer``, judged from the clauses alone."""
-    mine = inner.as_dict()
-    for col, values in outer.clauses:
-        if schema is not None and col in schema.names and set(schema.column(col).codes) <= values:
-            continue  # the clause allows the whole domain
-        if col not in mine or not mine[col] <= values:
-            return False
-    return True
 
 
 def _integer_bounds(c: Constraint) -> tuple[int | None, int | None]:

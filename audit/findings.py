@@ -16,7 +16,7 @@ from .claims import UNDECIDED, VERIFIED
 from .exact import ExactOptions, UnitResult, audit_unit
 from .inputs import Inputs
 from .problem import Problem
-from .release import PUBLISHED, SUPPRESSED, UnitRelease
+from .release import PUBLISHED, STRUCTURAL, SUPPRESSED, UnitRelease
 
 NOTICE = ("CONFIDENTIAL: this file contains records reconstructed from confidential microdata. "
           "Handle it as the microdata itself.")
@@ -39,14 +39,15 @@ def prior_rows(frame: pd.DataFrame, inputs: Inputs, problem: Problem, cache: dic
 
 
 def cells_json(release: UnitRelease) -> dict:
-    """What one unit publishes: counts of values by status, and every exact published count below 10."""
+    """What one unit publishes: counts of values by status, and every exact published count below 10
+    (structural zeros, which no row can fall in, are neither small nor suppressed)."""
     from .rules import SMALL_MAX
 
-    out = {"values": len(release.values), "suppressed": 0, "rounded": 0, "small": []}
+    out = {"values": len(release.values), "suppressed": 0, "structural": 0, "rounded": 0, "small": []}
     for v in release.values:
         protection = release.protection.get(v.cell.table)
-        if v.status == SUPPRESSED:
-            out["suppressed"] += 1
+        if v.status in (SUPPRESSED, STRUCTURAL):
+            out[v.status] += 1
         elif v.status == PUBLISHED and v.stat.kind == "count":
             if protection is not None and protection.round_to and protection.round_to > 1:
                 out["rounded"] += 1

@@ -86,6 +86,14 @@ def _domains_cached(schema: Schema, predicates: list[Predicate], numeric: set[st
     return _DOMAINS[key]
 
 
+def cell_domains(schema: Schema, cells) -> tuple[Domain, ...]:
+    """The compressed domains of a level's cells: the atoms every published predicate and edit
+    respects. Structural zeros publish nothing the attacker does not know, so they split no atoms."""
+    live = [c for c in cells if not c.structural]
+    numeric = {s.column for c in live for s in c.stats if s.column}
+    return _domains_cached(schema, [c.predicate for c in live] + [e.forbid for e in schema.edits], numeric)
+
+
 @dataclass(frozen=True)
 class Problem:
     """One unit's reconstruction problem: rows are tuples of atom indices, one per domain."""
@@ -228,10 +236,7 @@ def build_problems(frame: pd.DataFrame, schema: Schema, schedule: Schedule,
 
     problems = []
     for level in schedule.levels:
-        cells = [c for t in schedule.tables if t.level == level for c in t.cells]
-        numeric = {s.column for c in cells for s in c.stats if s.column}
-        preds = [c.predicate for c in cells] + [e.forbid for e in schema.edits]
-        domains = _domains_cached(schema, preds, numeric)
+        domains = cell_domains(schema, [c for t in schedule.tables if t.level == level for c in t.cells])
         by_name = {d.name: d for d in domains}
         lookups = [d.lookup() for d in domains]
         edits = tuple(_to_atoms(e.forbid, by_name) for e in schema.edits)

@@ -42,7 +42,7 @@ from .exact import ExactOptions, UnitResult, audit_unit
 from .inputs import Inputs
 from .problem import Problem, build_problems
 from .release import PUBLISHED, SUPPRESSED, Constraint, UnitRelease
-from .schedule import Schedule
+from .schedule import Protection, Schedule, rounds_to_zero
 from .tabulate import tabulate, units_of
 
 STRATEGIES = ("suppress", "round", "noise")
@@ -230,11 +230,11 @@ def forced_cells(release: UnitRelease, problem: Problem, tables, policy: Policy,
     if options.complementary and primary:
         counts = cell_counts(problem)
         hidden = {v.cell.key for v in release.values if v.status == SUPPRESSED}
-        for table in (t for t in tables if t.margins):
+        for table in (t for t in tables if t.lines):
             keys = [c.key for c in table.cells]
             if not any(k in primary for k in keys):
                 continue
-            flags = simple_heuristic([c.id for c in table.cells], [counts.get(k, 0) for k in keys],
+            flags = simple_heuristic(table, [counts.get(k, 0) for k in keys],
                                      [k in primary for k in keys], [k in hidden for k in keys])
             comp |= {k for k, f in zip(keys, flags) if f and k not in primary and k not in hidden}
     return sorted(primary), sorted(comp)
@@ -367,14 +367,21 @@ def protected_schedule(schedule: Schedule, suppress: dict[str, frozenset] | None
                        round_to: int | None = None) -> Schedule:
     """The schedule with extra per-unit suppressions, or every count table rounded to a base."""
     if round_to is not None:
-        tables = tuple(replace(t, protection=replace(t.protection, round_to=round_to)) for t in schedule.tables)
-        schedule = replace(schedule, tables=tables, protection=replace(schedule.protection, round_to=round_to))
+        tables = tuple(replace(t, protection=_rounded(t.protection, round_to)) for t in schedule.tables)
+        schedule = replace(schedule, tables=tables, protection=_rounded(schedule.protection, round_to))
     if suppress:
         merged = {k: frozenset(v) for k, v in (getattr(schedule, "suppress", {}) or {}).items()}
         for k, cells in suppress.items():
             merged[k] = merged.get(k, frozenset()) | frozenset(cells)
         schedule = replace(schedule, suppress=merged)
     return schedule
+
+
+def _rounded(protection: Protection, base: int) -> Protection:
+    """The protection with counts rounded to ``base``, and zeros protected where a threshold below
+    half the base would make a published 0 ambiguous (see :class:`~audit.schedule.Protection`)."""
+    zeros = protection.protect_zeros or rounds_to_zero(protection.suppress_below, base)
+    return replace(protection, round_to=base, protect_zeros=zeros)
 
 
 def write_schedule_yaml(source: str, out: Path, suppress: dict[str, list[str]] | None = None,
@@ -384,10 +391,13 @@ def write_schedule_yaml(source: str, out: Path, suppress: dict[str, list[str]] |
 
     doc = yaml.safe_load(Path(source).read_text(encoding="utf-8"))
     if round_to is not None:
-        doc["protection"] = {**(doc.get("protection") or {}), "round_to": round_to}
-        for t in doc["tables"]:
-            if isinstance(t.get("protection"), dict):
-                t["protection"]["round_to"] = round_to
+        default = doc.get("protection") or {}
+        for spec, inherited in [(default, {})] + [(t["protection"], default) for t in doc["tables"]
+                                                   if isinstance(t.get("protection"), dict)]:
+            spec["round_to"] = round_to
+            if rounds_to_zero({**inherited, **spec}.get("suppress_below"), round_to):
+                spec["protect_zeros"] = True  # as _rounded does
+        doc["protection"] = default
     if suppress:
         merged = {str(k): list(v) for k, v in (doc.get("suppress") or {}).items()}
         for k, cells in suppress.items():

@@ -34,6 +34,11 @@ class Predicate:
     def columns(self) -> tuple[str, ...]:
         return tuple(c for c, _ in self.clauses)
 
+    @property
+    def empty(self) -> bool:
+        """Whether no row can satisfy it: some clause allows no value."""
+        return any(not values for _, values in self.clauses)
+
     def conjoin(self, other: "Predicate") -> "Predicate":
         merged = self.as_dict()
         for col, values in other.clauses:
@@ -46,6 +51,20 @@ class Predicate:
         for col, values in self.clauses:
             out &= frame[col].isin(list(values)).to_numpy()
         return out
+
+
+def nested(inner: Predicate, outer: Predicate, schema=None) -> bool:
+    """True when every row matching ``inner`` matches ``outer``, judged from the clauses alone.
+
+    With a ``schema``, a clause of ``outer`` that allows a column's whole domain is no restriction.
+    """
+    mine = inner.as_dict()
+    for col, values in outer.clauses:
+        if schema is not None and col in schema.names and set(schema.column(col).codes) <= values:
+            continue  # the clause allows the whole domain
+        if col not in mine or not mine[col] <= values:
+            return False
+    return True
 
 
 @dataclass(frozen=True)

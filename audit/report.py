@@ -32,11 +32,13 @@ def read_json(path: Path, what: str) -> dict:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise AuditError(f"{what} not found", str(path), "check the path") from None
+    except IsADirectoryError:
+        raise AuditError("is a folder, not a JSON file", str(path), f"give the path of the {what}") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise AuditError(f"{what} is not valid JSON ({exc.__class__.__name__})", str(path),
                          "pass the findings.json written by audit run") from None
     if not isinstance(data, dict):
-        raise AuditError(f"{what} must be a JSON object", str(path))
+        raise AuditError(f"{what} must be a JSON object", str(path), "pass the findings.json written by audit run")
     return data
 
 
@@ -334,7 +336,8 @@ def context(doc: Mapping, extras: Mapping[str, Mapping] | None = None) -> dict:
         "doc": doc, "verdict": doc.get("verdict") or "not evaluated", "failing": doc.get("failing") or [],
         "warnings": doc.get("warnings") or [], "summary": doc.get("summary") or {}, "rules": rules,
         "rule_titles": _rule_titles(), "units": rows[:TOP_UNITS], "more_units": max(len(rows) - TOP_UNITS, 0),
-        "n_units": len(rows), "charts": charts, "detail": _detail(doc, rows, cell_labels),
+        "n_units": len(rows), "charts": charts,
+        "structural": sum((u.get("cells") or {}).get("structural", 0) for u in doc["units"]), "detail": _detail(doc, rows, cell_labels),
         "detail_limit": DETAIL_UNITS, "claims_limit": CLAIMS_PER_UNIT,
         "schema": doc.get("schema") or {}, "rank": _rank_section(extras.get("rank"), rules),
         "linear": _linear_section(extras.get("linear")), "protection": _protection_section(extras.get("protection")),

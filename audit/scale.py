@@ -35,6 +35,7 @@ import pandas as pd
 from .claims import UNDECIDED, Verdict, candidates
 from .coupled import build_coupled_problems, coupled_levels
 from .errors import AuditError, OptionalDependencyMissing
+from .terminal import printable
 from .exact import ExactOptions, UnitResult, audit_unit
 from .findings import cells_json, claim_rank, document, prior_rows, unit_json
 from .inputs import Inputs
@@ -76,11 +77,11 @@ class ScaleOptions:
 
     def __post_init__(self):
         if self.workers < 1:
-            raise AuditError("--workers must be at least 1")
+            raise AuditError("must be at least 1", "--workers", "e.g. --workers 2")
         if self.claims_cap is not None and self.claims_cap < 0:
-            raise AuditError("--claims-cap must be 0 or more")
+            raise AuditError("must be 0 or more", "--claims-cap", "e.g. --claims-cap 25")
         if self.memory_mb is not None and self.memory_mb < 64:
-            raise AuditError("--memory-mb must be at least 64")
+            raise AuditError("must be at least 64", "--memory-mb", "e.g. --memory-mb 4096")
 
 
 class Interrupted(Exception):
@@ -547,7 +548,7 @@ def run_cli(data: Path, schema: Path | None, tables: Path, options: ExactOptions
         the_schema, schedule, source = inputs.schema, inputs.schedule, inputs.frame
     else:
         if schema is None:
-            raise AuditError("no schema given", fix="pass --schema FILE (or --infer-schema --geography COLS)")
+            raise AuditError("no schema given", "--schema", fix="pass --schema FILE (or --infer-schema --geography COLS)")
         the_schema = load_schema(schema)
         schedule, source = load_schedule(tables, the_schema), data
 
@@ -555,7 +556,7 @@ def run_cli(data: Path, schema: Path | None, tables: Path, options: ExactOptions
         def render(self, task) -> Text:
             return Text(f"{task.speed:.2f} units/s" if task.speed else "- units/s")
 
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), Rate(),
+    with Progress(TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(), Rate(),
                   TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(), disable=quiet, transient=True) as bar:
         task = bar.add_task("units", total=None)
 
@@ -563,7 +564,7 @@ def run_cli(data: Path, schema: Path | None, tables: Path, options: ExactOptions
             bar.reset(task, total=n, completed=already)
 
         def tick(unit: dict, done: int, n: int) -> None:
-            bar.update(task, completed=done, description=f"unit {unit['geo']}")
+            bar.update(task, completed=done, description=printable(f"unit {unit['geo']}"))
             if on_unit:
                 on_unit(unit)
 

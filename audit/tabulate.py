@@ -8,7 +8,7 @@ from functools import lru_cache
 import numpy as np
 import pandas as pd
 
-from .release import EMPTY, PUBLISHED, SUPPRESSED, UnitRelease, Value, round_half_up, round_to_base
+from .release import EMPTY, PUBLISHED, STRUCTURAL, SUPPRESSED, UnitRelease, Value, round_half_up, round_to_base
 from .schedule import MARGIN, Schedule, Table
 from .schema import Schema
 
@@ -93,13 +93,24 @@ def _whole(n: int) -> Fraction:
 def _publish_table(table: Table, sub: pd.DataFrame | None, sub_masks: np.ndarray, base: int) -> list[Value]:
     counts = sub_masks[:, base: base + len(table.cells)].sum(axis=0)
     p = table.protection
-    suppressed = np.array([c.suppressed or (p.suppress_below is not None and n < p.suppress_below)
-                           for c, n in zip(table.cells, counts)])
-    if p.complementary and p.suppress_below is not None and table.margins:
+    structural = np.array([c.structural for c in table.cells], dtype=bool)
+    if counts[structural].any():
+        from .errors import AuditError
+
+        cell = table.cells[int(np.flatnonzero(structural & (counts > 0))[0])]
+        raise AuditError(f"cell {cell.key} ({cell.label}) can hold no one under the schema's edits, yet "
+                         f"{int(counts[structural].max())} rows fall in it", "data",
+                         fix="correct those rows, or the schema's constraints")
+    small = (counts < p.suppress_below) & ((counts > 0) | p.protect_zeros) if p.suppress_below else False
+    suppressed = ~structural & (np.array([c.suppressed for c in table.cells], dtype=bool) | small)
+    if p.complementary and p.suppress_below is not None and table.lines:
         suppressed = _complementary(table, counts, suppressed)
     out = []
     for j, cell in enumerate(table.cells):
         for stat in cell.stats:
+            if structural[j]:
+                out.append(Value(cell, stat, STRUCTURAL, None if stat.kind in ("mean", "median") else Fraction(0)))
+                continue
             if suppressed[j]:
                 out.append(Value(cell, stat, SUPPRESSED))
                 continue
@@ -131,25 +142,20 @@ def exact_value(stat, rows: pd.DataFrame) -> Fraction | None:
 
 
 def _complementary(table: Table, counts: np.ndarray, suppressed: np.ndarray) -> np.ndarray:
-    """Secondary suppression: no margin line may have exactly one suppressed cell (a simple heuristic)."""
+    """Secondary suppression: no line of the table (a total and its parts) may have exactly one
+    suppressed cell (a simple heuristic). Structural zeros are known, so never chosen."""
     suppressed = suppressed.copy()
-    ids = [c.id.split(",") for c in table.cells]
-    lines: dict[tuple, list[int]] = {}
-    for j, parts in enumerate(ids):
-        for axis in range(len(parts)):
-            lines.setdefault((axis, tuple(parts[:axis] + [MARGIN] + parts[axis + 1:])), []).append(j)
+    cost = [(counts[j] == 0, c.id.count(MARGIN), counts[j], j) for j, c in enumerate(table.cells)]
     changed = True
     while changed:
         changed = False
-        for members in lines.values():
-            hidden = [j for j in members if suppressed[j]]
-            if len(hidden) != 1:
+        for total, parts in table.lines:
+            members = (total, *parts)
+            if sum(suppressed[j] for j in members) != 1:
                 continue
-            shown = [j for j in members if not suppressed[j]]
-            if not shown:
-                continue
-            pick = min(shown, key=lambda j: (counts[j] == 0, ids[j].count(MARGIN), counts[j], j))
-            suppressed[pick] = changed = True
+            shown = [j for j in members if not suppressed[j] and not table.cells[j].structural]
+            if shown:
+                suppressed[min(shown, key=cost.__getitem__)] = changed = True
     return suppressed
 
 

@@ -17,7 +17,7 @@ from audit.findings import unit_json
 from audit.inputs import load_inputs
 from audit.protect import Policy, ProtectOptions, protect, suppress_unit, unit_contexts
 from audit.rules import evaluate, load_rules
-from audit._suppress import determined, _relations, simple_heuristic
+from audit._suppress import determined, relations, simple_heuristic
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "samples"
@@ -89,17 +89,21 @@ def test_suppression_is_brute_force_minimal(tmp_path, i):
     assert len(result.cells) == brute_force_minimum(ctx, rules, exact)
 
 
-def test_simple_heuristic_protects_primary_cells_in_a_table_with_margins():
-    ids = [f"{a},{b}" for a in ("x", "y", "z", "*") for b in ("p", "q", "r", "*")]
+def test_simple_heuristic_protects_primary_cells_in_a_table_with_margins(tmp_path):
+    inputs, _ = _case(tmp_path, {"a": ["x", "y", "z"], "b": ["p", "q", "r"]}, [{"id": "T", "by": ["a", "b"]}],
+                      [["x", "p"]])
+    table = inputs.schedule.table("T")
+    ids = [c.id for c in table.cells]
+    assert ids == [f"{a},{b}" for a in ("x", "y", "z", "*") for b in ("p", "q", "r", "*")]
     counts = np.array([5, 1, 6, 12, 4, 7, 3, 14, 2, 2, 2, 6, 11, 10, 11, 32])
     primary = (counts > 0) & (counts < 3)
-    flags = simple_heuristic(ids, counts, primary)
+    flags = simple_heuristic(table, counts, primary)
     assert flags[primary].all()
-    assert not (determined(_relations(ids), flags) & primary).any()
+    assert not (determined(relations(table.lines, len(ids)), flags) & primary).any()
     # a lone primary cell needs its rectangle: 4 cells, no margin
     one = np.zeros(16, dtype=bool)
     one[1] = True
-    flags = simple_heuristic(ids, counts, one)
+    flags = simple_heuristic(table, counts, one)
     assert flags.sum() == 4 and not any(flags[j] for j, c in enumerate(ids) if "*" in c)
 
 

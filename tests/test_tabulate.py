@@ -64,17 +64,23 @@ ROWS = [("1", 3, "F", "B"), ("1", 5, "F", "B"), ("1", 19, "M", "B"), ("1", 20, "
         ("1", 18, "F", "W"), ("1", 4, "F", "W"), ("1", 7, "M", "B")]
 
 
-def test_primary_suppression_publishes_zero_to_t_minus_one(tmp_path):
-    schema, schedule = specs(tmp_path, "{suppress_below: 3, complementary: false}")
+@pytest.mark.parametrize("zeros", [False, True])
+def test_primary_suppression_hides_one_to_t_minus_one_and_zero_only_when_asked(tmp_path, zeros):
+    schema, schedule = specs(tmp_path, f"{{suppress_below: 3, complementary: false, protect_zeros: {str(zeros).lower()}}}")
     unit, = tabulate(frame_of(ROWS, schema), schema, schedule)
     values = {v.key: v for v in unit.values}
     cell = values["T1:F,W:count"]                       # 2 females who are white: below 3
     assert cell.status == SUPPRESSED and cell.text() == "(D)"
     (con,) = constraints_of(cell, unit.protection["T1"])
-    assert (con.lo, con.hi) == (0, 2)
+    assert (con.lo, con.hi) == (0 if zeros else 1, 2)   # the attacker knows zeros are published
     assert values["T1:F,B:count"].status == SUPPRESSED   # 2
     assert values["T1:M,*:count"].value == 3 and values["T1:*,*:count"].value == 7
-    assert values["T1:*,A:count"].status == SUPPRESSED   # zero is below the threshold too
+    zero = values["T1:*,A:count"]                       # nobody is Asian
+    if zeros:                                           # as tau-Argus / sdcTable with protect zeros
+        assert zero.status == SUPPRESSED
+    else:
+        assert (zero.status, zero.value) == (PUBLISHED, 0)
+        assert [(c.lo, c.hi) for c in constraints_of(zero, unit.protection["T1"])] == [(0, 0)]
 
 
 def test_complementary_suppression_hides_the_difference(tmp_path):
