@@ -162,21 +162,6 @@ def _search(linear: LinearProof | None, problem: Problem, options: ExactOptions,
     claims they verified (cell masks, for explanations).
     """
     todo = table.claims
-    try:
-        first = engine.solve()
-    except TimeoutError as err:
-        # a budget ran out, or the solver's dataset failed the exact check: the confidential rows, when
-        # they reproduce the release, are a dataset all the same, and each claim is decided on its own
-        if problem.violations(problem.truth):
-            return _undecided(result, todo, pending, str(err))
-        first = problem.truth
-    if first is None:
-        if not problem.violations(problem.truth):  # then no "infeasible" from this solver can be trusted
-            return _undecided(result, todo, pending,
-                              "the solver found no dataset, yet the confidential rows reproduce the release")
-        raise InconsistentRelease(f"no dataset reproduces the published values: conflicting cells "
-                                  f"{engine.conflicting_cells()}", f"unit {'/'.join(problem.geo)}",
-                                  "check those cells' published values against the schema's edits")
     deadline = start + options.unit_seconds
     hist = None
     if options.histogram and linear is not None and options.engine == "sat":
@@ -200,10 +185,21 @@ def _search(linear: LinearProof | None, problem: Problem, options: ExactOptions,
     if hist is None or (not exhausted and len(hist.found) <= cap):
         # the row-slot engine enumerates, and proves when there are no more
         engine = make_engine(problem, options)
-        first = engine.solve()
+        try:
+            first = engine.solve()
+        except TimeoutError as err:
+            # a budget ran out, or the solver's dataset failed the exact check: the confidential rows, when
+            # they reproduce the release, are a dataset all the same, and each claim is decided on its own
+            if problem.violations(problem.truth):
+                return engine, _undecided(result, todo, pending, str(err))
+            first = problem.truth
         if first is None:
-            raise InconsistentRelease(f"no dataset reproduces the published values of unit {'/'.join(problem.geo)}: "
-                                      f"conflicting cells {engine.conflicting_cells()}")
+            if not problem.violations(problem.truth):  # then no "infeasible" from this solver can be trusted
+                return engine, _undecided(result, todo, pending,
+                                          "the solver found no dataset, yet the confidential rows reproduce the release")
+            raise InconsistentRelease(f"no dataset reproduces the published values: conflicting cells "
+                                      f"{engine.conflicting_cells()}", f"unit {'/'.join(problem.geo)}",
+                                      "check those cells' published values against the schema's edits")
         universe, found = [], engine.solutions(cap + 1)
         try:
             for rows in found:
