@@ -3,7 +3,8 @@
 Prints, per block size: CPU seconds to audit a block (median and largest), claims decided per CPU
 second, verified and undecided counts; for sizes up to ``--baseline-max``, the same blocks through
 the row-slot pipeline without the histogram engine (``histogram=False``, the pipeline before it) in
-the same process, and the ratio of the two; with ``--ip``, the paper's integer program for N <= 10.
+the same process, the ratio of the two and whether their verdicts agree (verified claims,
+refutation and solution counts); with ``--ip``, the paper's integer program for N <= 10.
 Times are CPU seconds (``time.process_time``): wall-clock is noisy on a shared machine.
 
     python bench/exact.py [--sizes 10,20,40,80,160] [--blocks 3] [--baseline-max 40] [--ip] [--explain]
@@ -40,11 +41,12 @@ def blocks(n: int, count: int, seed: int, folder: Path):
 
 
 def measure(problems, options: ExactOptions) -> dict:
-    times, decided, verified, undecided, singles, unique = [], 0, 0, 0, 0, 0
+    times, decided, verified, undecided, singles, unique, verdicts = [], 0, 0, 0, 0, 0, []
     for p in problems:
         t = time.process_time()
         r = audit_unit(p, options)
         times.append(time.process_time() - t)
+        verdicts.append(({v.claim for v in r.verified}, r.refuted, len(r.undecided), r.solutions, r.exhausted))
         decided += len(r.verified) + r.refuted
         verified += len(r.verified)
         undecided += len(r.undecided)
@@ -52,7 +54,7 @@ def measure(problems, options: ExactOptions) -> dict:
         unique += r.reconstructed
     return {"median_s": statistics.median(times), "max_s": max(times), "total_s": sum(times),
             "claims_per_s": decided / sum(times), "verified": verified, "derived_singletons": singles,
-            "undecided": undecided, "unique": unique}
+            "undecided": undecided, "unique": unique, "verdicts": verdicts}
 
 
 def main() -> None:
@@ -67,16 +69,17 @@ def main() -> None:
     args = ap.parse_args()
     options = ExactOptions(explain="singletons" if args.explain else "none", explain_seconds=60, unit_seconds=600)
     print(f"{'N':>4} {'blocks':>6} {'median s':>9} {'max s':>7} {'claims/s':>9} {'verified':>9} {'singl.':>7} "
-          f"{'undec.':>6} {'unique':>6} {'old s':>8} {'old und.':>8} {'old/new':>7} {'IP s':>8} {'IP/SAT':>7}")
+          f"{'undec.':>6} {'unique':>6} {'old s':>8} {'old und.':>8} {'old/new':>7} {'same':>5} {'IP s':>8} {'IP/SAT':>7}")
     with tempfile.TemporaryDirectory() as tmp:
         for n in (int(s) for s in args.sizes.split(",")):
             problems = blocks(n, args.blocks, args.seed, Path(tmp))
             row = measure(problems, options)
-            old_s = old_u = ratio = ip_s = ip_ratio = "-"
+            old_s = old_u = ratio = same = ip_s = ip_ratio = "-"
             if n <= args.baseline_max:
                 old = measure(problems, replace(options, histogram=False))
                 old_s, old_u = f"{old['median_s']:.2f}", str(old["undecided"])
                 ratio = f"{old['total_s'] / row['total_s']:.1f}x"
+                same = "yes" if old["verdicts"] == row["verdicts"] else "NO"
             if args.ip and n <= 10:
                 try:
                     ip = measure(problems, ExactOptions(engine="ip", explain="none", unit_seconds=600, linear=False))
@@ -85,7 +88,7 @@ def main() -> None:
                     ip_s = f"n/a ({exc.name})"
             print(f"{n:>4} {len(problems):>6} {row['median_s']:>9.3f} {row['max_s']:>7.2f} {row['claims_per_s']:>9.0f} "
                   f"{row['verified']:>9} {row['derived_singletons']:>7} {row['undecided']:>6} {row['unique']:>6} "
-                  f"{old_s:>8} {old_u:>8} {ratio:>7} {ip_s:>8} {ip_ratio:>7}", flush=True)
+                  f"{old_s:>8} {old_u:>8} {ratio:>7} {same:>5} {ip_s:>8} {ip_ratio:>7}", flush=True)
 
 
 if __name__ == "__main__":

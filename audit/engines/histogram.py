@@ -108,9 +108,8 @@ class HistogramEngine:
                 rows = self.dataset(x, wanted)
                 if rows is not None:
                     yield rows
-        mip = self._integer(self.used)
         for _ in range(k // 2):
-            x = self._run(mip, rng.random(self.n))
+            x = self._run(self._integer(self.used), rng.random(self.n))
             rows = None if x is None else self.dataset(x, wanted)
             if rows is not None:
                 yield rows
