@@ -29,6 +29,7 @@ SECONDS_PER_CLAUSE = 3e-6  # building the SAT encoding (measured: 1.9 M clauses 
 BASE_MB = 400  # a worker's own footprint (interpreter, numpy, pandas, pysat, HiGHS): not for the unit
 LISTED_MAX = 20_000  # a unit the attack did not finish lists its undecided claims up to this many
 EXPLAIN_MODES = ("none", "records", "singletons", "all")
+ENUMERATION_NODES = 4_000  # boxes the histogram engine may search to list every dataset of a unit
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,7 @@ class ExactOptions:
     max_rows: int = 200
     linear: bool = True  # prove claims that are linear combinations of exact counts without search
     memory_mb: int | None = 4096  # per unit; a unit estimated above it is too large (None: no bound)
+    histogram: bool = True  # sample, refute and prove in histogram space (LP/MIP) before the row-slot engine
 
     def __post_init__(self):
         if self.engine not in ENGINES:
@@ -260,8 +262,7 @@ def audit_unit(problem: Problem, options: ExactOptions = ExactOptions(),
         result.give_up([todo[i] for i in pending], f"--unit-seconds {options.unit_seconds:g} too short to build "
                        f"the encoding ({cost.clauses:,} clauses, about {SECONDS_PER_CLAUSE * cost.clauses:.0f} s)")
     else:
-        engine = make_engine(problem, options, deadline)
-        certificates = _search(engine, linear, problem, options, result, table, pending, late)
+        engine, certificates = _search(linear, problem, options, result, table, pending, late, deadline)
     _explain(engine, result, options, linear, certificates)
     if prior_rows is not None and len(prior_rows) and todo:
         verified = {v.claim for v in result.verified}
@@ -280,55 +281,84 @@ def _late(deadline: float, options: ExactOptions):
     return late
 
 
-def _search(engine, linear: LinearProof | None, problem: Problem, options: ExactOptions, result: UnitResult,
-            table: ClaimTable, pending: np.ndarray, late) -> dict[Claim, np.ndarray]:
-    """Decide the open claims with the solver's datasets, linear proofs and claim-by-claim search.
+def _search(linear: LinearProof | None, problem: Problem, options: ExactOptions, result: UnitResult,
+            table: ClaimTable, pending: np.ndarray, late, deadline: float) -> tuple[object, dict[Claim, np.ndarray]]:
+    """Decide the open claims with sampled datasets, linear proofs and claim-by-claim search.
 
-    Returns the linear certificates of the claims they verified (cell masks, for explanations).
+    Histogram space (:mod:`audit.engines.histogram`) samples, lists the datasets of units with few
+    of them, refutes and proves first when the support is known; the row-slot engine does what it
+    leaves open. Returns that engine (None if never needed) and the linear certificates of the
+    claims they verified (cell masks, for explanations).
     """
     todo = table.claims
-    why = late("building the encoding")
-    if why:
-        result.give_up([todo[i] for i in pending], why)
-        return {}
-    try:
-        first = engine.solve()
-    except TimeoutError as err:
-        # a budget ran out, or the solver's dataset failed the exact check: the confidential rows, when
-        # they reproduce the release, are a dataset all the same, and each claim is decided on its own
-        why = late("the first solve")
+    hist = None
+    if options.histogram and linear is not None and options.engine == "sat":
+        from .engines.histogram import HistogramEngine
+
+        hist = HistogramEngine.of(problem, linear)
+    engine, pool, universe, exhausted = None, [], [], False
+    cap = options.solution_cap
+    if hist is not None:
+        # a sampled dataset is checked exactly only if it counts towards the cap or refutes a claim
+        def wanted(rows: np.ndarray) -> bool:
+            return len(hist.found) <= cap or bool(table.refuted(pending, rows).any())
+
+        for rows in hist.sample(options.samples if len(pending) else 0, options.seed, wanted):
+            pending, gone = _prune(table, pending, rows)
+            result.refuted += gone
+            if late("sampling"):
+                break
+        if len(hist.found) <= cap and hist.exact:  # few datasets: list them all (a relaxation may hold many more points)
+            universe, exhausted = hist.enumerate(cap, ENUMERATION_NODES)
+    if hist is None or (not exhausted and len(hist.found) <= cap):
+        # the row-slot engine enumerates, and proves when there are no more
+        why = late("building the encoding")
         if why:
             result.give_up([todo[i] for i in pending], why)
-            return {}
-        if problem.violations(problem.truth):
-            return _undecided(result, todo, pending, str(err))
-        first = problem.truth
-    if first is None:
-        if not problem.violations(problem.truth):  # then no "infeasible" from this solver can be trusted
-            return _undecided(result, todo, pending,
-                              "the solver found no dataset, yet the confidential rows reproduce the release")
-        raise InconsistentRelease(f"no dataset reproduces the published values: conflicting cells "
-                                  f"{engine.conflicting_cells()}", f"unit {'/'.join(problem.geo)}",
-                                  "check those cells' published values against the schema's edits")
-    universe, found = [], engine.solutions(options.solution_cap + 1)
-    try:
-        for rows in found:
-            universe.append(rows)
-            if late("enumeration"):
-                break
-    finally:
-        found.close()
-    result.solutions = min(len(universe), options.solution_cap)
-    result.exhausted = len(universe) <= options.solution_cap and engine.last_exhausted
-    if result.exhausted:
+            return engine, {}
+        engine = make_engine(problem, options, deadline)
+        try:
+            first = engine.solve()
+        except TimeoutError as err:
+            # a budget ran out, or the solver's dataset failed the exact check: the confidential rows, when
+            # they reproduce the release, are a dataset all the same, and each claim is decided on its own
+            why = late("the first solve")
+            if why:
+                result.give_up([todo[i] for i in pending], why)
+                return engine, {}
+            if problem.violations(problem.truth):
+                return engine, _undecided(result, todo, pending, str(err))
+            first = problem.truth
+        if first is None:
+            if not problem.violations(problem.truth):  # then no "infeasible" from this solver can be trusted
+                return engine, _undecided(result, todo, pending,
+                                          "the solver found no dataset, yet the confidential rows reproduce the release")
+            raise InconsistentRelease(f"no dataset reproduces the published values: conflicting cells "
+                                      f"{engine.conflicting_cells()}", f"unit {'/'.join(problem.geo)}",
+                                      "check those cells' published values against the schema's edits")
+        universe, found = [], engine.solutions(cap + 1)
+        try:
+            for rows in found:
+                universe.append(rows)
+                if late("enumeration"):
+                    break
+        finally:
+            found.close()
+        exhausted = len(universe) <= cap and engine.last_exhausted
+        pool.append(first)
+        if hist is None:
+            samples = options.samples if len(pending) and not late("enumeration") else 0
+            pool += engine.sample(samples, options.seed)
+    result.solutions = min(max(len(universe), len(hist.found) if hist is not None else 0), cap)
+    result.exhausted = exhausted
+    if exhausted:
         # every consistent dataset is known: a claim is verified iff it holds in all of them
         for rows in universe:
             pending, gone = _prune(table, pending, rows)
             result.refuted += gone
         result.verdicts += [Verdict(todo[i], VERIFIED) for i in pending]
         pending = pending[:0]
-    samples = options.samples if len(pending) and not late("enumeration") else 0
-    pool = [first] + universe + engine.sample(samples, options.seed)
+    pool += universe
     for rows in pool:
         pending, gone = _prune(table, pending, rows)
         result.refuted += gone
@@ -351,7 +381,10 @@ def _search(engine, linear: LinearProof | None, problem: Problem, options: Exact
         if isinstance(verdict, np.ndarray):
             certificates[claim] = verdict
             verdict = Verdict(claim, VERIFIED)
+        if verdict is None and hist is not None:
+            verdict = hist.verify(claim)
         if verdict is None:
+            engine = engine or make_engine(problem, options, deadline)
             verdict = engine.verify(claim, explain="none")
             if verdict.status == UNDECIDED and late("claim-by-claim search"):
                 continue  # cut off by the time limit: the next turn gives it up with the rest
@@ -363,7 +396,7 @@ def _search(engine, linear: LinearProof | None, problem: Problem, options: Exact
         else:
             result.verdicts.append(verdict)
         j += 1
-    return certificates
+    return engine, certificates
 
 
 def _undecided(result: UnitResult, todo: list[Claim], pending: np.ndarray, reason: str) -> dict:
@@ -454,8 +487,8 @@ def _bound(linear: LinearProof, problem: Problem, claim: Claim) -> Verdict | np.
     status, info = found
     if status == VERIFIED:
         return info
-    if any(c.statistic.kind != "count" for c in problem.constraints) and problem.violations(info):
-        return None  # an integral optimum that breaks a mean, sum or median cell
+    if problem.violations(info):
+        return None  # an integral optimum that breaks a mean, sum or median cell (or a float slip)
     return Verdict(claim, REFUTED, counterexample=info)
 
 

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, lru_cache
 from fractions import Fraction
 
 import numpy as np
@@ -133,8 +133,8 @@ class Problem:
     def row_mask(self, rows: np.ndarray, predicate: Predicate) -> np.ndarray:
         """Which rows (atom-index arrays, shape n x columns) satisfy an atom-level predicate."""
         mask = np.ones(len(rows), dtype=bool)
-        for name, atoms in predicate.clauses:
-            mask &= np.isin(rows[:, self.index(name)], list(atoms))
+        for col, member in _members(self.names, self.sizes, predicate):
+            mask &= member[rows[:, col]]
         return mask
 
     def value(self, rows: np.ndarray, constraint: Constraint) -> Fraction | None:
@@ -173,6 +173,18 @@ class Problem:
         specs = tuple(tuple((name, tuple(sorted(atoms))) for name, atoms in p.clauses) for p in preds)
         return _restore, (self.level, self.geo, self.domains, self.n_rows, specs, rows, self.edits, self.truth,
                           self.notes)
+
+
+@lru_cache(maxsize=1 << 16)
+def _members(names: tuple[str, ...], sizes: tuple[int, ...], predicate: Predicate) -> tuple:
+    """Per clause of a predicate: its column and a lookup of which atoms it allows (cached: units of
+    a level share their predicates, and every dataset is checked against all of them)."""
+    out = []
+    for name, atoms in predicate.clauses:
+        member = np.zeros(sizes[names.index(name)], dtype=bool)
+        member[list(atoms)] = True
+        out.append((names.index(name), member))
+    return tuple(out)
 
 
 def _pair(value: Fraction | None) -> tuple[int, int] | None:
