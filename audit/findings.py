@@ -1,25 +1,46 @@
-"""Findings: the exact attack's results for every unit, as the JSON document the report and CI read."""
+"""Findings: the exact attack's results for every unit, as the JSON document the report and CI read.
+
+Format 2 (``"format": 2``): every count is exact (per unit and overall), each unit lists a bounded
+number of its most telling claims, and the full claim set lies beside the document in the claim
+store (:mod:`audit.claimstore`). findings.json is written with one unit and one check per line, so
+that large documents are read back one unit at a time (:class:`JsonLines`).
+"""
 from __future__ import annotations
 
 import json
 import platform
+import re
+import tempfile
 import time
 from dataclasses import asdict
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 import pandas as pd
 
 from . import __version__
-from .claims import UNDECIDED, VERIFIED
+from .claims import UNDECIDED, VERIFIED, candidates
+from .claimstore import FILE as STORE_FILE
+from .claimstore import StoreWriter, encode, store_columns
+from .errors import AuditError
 from .exact import ExactOptions, UnitResult, audit_unit
 from .inputs import Inputs
 from .problem import Problem
 from .release import PUBLISHED, STRUCTURAL, SUPPRESSED, UnitRelease
 
+FORMAT = 2
 NOTICE = ("CONFIDENTIAL: this file contains records reconstructed from confidential microdata. "
           "Handle it as the microdata itself.")
+LISTED = 10  # claims of each kind listed per unit (derived singletons, full records, undecided)
+LISTED_LARGE = 3  # the same in runs of more than AUTO_CAP_UNITS units
+AUTO_CAP_UNITS = 200
+TOTALS = ("verified", "undecided", "refuted", "verified_singletons", "derived_singletons", "full_records")
+
+
+def listing_cap(units: int, cap: int | None = None) -> int:
+    """Claims of each kind listed per unit: ``cap`` when given, else by the size of the run."""
+    return cap if cap is not None else (LISTED if units <= AUTO_CAP_UNITS else LISTED_LARGE)
 
 
 def prior_rows(frame: pd.DataFrame, inputs: Inputs, problem: Problem, cache: dict) -> np.ndarray | None:
@@ -43,7 +64,7 @@ def cells_json(release: UnitRelease) -> dict:
     (structural zeros, which no row can fall in, are neither small nor suppressed)."""
     from .rules import SMALL_MAX
 
-    out = {"values": len(release.values), "suppressed": 0, "structural": 0, "rounded": 0, "small": []}
+    out = {"values": len(release.values), "suppressed": 0, "structural": 0, "rounded": 0, "small": {}}
     for v in release.values:
         protection = release.protection.get(v.cell.table)
         if v.status in (SUPPRESSED, STRUCTURAL):
@@ -52,63 +73,7 @@ def cells_json(release: UnitRelease) -> dict:
             if protection is not None and protection.round_to and protection.round_to > 1:
                 out["rounded"] += 1
             elif 1 <= v.value < SMALL_MAX:
-                out["small"].append({"cell": v.key.rsplit(":", 1)[0], "value": int(v.value)})
-    return out
-
-
-def claim_rank(status: str, direct: bool, m: int, n_columns: int) -> tuple:
-    """Order of the claims listed under a cap: derived singletons first, then undecided, then other
-    derived claims, then direct ones; wider claims first within each."""
-    derived = status == VERIFIED and not direct
-    return (0 if derived and m == 1 else 1 if status == UNDECIDED else 2 if derived else 3), -n_columns
-
-
-def unit_json(result: UnitResult, release: UnitRelease | None = None, cap: int | None = None) -> dict:
-    """One unit's findings (codes as atom labels, i.e. as they appear in the data or as a range).
-
-    With ``cap``, at most that many claims are listed (by :func:`claim_rank`); the summary still
-    counts them all and ``claims_omitted`` says how many were left out.
-    """
-    p = result.problem
-    claims = []
-    listed = [v for v in result.verdicts if v.status in (VERIFIED, UNDECIDED)]
-    omitted = 0
-    if cap is not None and len(listed) > cap:
-        ranked = sorted(range(len(listed)), key=lambda i: (claim_rank(listed[i].status, listed[i].direct,
-                                                                      listed[i].claim.m, len(listed[i].claim.assignment)), i))
-        omitted, listed = len(listed) - cap, [listed[i] for i in ranked[:cap]]
-    for v in listed:
-        entry = {"columns": {p.domains[c].name: p.domains[c].labels[a] for c, a in v.claim.assignment},
-                 "m": v.claim.m, "status": v.status, "direct": v.direct, "cells": list(v.cells)}
-        if v.status == VERIFIED and not v.direct:
-            entry["explained"] = bool(v.cells)
-            entry["minimal"] = v.minimal
-        if v.claim in result.baseline:
-            entry["baseline"] = round(result.baseline[v.claim], 6)
-        if v.reason:
-            entry["reason"] = v.reason
-        claims.append(entry)
-    ncols = len(p.domains)
-    verified = result.verified
-    out = {
-        "geo": "/".join(p.geo), "level": p.level, "rows": p.n_rows[1], "status": result.status,
-        "reason": result.reason,
-        "solutions": {"count": result.solutions, "exhausted": result.exhausted},
-        "reconstructed": result.reconstructed,
-        "summary": {
-            "verified": len(verified), "undecided": len(result.undecided), "refuted": result.refuted,
-            "verified_singletons": sum(v.claim.singleton for v in verified),
-            "derived_singletons": sum(v.claim.singleton and not v.direct for v in verified),
-            "full_records": sum(v.claim.m for v in verified if len(v.claim.assignment) == ncols),
-            "singletons_by_columns": _by_columns(v for v in verified if v.claim.singleton),
-        },
-        "claims": claims, "refuted": result.refuted, "seconds": round(result.seconds, 3),
-        "notes": list(p.notes),
-    }
-    if omitted:
-        out["claims_omitted"] = omitted
-    if release is not None:
-        out["cells"] = cells_json(release)
+                out["small"][v.key.rsplit(":", 1)[0]] = int(v.value)
     return out
 
 
@@ -120,21 +85,119 @@ def _by_columns(verdicts: Iterable) -> dict[str, int]:
     return dict(sorted(out.items(), key=lambda kv: int(kv[0])))
 
 
+def unit_summary(result: UnitResult) -> dict:
+    """Exact counts of one unit's verdicts: what every rule evaluates."""
+    ncols = len(result.problem.domains)
+    verified = result.verified
+    singles = [v for v in verified if v.claim.singleton]
+    return {"verified": len(verified), "undecided": len(result.undecided), "refuted": result.refuted,
+            "verified_singletons": len(singles), "derived_singletons": sum(not v.direct for v in singles),
+            "full_records": sum(v.claim.m for v in verified if len(v.claim.assignment) == ncols),
+            "singletons_by_columns": {"derived": _by_columns(v for v in singles if not v.direct),
+                                      "direct": _by_columns(v for v in singles if v.direct)}}
+
+
+def listed(result: UnitResult, cap: int) -> list:
+    """The claims a unit lists, most telling first (most columns, then least likely under the
+    baseline): up to ``cap`` derived singletons, ``cap`` full records and ``cap`` undecided claims."""
+    ncols = len(result.problem.domains)
+    verdicts = result.verdicts
+    ranked = sorted(range(len(verdicts)), key=lambda i: (-len(verdicts[i].claim.assignment),
+                                                         result.baseline.get(verdicts[i].claim, 1.0), i))
+    counts, keep = [0, 0, 0], []
+    for i in ranked:
+        v = verdicts[i]
+        kinds = (v.status == VERIFIED and v.claim.singleton and not v.direct,
+                 v.status == VERIFIED and len(v.claim.assignment) == ncols, v.status == UNDECIDED)
+        if any(k and n < cap for k, n in zip(kinds, counts)):
+            keep.append(v)
+            counts = [n + k for n, k in zip(counts, kinds)]
+    return keep
+
+
+def claim_json(verdict, result: UnitResult) -> dict:
+    """One listed claim (codes as atom labels, i.e. as they appear in the data or as a range)."""
+    p = result.problem
+    entry = {"columns": {p.domains[c].name: p.domains[c].labels[a] for c, a in verdict.claim.assignment},
+             "m": verdict.claim.m, "status": verdict.status, "direct": verdict.direct, "cells": list(verdict.cells)}
+    if verdict.status == VERIFIED and not verdict.direct:
+        entry["explained"] = bool(verdict.cells)
+        entry["minimal"] = verdict.minimal
+    if verdict.claim in result.baseline:
+        entry["baseline"] = round(result.baseline[verdict.claim], 6)
+    if verdict.reason:
+        entry["reason"] = verdict.reason
+    return entry
+
+
+def refuted_claims(result: UnitResult, max_columns: int | None) -> list:
+    """The candidate claims the attack refuted (the verdicts keep only their number)."""
+    if not result.refuted or result.problem.truth is None:
+        return []
+    kept = {v.claim for v in result.verdicts}
+    return [c for c in candidates(result.problem.truth, max_columns) if c not in kept]
+
+
+def unit_json(result: UnitResult, release: UnitRelease | None = None, cap: int = LISTED,
+              header: tuple[str, ...] | None = None, max_columns: int | None = None) -> dict:
+    """One unit's entry in findings.json: exact counts and up to ``cap`` claims of each kind.
+
+    With a store ``header``, the unit's every claim (verified, undecided, refuted) is attached as a
+    gzip member under ``"_store"`` (bytes, claims) for the writer to move into the claim store.
+    """
+    p = result.problem
+    out = {
+        "geo": "/".join(p.geo), "level": p.level, "rows": p.n_rows[1], "status": result.status,
+        "reason": result.reason,
+        "solutions": {"count": result.solutions, "exhausted": result.exhausted},
+        "reconstructed": result.reconstructed,
+        "summary": unit_summary(result),
+        "claims": [claim_json(v, result) for v in listed(result, cap)],
+        "seconds": round(result.seconds, 3), "notes": list(p.notes),
+    }
+    if release is not None:
+        out["cells"] = cells_json(release)
+    if header is not None:
+        refuted = refuted_claims(result, max_columns)
+        out["_store"] = (encode(result, header, refuted), len(result.verdicts) + len(refuted))
+    return out
+
+
+def store_unit(unit: dict, writer: StoreWriter | None) -> dict:
+    """Move a unit's claims (``"_store"``) into the claim store and record where they lie."""
+    block = unit.pop("_store", None)
+    if writer is not None and block is not None:
+        unit["store"] = writer.add(*block)
+    return unit
+
+
 def run_exact(inputs: Inputs, options: ExactOptions, on_unit: Callable[[dict], None] | None = None,
-              rules=None) -> dict:
-    """Tabulate, attack every unit, and assemble the findings document (verdict from ``rules``, default policy)."""
+              rules=None, out: Path | None = None, cap: int | None = None,
+              on_total: Callable[[int], None] | None = None) -> dict:
+    """Tabulate, attack every unit, and assemble the findings document (verdict from ``rules``, default policy).
+
+    With ``out``, the claim store is written to ``out/claims.csv.gz`` as units finish.
+    """
     start = time.perf_counter()
     releases = inputs.release()
     problems = inputs.problems(releases)
+    if on_total:
+        on_total(len(problems))
     by_unit = {(r.level, r.geo): r for r in releases}
+    header = store_columns(inputs.schema, inputs.schedule, coupled=False)
+    writer = StoreWriter(Path(out) / STORE_FILE, header) if out is not None else None
+    cap = listing_cap(len(problems), cap)
     cache: dict = {}
     units = []
     for problem in problems:
         result = audit_unit(problem, options, prior_rows(inputs.frame, inputs, problem, cache))
-        units.append(unit_json(result, by_unit.get((problem.level, problem.geo))))
+        unit = unit_json(result, by_unit.get((problem.level, problem.geo)), cap, header if writer else None,
+                         options.max_columns)
+        units.append(store_unit(unit, writer))
         if on_unit:
             on_unit(units[-1])
-    return document(inputs, options, units, time.perf_counter() - start, rules)
+    store = writer.close() if writer is not None else None
+    return document(inputs, options, units, time.perf_counter() - start, rules, store)
 
 
 def schema_json(schema) -> dict:
@@ -145,42 +208,192 @@ def schema_json(schema) -> dict:
     return {"unit": schema.unit, "geography": list(schema.geography), "columns": cols}
 
 
-def cell_labels(inputs: Inputs, units: list[dict]) -> dict[str, str]:
-    """'table:cell' -> 'table title: cell label' for every cell that explains a claim."""
-    used = {k for u in units for c in u["claims"] for k in c.get("cells", ())}
-    out = {}
-    for table in inputs.schedule.tables:
-        for cell in table.cells:
-            if cell.key in used:
-                out[cell.key] = f"{table.title}: {cell.label}" if cell.label else table.title
-    return out
+def cell_labels(schedule) -> dict[str, str]:
+    """'table:cell' -> 'table title: cell label' for every cell of the schedule."""
+    return {cell.key: f"{table.title}: {cell.label}" if cell.label else table.title
+            for table in schedule.tables for cell in table.cells}
 
 
-def document(inputs: Inputs, options: ExactOptions, units: list[dict], seconds: float, rules=None) -> dict:
+def totals(units: Iterable[dict]) -> dict:
+    """The document's summary: every unit count summed."""
+    total = dict.fromkeys(TOTALS, 0)
+    total.update(units=0, units_reconstructed=0, units_with_derived_singletons=0)
+    by_columns: dict[str, dict[str, int]] = {"derived": {}, "direct": {}}
+    for u in units:
+        s = u["summary"]
+        for k in TOTALS:
+            total[k] += s[k]
+        total["units"] += 1
+        total["units_reconstructed"] += bool(u["reconstructed"])
+        total["units_with_derived_singletons"] += s["derived_singletons"] > 0
+        for kind, counts in s["singletons_by_columns"].items():
+            for k, n in counts.items():
+                by_columns[kind][k] = by_columns[kind].get(k, 0) + n
+    total["singletons_by_columns"] = {kind: dict(sorted(c.items(), key=lambda kv: int(kv[0])))
+                                      for kind, c in by_columns.items()}
+    return total
+
+
+def document(inputs: Inputs, options: ExactOptions, units: Sequence[dict], seconds: float, rules=None,
+             store: dict | None = None) -> dict:
     """The findings document around per-unit results, with the verdict of the rules (default policy when None)."""
     from .rules import apply, load_rules
 
-    total = {k: sum(u["summary"][k] for u in units) for k in
-             ("verified", "undecided", "refuted", "verified_singletons", "derived_singletons", "full_records")}
-    total["units"] = len(units)
-    total["units_reconstructed"] = sum(u["reconstructed"] for u in units)
-    total["units_with_derived_singletons"] = sum(u["summary"]["derived_singletons"] > 0 for u in units)
     doc = {
-        "notice": NOTICE, "confidential": True,
+        "format": FORMAT, "notice": NOTICE, "confidential": True,
         "tool": {"name": "disclosure-audit", "version": __version__, "python": platform.python_version()},
         "inputs": {"data": inputs.data_path, "schema": inputs.schema.source, "tables": inputs.schedule.source,
                    "rows": int(len(inputs.frame)), "unit": inputs.schema.unit},
         "options": {k: v for k, v in asdict(options).items()},
         "verdict": None,
-        "summary": total, "schema": schema_json(inputs.schema), "cell_labels": cell_labels(inputs, units),
-        "units": units, "seconds": round(seconds, 3),
+        "summary": totals(units), "schema": schema_json(inputs.schema), "cell_labels": cell_labels(inputs.schedule),
+        "claim_store": store, "units": units, "seconds": round(seconds, 3),
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
     return apply(doc, rules if rules is not None else load_rules())
 
 
+# -- documents on disk ---------------------------------------------------------------------------------
+LINE_KEYS = ("units", "checks")  # written one item per line, last in the document
+
+
+class JsonLines(Sequence):
+    """A list of JSON objects kept in a file, one per line, read back one at a time.
+
+    ``offsets`` holds where each item starts and where the last ends; a trailing comma (as inside
+    findings.json) is ignored.
+    """
+
+    def __init__(self, fh, offsets: np.ndarray):
+        self.fh, self.offsets = fh, np.asarray(offsets, dtype=np.int64)
+
+    @classmethod
+    def write(cls, items: Iterable[dict], folder: Path | None = None) -> "JsonLines":
+        """Items in an anonymous temporary file (in ``folder``), gone when the list is."""
+        fh = tempfile.TemporaryFile(dir=folder)
+        offsets = [0]
+        for item in items:
+            fh.write(json.dumps(item, separators=(",", ":")).encode("utf-8") + b"\n")
+            offsets.append(fh.tell())
+        fh.flush()
+        return cls(fh, np.array(offsets))
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    def _read(self, i: int) -> dict:
+        start, end = int(self.offsets[i]), int(self.offsets[i + 1])
+        self.fh.seek(start)
+        return json.loads(self.fh.read(end - start).rstrip(b",\r\n "))
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self._read(j) for j in range(*i.indices(len(self)))]
+        if i < 0:
+            i += len(self)
+        if not 0 <= i < len(self):
+            raise IndexError(i)
+        return self._read(i)
+
+    def __iter__(self) -> Iterator[dict]:
+        for i in range(len(self)):
+            yield self._read(i)
+
+
 def write_json(doc: dict, path: Path) -> None:
+    """A JSON document; ``units`` and ``checks`` last, one item per line (see :func:`read_findings`)."""
+    path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(doc, indent=1, sort_keys=False), encoding="utf-8")
+    lines = [k for k in LINE_KEYS if isinstance(doc.get(k), (list, JsonLines))]
+    head = json.dumps({k: v for k, v in doc.items() if k not in lines}, indent=1)
+    with tmp.open("w", encoding="utf-8") as fh:
+        fh.write(head[:-2] if lines else head)
+        for key in lines:
+            fh.write(f',\n "{key}": [\n')
+            first = True
+            for item in doc[key]:
+                fh.write(("" if first else ",\n") + json.dumps(item, separators=(",", ":")))
+                first = False
+            fh.write("\n ]" if not first else " ]")
+        fh.write("\n}\n" if lines else "\n")
     tmp.replace(path)
+
+
+_FORMAT_LINE = re.compile(rb'^ "format": (\d+),?\n$')
+_OPEN = re.compile(rb'^ "(%s)": \[\n$' % "|".join(LINE_KEYS).encode())
+
+
+def read_findings(path: Path) -> dict:
+    """A findings document (format 2); its units and checks are read from the file as they are used."""
+    path = Path(path)
+    try:
+        fh = path.open("rb")
+    except FileNotFoundError:
+        raise AuditError("findings file not found", str(path), "check the path") from None
+    except OSError as exc:
+        raise AuditError(f"findings file cannot be read ({exc.strerror})", str(path)) from None
+    fh.readline()
+    match = _FORMAT_LINE.match(fh.readline())
+    doc = _lazy(fh) if match and int(match.group(1)) == FORMAT else None
+    if doc is None:
+        fh.close()
+        doc = read_json(path, "findings file")
+    if "units" not in doc or "summary" not in doc:
+        raise AuditError("not a findings file (no 'units' or 'summary')", str(path),
+                         "pass the findings.json written by audit run")
+    if doc.get("format", 1) != FORMAT:
+        raise AuditError(f"findings file in format {doc.get('format', 1)}; this version of disclosure-audit "
+                         f"reads format {FORMAT}", str(path),
+                         "run audit run (or audit gate) again on the same inputs to write it in this format")
+    return doc
+
+
+def read_json(path: Path, what: str) -> dict:
+    """A JSON object from a file; a missing, unreadable or malformed file is the user's error."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise AuditError(f"{what} not found", str(path), "check the path") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise AuditError(f"{what} is not valid JSON ({exc.__class__.__name__})", str(path),
+                         "pass the findings.json written by audit run") from None
+    if not isinstance(data, dict):
+        raise AuditError(f"{what} must be a JSON object", str(path))
+    return data
+
+
+def _lazy(fh) -> dict | None:
+    """The head parsed, the one-per-line arrays indexed; None when the layout is not the writer's."""
+    fh.seek(0)
+    head, arrays, key, offsets = [], {}, None, []
+    while True:
+        at = fh.tell()
+        line = fh.readline()
+        if not line:
+            break
+        if key is not None:
+            if line.startswith(b" ]"):
+                offsets.append(at)
+                arrays[key] = JsonLines(fh, np.array(offsets))
+                key = None
+                head.append(line)
+            elif line.startswith(b"{"):
+                offsets.append(at)
+            else:
+                return None
+            continue
+        opened = _OPEN.match(line)
+        if opened:
+            key, offsets = opened.group(1).decode(), []
+        head.append(line)
+    if key is not None:
+        return None
+    try:
+        doc = json.loads(b"".join(head))
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return None
+    if not isinstance(doc, dict):
+        return None
+    doc.update(arrays)
+    return doc

@@ -20,15 +20,17 @@ def register(app: typer.Typer) -> None:
         quiet: QuietOpt = False,
     ) -> None:
         """Re-render report.html from findings.json; rank/linear/protection.json beside it are included."""
+        from ..claimstore import store_beside
+        from ..findings import read_findings
         from ..junit import write_junit
-        from ..report import extras_beside, read_findings, write_report
+        from ..report import extras_beside, write_report
         from ..rules import apply, load_rules
 
         doc = read_findings(findings)
         extras = extras_beside(findings.parent)
         if rules is not None:
             apply(doc, load_rules(rules), extras.get("rank"), extras.get("linear"))
-        path = write_report(doc, out or findings.parent / "report.html", extras)
+        path = write_report(doc, out or findings.parent / "report.html", extras, store_beside(findings, doc))
         if junit is not None:
             write_junit(doc, junit)
         if not quiet:

@@ -93,13 +93,12 @@ def pipeline(data: Path, tables: Path, schema: Optional[Path], out: Path, *, rul
              linear_secret: Optional[str] = None, linear_public: Optional[str] = None, report: bool = True,
              quiet: bool = False, progress: bool = True, use_existing: bool = True,
              on_unit: Callable[[dict], None] | None = None, scale=None) -> dict:
-    """Attack, apply the rules, write findings.json, junit.xml and report.html; return the findings.
+    """Attack, apply the rules, write findings.json, claims.csv.gz, junit.xml and report.html; return the findings.
 
     ``scale`` (:class:`audit.scale.ScaleOptions`): stream the data, run units on a pool or Dask, write
-    parts to ``out/parts`` (resumable) and cap the claims listed per unit; None: the in-process run.
+    parts to ``out/parts`` (resumable); None: the in-process run.
     """
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
+    from ..claimstore import store_beside
     from ..errors import AuditError
     from ..exact import ExactOptions
     from ..findings import run_exact, write_json
@@ -125,18 +124,16 @@ def pipeline(data: Path, tables: Path, schema: Optional[Path], out: Path, *, rul
             typer.echo(str(exc), err=True)
             raise typer.Exit(130) from None
     else:
+        from ..progress import Progress
+
         inputs = inputs_from(data, schema, tables, infer_schema, geography)
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                  disable=quiet or not progress, transient=True) as bar:
-        task = bar.add_task("units", total=None)
+        with Progress("units", quiet or not progress) as bar:
+            def tick(u: dict) -> None:
+                bar.update(note=f"unit {u['geo']}")
+                if on_unit:
+                    on_unit(u)
 
-        def tick(u: dict) -> None:
-            bar.update(task, advance=1, description=f"unit {u['geo']}")
-            if on_unit:
-                on_unit(u)
-
-        if scale is None:
-            doc = run_exact(inputs, options, on_unit=tick, rules=policy)
+            doc = run_exact(inputs, options, on_unit=tick, rules=policy, out=out, on_total=bar.total)
     out.mkdir(parents=True, exist_ok=True)
     fresh: set[str] = set()
     common = [str(data), "--tables", str(tables)] + (["--schema", str(schema)] if schema else [])
@@ -153,14 +150,14 @@ def pipeline(data: Path, tables: Path, schema: Optional[Path], out: Path, *, rul
     doc["versions"] = _versions()
     doc["run"] = {"started": started, "command": "audit " + " ".join(sys.argv[1:]) if sys.argv else "",
                   "rules_file": policy.source}
-    outputs = {"findings": out / "findings.json", "junit": out / "junit.xml"}
+    outputs = {"findings": out / "findings.json", "claims": out / "claims.csv.gz", "junit": out / "junit.xml"}
     if report:
         outputs["report"] = out / "report.html"
     doc["outputs"] = {k: str(v) for k, v in outputs.items()}
     write_json(doc, outputs["findings"])
     write_junit(doc, outputs["junit"])
     if report:
-        write_report(doc, outputs["report"], extras)
+        write_report(doc, outputs["report"], extras, store_beside(outputs["findings"], doc))
     return doc
 
 
@@ -210,7 +207,7 @@ def register(app: typer.Typer) -> None:
         workers: Annotated[int, typer.Option("--workers", help="Units in parallel on a local process pool (1: in this process).")] = 1,
         scheduler: Annotated[Optional[str], typer.Option("--scheduler", help="Run units on a Dask cluster at this address (needs the 'cluster' extra).")] = None,
         resume: Annotated[bool, typer.Option("--resume", help="Continue an interrupted run: skip the units already in OUT/parts.")] = False,
-        claims_cap: Annotated[Optional[int], typer.Option("--claims-cap", help="Claims listed per unit in findings.json and OUT/parts (the summary counts them all); default: all up to 200 units, else 25; a large number keeps every claim.")] = None,
+        claims_cap: Annotated[Optional[int], typer.Option("--claims-cap", help="Claims of each kind (derived singletons, full records, undecided) listed per unit in findings.json; default: 10 up to 200 units, else 3. Counts stay exact and claims.csv.gz holds every claim (audit claims).")] = None,
     ) -> None:
         """Attack the release, apply the rules, write findings.json, junit.xml and report.html (exit 1 on failure)."""
         doc = pipeline(data, tables, schema, out, rules=rules, engine=engine, max_columns=max_columns, seed=seed,
