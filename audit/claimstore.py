@@ -39,35 +39,45 @@ def _member(text: str) -> bytes:
     return gzip.compress(text.encode("utf-8"), compresslevel=6, mtime=0)
 
 
+def _field(text: str) -> str:
+    """A CSV field: quoted only when it must be."""
+    return '"' + text.replace('"', '""') + '"' if any(ch in text for ch in ',"\r\n') else text
+
+
 def encode(result, header: tuple[str, ...], refuted: Iterable = ()) -> bytes:
-    """One unit's claims (a :class:`audit.exact.UnitResult`'s verdicts, then ``refuted`` claims) as a gzip member."""
+    """One unit's claims (a :class:`audit.exact.UnitResult`'s verdicts, then ``refuted`` claims) as a gzip member.
+
+    Rows are joined by hand rather than by :mod:`csv` (a unit holds thousands of claims): labels,
+    cells and reasons are quoted as the csv module would quote them.
+    """
     p = result.problem
     first, width = len(LEAD), len(header) - len(LEAD) - len(TAIL)
     try:
         slot = [header.index(d.name) - first for d in p.domains]
     except ValueError:
         raise AssertionError(f"a domain of {p.names} is not a column of the claim store {header}") from None
-    labels = [d.labels for d in p.domains]
-    geo = "/".join(p.geo)
+    labels = [[_field(label) for label in d.labels] for d in p.domains]
+    lead = f"{_field(p.level)},{_field('/'.join(p.geo))},"
+    empty = [""] * width
     base = result.baseline
-    rows = []
+    lines = []
     for v in result.verdicts:
-        values = [""] * width
-        for c, a in v.claim.assignment:
-            values[slot[c]] = labels[c][a]
-        b = base.get(v.claim)
-        explained = v.status == "verified" and not v.direct and bool(v.cells)
-        rows.append([p.level, geo, v.status, v.claim.m, int(v.direct), len(v.claim.assignment), *values,
-                     " ".join(v.cells), int(v.minimal) if explained else "", "" if b is None else round(b, 6),
-                     v.reason])
-    for claim in refuted:
-        values = [""] * width
+        values = empty.copy()
+        claim = v.claim
         for c, a in claim.assignment:
             values[slot[c]] = labels[c][a]
-        rows.append([p.level, geo, "refuted", claim.m, 0, len(claim.assignment), *values, "", "", "", ""])
-    buf = io.StringIO()
-    csv.writer(buf, lineterminator="\n").writerows(rows)
-    return _member(buf.getvalue())
+        b = base.get(claim) if base else None
+        derived = v.status == "verified" and not v.direct
+        lines.append(f"{lead}{v.status},{claim.m},{1 if v.direct else 0},{len(claim.assignment)},{','.join(values)},"
+                     f"{_field(' '.join(v.cells)) if v.cells else ''},{int(v.minimal) if derived and v.cells else ''},"
+                     f"{'' if b is None else format(b, '.6f')},{_field(v.reason) if v.reason else ''}")
+    for claim in refuted:
+        values = empty.copy()
+        for c, a in claim.assignment:
+            values[slot[c]] = labels[c][a]
+        lines.append(f"{lead}refuted,{claim.m},0,{len(claim.assignment)},{','.join(values)},,,,")
+    lines.append("")
+    return _member("\n".join(lines))
 
 
 class StoreWriter:

@@ -7,6 +7,7 @@ that large documents are read back one unit at a time (:class:`JsonLines`).
 """
 from __future__ import annotations
 
+import heapq
 import json
 import platform
 import re
@@ -77,42 +78,53 @@ def cells_json(release: UnitRelease) -> dict:
     return out
 
 
-def _by_columns(verdicts: Iterable) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for v in verdicts:
-        k = str(len(v.claim.assignment))
-        out[k] = out.get(k, 0) + 1
-    return dict(sorted(out.items(), key=lambda kv: int(kv[0])))
-
-
 def unit_summary(result: UnitResult) -> dict:
     """Exact counts of one unit's verdicts: what every rule evaluates."""
     ncols = len(result.problem.domains)
-    verified = result.verified
-    singles = [v for v in verified if v.claim.singleton]
-    return {"verified": len(verified), "undecided": len(result.undecided), "refuted": result.refuted,
-            "verified_singletons": len(singles), "derived_singletons": sum(not v.direct for v in singles),
-            "full_records": sum(v.claim.m for v in verified if len(v.claim.assignment) == ncols),
-            "singletons_by_columns": {"derived": _by_columns(v for v in singles if not v.direct),
-                                      "direct": _by_columns(v for v in singles if v.direct)}}
+    counts = {VERIFIED: 0, UNDECIDED: 0}
+    by_columns: dict[bool, dict[int, int]] = {False: {}, True: {}}  # direct? -> columns -> singletons
+    full = 0
+    for v in result.verdicts:
+        counts[v.status] = counts.get(v.status, 0) + 1
+        if v.status == VERIFIED:
+            k = len(v.claim.assignment)
+            if v.claim.m == 1:
+                by_columns[v.direct][k] = by_columns[v.direct].get(k, 0) + 1
+            if k == ncols:
+                full += v.claim.m
+    derived, direct = (sum(by_columns[d].values()) for d in (False, True))
+    return {"verified": counts[VERIFIED], "undecided": counts[UNDECIDED], "refuted": result.refuted,
+            "verified_singletons": derived + direct, "derived_singletons": derived, "full_records": full,
+            "singletons_by_columns": {name: {str(k): n for k, n in sorted(by_columns[d].items())}
+                                      for name, d in (("derived", False), ("direct", True))}}
 
 
 def listed(result: UnitResult, cap: int) -> list:
     """The claims a unit lists, most telling first (most columns, then least likely under the
-    baseline): up to ``cap`` derived singletons, ``cap`` full records and ``cap`` undecided claims."""
+    baseline): the first ``cap`` derived singletons, full records and undecided claims."""
     ncols = len(result.problem.domains)
     verdicts = result.verdicts
-    ranked = sorted(range(len(verdicts)), key=lambda i: (-len(verdicts[i].claim.assignment),
-                                                         result.baseline.get(verdicts[i].claim, 1.0), i))
-    counts, keep = [0, 0, 0], []
-    for i in ranked:
-        v = verdicts[i]
-        kinds = (v.status == VERIFIED and v.claim.singleton and not v.direct,
-                 v.status == VERIFIED and len(v.claim.assignment) == ncols, v.status == UNDECIDED)
-        if any(k and n < cap for k, n in zip(kinds, counts)):
-            keep.append(v)
-            counts = [n + k for n, k in zip(counts, kinds)]
-    return keep
+    width = [len(v.claim.assignment) for v in verdicts]
+    kinds: tuple[list[int], list[int], list[int]] = ([], [], [])
+    for i, v in enumerate(verdicts):
+        if v.status == VERIFIED:
+            if v.claim.m == 1 and not v.direct:
+                kinds[0].append(i)
+            if width[i] == ncols:
+                kinds[1].append(i)
+        elif v.status == UNDECIDED:
+            kinds[2].append(i)
+
+    def rank(i: int) -> tuple:
+        return -width[i], result.baseline.get(verdicts[i].claim, 1.0), i
+
+    picked: set[int] = set()
+    for kind in kinds:
+        if len(kind) > cap:  # only the widest can be among the first: rank those alone
+            cut = -heapq.nsmallest(cap, (-width[i] for i in kind))[-1]
+            kind = [i for i in kind if width[i] >= cut]
+        picked.update(heapq.nsmallest(cap, kind, key=rank))
+    return [verdicts[i] for i in sorted(picked, key=rank)]
 
 
 def claim_json(verdict, result: UnitResult) -> dict:

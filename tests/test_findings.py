@@ -215,3 +215,32 @@ def test_progress_shows_rate_and_eta_every_few_seconds():
     lines = stream.getvalue().splitlines()
     assert lines[0] == "units: 0/4 (0%)" and lines[-1].startswith("units: 3/4 (75%) in ")
     assert any(re.fullmatch(r"units: \d/4 \(\d+%\), \d+\.\d\d units/s, ETA \d+s", line) for line in lines[1:-1])
+
+
+def test_store_quotes_what_csv_must_quote(tmp_path):
+    """Labels, cells and reasons with commas, quotes or newlines read back as written."""
+    import numpy as np
+
+    from audit.claims import UNDECIDED, VERIFIED, Claim, Verdict
+    from audit.claimstore import LEAD, TAIL, StoreWriter, encode
+    from audit.exact import UnitResult
+    from audit.problem import Domain, Problem
+
+    odd = ('a,b', 'say "hi"', "two\nlines")
+    p = Problem("block", ("01", "9,9"), (Domain("x", tuple(frozenset([v]) for v in odd), odd),
+                                         Domain("y", (frozenset(["1"]), frozenset(["2"])), ("1", "2"))),
+                (1, 1), (), truth=np.array([[0, 1]]))
+    verdicts = [Verdict(Claim(((0, i),), 1), VERIFIED, ('T:"c",1',), True) for i in range(3)]
+    verdicts.append(Verdict(Claim(((0, 0), (1, 1)), 2), UNDECIDED, reason="limit, reached"))
+    result = UnitResult(p, verdicts=verdicts, baseline={verdicts[0].claim: 0.25})
+    header = (*LEAD, "x", "y", *TAIL)
+    writer = StoreWriter(tmp_path / "claims.csv.gz", header)
+    entry = writer.add(encode(result, header), len(verdicts))
+    writer.close()
+    store = ClaimStore(tmp_path / "claims.csv.gz")
+    got = list(store.claims(entry))
+    assert got == list(store.claims()) and len(got) == 4
+    assert [c["columns"] for c in got] == [{"x": v} for v in odd] + [{"x": "a,b", "y": "2"}]
+    assert got[0]["cells"] == ['T:"c",1'] and got[0]["baseline"] == 0.25 and got[0]["minimal"] is True
+    assert got[3]["reason"] == "limit, reached" and got[3]["status"] == UNDECIDED and got[0]["geo"] == "01/9,9"
+    assert pd.read_csv(tmp_path / "claims.csv.gz", dtype=str).shape == (4, len(header))
