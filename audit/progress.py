@@ -96,10 +96,12 @@ class Progress:
             text = f"{self.label}: {self.done}" + (f"/{self.n} ({self.done / self.n:.0%})" if self.n else "")
             if end:
                 text += f" in {_duration(elapsed)}"
-            elif self.done > self.first:
-                text += f", {rate:.2f} units/s"
-                if self.n and rate > 0:
-                    text += f", ETA {_duration((self.n - self.done) / rate)}"
+            else:
+                text += f", {_duration(elapsed)} elapsed" if elapsed >= 1 else ""
+                if self.done > self.first:
+                    text += f", {rate:.2f} units/s"
+                    if self.n and rate > 0:
+                        text += f", ETA {_duration((self.n - self.done) / rate)}"
             print(text, file=self.stream, flush=True)
 
     def __exit__(self, *exc) -> None:
