@@ -8,12 +8,19 @@ from __future__ import annotations
 import importlib
 import pkgutil
 import sys
+import warnings
 from typing import Annotated, Optional
 
 import typer
 
 from . import __version__
 from .errors import AuditError
+from .terminal import echo
+
+try:  # typer >= 0.20 carries its own copy of click
+    from typer._click import exceptions as click_errors
+except ImportError:  # pragma: no cover - older typer on click
+    from click import exceptions as click_errors
 
 app = typer.Typer(help="Attack a planned statistical release the way published reconstruction attacks do, "
                        "and report what it proves about individuals.",
@@ -47,19 +54,67 @@ _register_commands()
 
 
 def run(argv: list[str] | None = None) -> int:
-    """Run the CLI and return its exit code (0 pass, 1 policy failure, 2 usage or input error)."""
-    _state["debug"] = "--debug" in (argv if argv is not None else sys.argv[1:])
+    """Run the CLI and return its exit code (0 pass, 1 policy failure, 2 usage or input error).
+
+    A usage or input error prints one line, ``error: WHERE: WHAT -- fix: HOW``, made printable.
+    """
+    args = list(argv if argv is not None else sys.argv[1:])
+    _state["debug"] = "--debug" in args
     try:
-        app(args=argv, prog_name="audit", standalone_mode=True)
+        with warnings.catch_warnings():
+            warnings.showwarning = _warning_line
+            code = app(args=args, prog_name="audit", standalone_mode=False)
     except SystemExit as exc:
         code = exc.code
         return code if isinstance(code, int) else (0 if code is None else 1)
-    except AuditError as exc:
+    except (AuditError, click_errors.UsageError) as exc:
         if _state["debug"]:
             raise
-        typer.echo(f"error: {exc.line()}", err=True)
+        error = exc if isinstance(exc, AuditError) else usage_error(exc)
+        if error is not None:  # None: a bare 'audit', which has printed the help
+            echo(f"error: {error.line()}", err=True)
         return 2
-    return 0
+    except typer.Abort:
+        echo("Aborted!", err=True)
+        return 1
+    return code if isinstance(code, int) else 0
+
+
+def _warning_line(message, category, filename, lineno, file=None, line=None) -> None:
+    """Warnings print as one 'warning: ...' line (not Python's file, line and source)."""
+    echo(f"warning: {message}", err=True)
+
+
+def usage_error(exc: Exception) -> AuditError | None:
+    """A command-line usage error (an unknown option, a value out of range) as one AuditError line."""
+    ctx = getattr(exc, "ctx", None)
+    command = ctx.command_path if ctx is not None else "audit"
+    param = getattr(exc, "param", None)
+    opts = [o for o in getattr(param, "opts", None) or () if o.startswith("--")] or getattr(param, "opts", None)
+    message = (exc.format_message() if isinstance(exc, click_errors.NoSuchOption) else
+               getattr(exc, "message", "") or exc.format_message())
+    if param is None or not opts:
+        return AuditError(message.rstrip("."), command, f"see '{command} --help'") if message else None
+    name = opts[0]
+    if isinstance(exc, click_errors.MissingParameter):
+        what = "missing" if name.startswith("-") else "missing argument"
+        return AuditError(what, name, f"add {name.upper() if not name.startswith('-') else name + ' VALUE'}"
+                                      f" (see '{command} --help')")
+    low, high = _bounds(param)
+    if low is not None or high is not None:
+        text = (f"from {low} to {high}" if low is not None and high is not None
+                else f"{low} or more" if low is not None else f"{high} or less")
+        default = getattr(param, "default", None)
+        example = default if isinstance(default, (int, float)) and not isinstance(default, bool) else low
+        kind = "a number" if isinstance(example, float) else "an integer"
+        return AuditError(f"must be {kind} {text} ({message.rstrip('.')})", name, f"e.g. {name} {example}")
+    return AuditError(message.rstrip("."), name, f"see '{command} --help'")
+
+
+def _bounds(param) -> tuple:
+    """The (min, max) of a numeric option, whichever way this typer version keeps them."""
+    holder = param if hasattr(param, "min") else getattr(param, "type", None)
+    return getattr(holder, "min", None), getattr(holder, "max", None)
 
 
 def main() -> None:

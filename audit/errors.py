@@ -29,6 +29,10 @@ class InconsistentRelease(AuditError):
     """The published values admit no dataset: a release-side error, never 'safe'."""
 
 
+class Undecided(TimeoutError):
+    """An engine could not settle a question: a budget ran out, or its answer failed the exact check."""
+
+
 class OptionalDependencyMissing(AuditError):
     """An optional extra (torch, dask, gurobipy, opendp) is needed but not installed."""
 

@@ -37,11 +37,20 @@ class ExactOptions:
 
     def __post_init__(self):
         if self.engine not in ENGINES:
-            raise AuditError(f"unknown engine '{self.engine}'", fix=f"use one of {list(ENGINES)}")
-        if self.max_columns is not None and self.max_columns < 1:
-            raise AuditError("--max-columns must be at least 1")
+            raise AuditError(f"unknown engine '{self.engine}'", "--engine", fix=f"use one of {list(ENGINES)}")
         if self.explain not in ("none", "singletons", "all"):
-            raise AuditError(f"unknown explain mode '{self.explain}'", fix="use none, singletons or all")
+            raise AuditError(f"unknown explain mode '{self.explain}'", "--explain", "use none, singletons or all")
+        for option, value, low, example in (("--max-columns", self.max_columns, 1, 3), ("--seed", self.seed, 0, 0),
+                                            ("--conflicts", self.conflicts, 1, 200_000),
+                                            ("--max-rows", self.max_rows, 1, 200)):
+            if value is not None and not value >= low:
+                raise AuditError(f"must be an integer {low} or more, not {value}", option, f"e.g. {option} {example}")
+        if not self.unit_seconds > 0:  # also refuses NaN
+            raise AuditError(f"must be a number above 0, not {self.unit_seconds}", "--unit-seconds",
+                             "e.g. --unit-seconds 120")
+        if not self.explain_seconds >= 0:
+            raise AuditError(f"must be a number 0 or more, not {self.explain_seconds}", "--explain-seconds",
+                             "e.g. --explain-seconds 10")
 
 
 @dataclass
@@ -107,7 +116,8 @@ def audit_unit(problem: Problem, options: ExactOptions = ExactOptions(),
     start = time.perf_counter()
     result = UnitResult(problem)
     if problem.truth is None:
-        raise AuditError("generate-then-verify needs the confidential rows of the unit")
+        raise AuditError("generate-then-verify needs the confidential rows of the unit", "/".join(problem.geo),
+                         "audit the unit from its microdata (audit run DATA ...)")
     if problem.n_rows[1] > options.max_rows:
         result.status, result.reason = "too-large", f"{problem.n_rows[1]} rows > --max-rows {options.max_rows}"
         result.verdicts = [Verdict(c, UNDECIDED, reason=result.reason) for c in candidates(problem.truth, options.max_columns)]
@@ -147,11 +157,22 @@ def _search(engine, linear: LinearProof | None, problem: Problem, options: Exact
 
     Returns the linear certificates of the claims they verified (cell masks, for explanations).
     """
-    first = engine.solve()
-    if first is None:
-        raise InconsistentRelease(f"no dataset reproduces the published values of unit {'/'.join(problem.geo)}: "
-                                  f"conflicting cells {engine.conflicting_cells()}")
     todo = table.claims
+    try:
+        first = engine.solve()
+    except TimeoutError as err:
+        # a budget ran out, or the solver's dataset failed the exact check: the confidential rows, when
+        # they reproduce the release, are a dataset all the same, and each claim is decided on its own
+        if problem.violations(problem.truth):
+            return _undecided(result, todo, pending, str(err))
+        first = problem.truth
+    if first is None:
+        if not problem.violations(problem.truth):  # then no "infeasible" from this solver can be trusted
+            return _undecided(result, todo, pending,
+                              "the solver found no dataset, yet the confidential rows reproduce the release")
+        raise InconsistentRelease(f"no dataset reproduces the published values: conflicting cells "
+                                  f"{engine.conflicting_cells()}", f"unit {'/'.join(problem.geo)}",
+                                  "check those cells' published values against the schema's edits")
     deadline = start + options.unit_seconds
     universe, found = [], engine.solutions(options.solution_cap + 1)
     try:
@@ -204,6 +225,13 @@ def _search(engine, linear: LinearProof | None, problem: Problem, options: Exact
             result.verdicts.append(verdict)
         j += 1
     return certificates
+
+
+def _undecided(result: UnitResult, todo: list[Claim], pending: np.ndarray, reason: str) -> dict:
+    """Leave every open claim undecided, with the reason (also the unit's)."""
+    result.reason = reason
+    result.verdicts += [Verdict(todo[i], UNDECIDED, reason=reason) for i in pending]
+    return {}
 
 
 def _explain(engine, result: UnitResult, options: ExactOptions, linear: LinearProof | None,

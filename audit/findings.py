@@ -343,8 +343,10 @@ def read_findings(path: Path) -> dict:
         fh = path.open("rb")
     except FileNotFoundError:
         raise AuditError("findings file not found", str(path), "check the path") from None
+    except IsADirectoryError:
+        raise AuditError("is a folder, not a JSON file", str(path), "give the path of the findings file") from None
     except OSError as exc:
-        raise AuditError(f"findings file cannot be read ({exc.strerror})", str(path)) from None
+        raise AuditError(f"findings file cannot be read ({exc.strerror})", str(path), "check the file's permissions") from None
     fh.readline()
     match = _FORMAT_LINE.match(fh.readline())
     doc = _lazy(fh) if match and int(match.group(1)) == FORMAT else None
@@ -367,11 +369,13 @@ def read_json(path: Path, what: str) -> dict:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise AuditError(f"{what} not found", str(path), "check the path") from None
+    except IsADirectoryError:
+        raise AuditError("is a folder, not a JSON file", str(path), f"give the path of the {what}") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise AuditError(f"{what} is not valid JSON ({exc.__class__.__name__})", str(path),
                          "pass the findings.json written by audit run") from None
     if not isinstance(data, dict):
-        raise AuditError(f"{what} must be a JSON object", str(path))
+        raise AuditError(f"{what} must be a JSON object", str(path), "pass the findings.json written by audit run")
     return data
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 
 from .errors import AuditError
-from .microdata import load_microdata, read_table, validate
+from .microdata import load_microdata, no_rows, read_table, validate
 from .problem import Problem, build_problems
 from .release import UnitRelease
 from .schedule import Schedule, load_schedule
@@ -36,11 +36,14 @@ def load_inputs(data: str | Path, schema: str | Path | None, tables: str | Path,
     """Read everything; with no schema, infer one from the data (warned: domains then come from data)."""
     if schema is None:
         if not geography:
-            raise AuditError("no schema given", fix="pass --schema FILE, or --infer-schema with --geography COLS")
+            raise AuditError("no schema given", "--schema", fix="pass --schema FILE, or --infer-schema with --geography COLS")
         frame = read_table(data)
+        if not len(frame):
+            raise no_rows(str(data))
         missing = [g for g in geography if g not in frame.columns]
         if missing:
-            raise AuditError(f"geography column(s) {missing} not in the data", str(data))
+            raise AuditError(f"geography column(s) {missing} not in the data", str(data),
+                             f"pass --geography with columns of the file: {list(frame.columns)}")
         with warnings.catch_warnings():
             warnings.simplefilter("always")
             the_schema = infer_schema(frame, geography)

@@ -1,7 +1,8 @@
 """Progress of a long command: units done / total, rate and ETA on stderr.
 
-On a terminal a live bar (rich); otherwise (CI logs, a pipe) a plain line when the work starts,
-every few seconds while it runs, and when it ends.
+On a terminal a live bar (rich); otherwise (CI logs, a pipe) a plain line every few seconds while
+the work runs, and one when it ends (none before: a run that stops on an input error prints only
+the error).
 """
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import sys
 import threading
 import time
 from typing import TextIO
+
+from .terminal import printable
 
 EVERY = 5.0  # seconds between plain lines
 
@@ -26,7 +29,7 @@ class Progress:
     Parameters
     ----------
     label : str
-        What is counted, e.g. ``"units"`` or ``"protect: units"``.
+        What is counted, e.g. ``"units"`` or ``"protect: units"`` (shown escaped, as data may name units).
     quiet : bool
         Show nothing.
     stream : file, optional
@@ -52,7 +55,7 @@ class Progress:
             from rich.progress import (BarColumn, MofNCompleteColumn, Progress as Bar, TextColumn,
                                        TimeElapsedColumn, TimeRemainingColumn)
 
-            self._bar = Bar(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+            self._bar = Bar(TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
                             TextColumn("{task.fields[rate]}"), TimeElapsedColumn(), TextColumn("ETA"),
                             TimeRemainingColumn(), console=Console(file=self.stream), transient=True)
             self._bar.__enter__()
@@ -66,7 +69,6 @@ class Progress:
         if self._bar is not None:
             self._bar.reset(self._task, total=n, completed=done)
         elif not self.quiet:
-            self._line()
             if self._ticker is None:  # a line every few seconds, even while one unit takes long
                 self._ticker = threading.Thread(target=self._tick, daemon=True)
                 self._ticker.start()
@@ -81,7 +83,7 @@ class Progress:
         self.done = self.done + 1 if done is None else done
         if self._bar is not None:
             self._bar.update(self._task, completed=self.done, rate=self._rate(),
-                             description=f"{self.label} {note}".strip())
+                             description=printable(f"{self.label} {note}".strip()))
 
     def _rate(self) -> str:
         elapsed = time.monotonic() - self.started
@@ -102,7 +104,7 @@ class Progress:
                     text += f", {rate:.2f} units/s"
                     if self.n and rate > 0:
                         text += f", ETA {_duration((self.n - self.done) / rate)}"
-            print(text, file=self.stream, flush=True)
+            print(printable(text), file=self.stream, flush=True)
 
     def __exit__(self, *exc) -> None:
         self._stop.set()

@@ -12,7 +12,10 @@ PUBLISHED, SUPPRESSED, EMPTY, STRUCTURAL = "published", "suppressed", "empty", "
 
 
 def round_half_up(value: Fraction, decimals: int) -> Fraction:
-    """Round to ``decimals`` places, halves away from zero (values here are never negative)."""
+    """Round to ``decimals`` places, halves towards +infinity (-2.5 -> -2): ``floor(x * 10^d + 1/2) / 10^d``.
+
+    The values that round to ``v`` are exactly ``[v - h, v + h)`` with ``h = 10^-d / 2``, for any sign.
+    """
     scale = 10 ** decimals
     return Fraction(floor(value * scale + Fraction(1, 2)), scale)
 
@@ -20,6 +23,16 @@ def round_half_up(value: Fraction, decimals: int) -> Fraction:
 def round_to_base(value: int, base: int) -> int:
     """Round a count to the nearest multiple of ``base``, halves up."""
     return base * floor(Fraction(value, base) + Fraction(1, 2))
+
+
+def decimal_text(value: Fraction, decimals: int) -> str:
+    """A value with at most ``decimals`` places, written exactly (no float, no "-0.0")."""
+    scaled = value * 10 ** decimals
+    if scaled.denominator != 1:
+        raise ValueError(f"{value} has more than {decimals} decimals")
+    whole, frac = divmod(abs(scaled.numerator), 10 ** decimals)
+    sign = "-" if scaled < 0 else ""
+    return f"{sign}{whole}" + (f".{frac:0{decimals}d}" if decimals else "")
 
 
 def int_lo(lo: Fraction | None, lo_open: bool) -> int | None:
@@ -56,7 +69,7 @@ class Value:
         if self.status == EMPTY or (self.status == STRUCTURAL and self.value is None):
             return "-"
         if self.stat.rounded:
-            return f"{float(self.value):.{self.stat.decimals}f}"
+            return decimal_text(self.value, self.stat.decimals)
         return str(int(self.value))
 
 
@@ -108,16 +121,16 @@ def constraints_of(value: Value, protection: Protection) -> list[Constraint]:
         return [Constraint(f"{cell.key}:count", cell.predicate, count, Fraction(0), Fraction(0))]
     if value.status == SUPPRESSED:
         if stat.kind != "count":
-            return []
+            return _status_count(value, protection)
         lo, hi = Fraction(0), None
         if t and not protection.complementary and not cell.suppressed:  # only primary suppression
             lo, hi = Fraction(0 if protection.protect_zeros else 1), Fraction(t - 1)
         return [Constraint(key, cell.predicate, stat, lo, hi)]
     v = value.value
-    if stat.rounded:
+    if stat.rounded:  # what rounds half-up to v, whatever the sign: the column's domain bounds it further
         half = Fraction(1, 2 * 10 ** stat.decimals)
-        return [Constraint(key, cell.predicate, stat, max(v - half, Fraction(0)), v + half,
-                           lo_open=False, hi_open=True)]
+        return [Constraint(key, cell.predicate, stat, v - half, v + half, lo_open=False, hi_open=True),
+                *_status_count(value, protection)]
     if stat.kind == "count" and protection.round_to and protection.round_to > 1:
         r = protection.round_to
         lo = max(0, ceil(v - Fraction(r, 2)))
@@ -129,4 +142,26 @@ def constraints_of(value: Value, protection: Protection) -> list[Constraint]:
         return [Constraint(key, cell.predicate, stat, Fraction(lo), Fraction(hi))]
     if stat.kind == "count" and t and v < t and (v > 0 or protection.protect_zeros):
         raise AssertionError("a published count below the threshold")
-    return [Constraint(key, cell.predicate, stat, v, v)]
+    return [Constraint(key, cell.predicate, stat, v, v), *_status_count(value, protection)]
+
+
+def _status_count(value: Value, protection: Protection) -> list[Constraint]:
+    """What a sum, mean or median's status says of the cell's count when the count is not published.
+
+    Cells are suppressed by their count, so a suppressed one (primary suppression only) has a count
+    below the threshold; a published one has a count at or above it, or 0 when zeros are shown (a
+    published mean or median has rows; a sum of 0 may have none, and then says nothing).
+    """
+    cell, stat, t = value.cell, value.stat, protection.suppress_below
+    if t is None or stat.kind == "count" or any(s.kind == "count" for s in cell.stats):
+        return []
+    key = f"{cell.key}:count"
+    if value.status == SUPPRESSED:
+        if stat != cell.stats[0] or protection.complementary or cell.suppressed:
+            return []
+        return [Constraint(key, cell.predicate, Statistic(), Fraction(0 if protection.protect_zeros else 1),
+                           Fraction(t - 1))]
+    carrier = next((s for s in cell.stats if s.rounded), cell.stats[0])  # one constraint per cell
+    if stat != carrier or (not stat.rounded and value.value == 0 and not protection.protect_zeros):
+        return []
+    return [Constraint(key, cell.predicate, Statistic(), Fraction(t), None)]

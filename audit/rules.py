@@ -78,6 +78,9 @@ def load_rules(path: str | Path | None = None) -> Rules:
         with importlib.resources.as_file(res) as real:
             rules = parse_rules(load_yaml(real))
         return Rules(rules.name, rules.rules, rules.description, f"rules/{name}.yaml (built in)")
+    if not Path(name).exists():
+        raise AuditError("file not found", name,
+                         f"check the path, or name a built-in policy: {', '.join(builtin_names())}")
     return parse_rules(load_yaml(path))
 
 

@@ -81,11 +81,11 @@ class ScaleOptions:
 
     def __post_init__(self):
         if self.workers < 1:
-            raise AuditError("--workers must be at least 1")
+            raise AuditError("must be at least 1", "--workers", "e.g. --workers 2")
         if self.claims_cap is not None and self.claims_cap < 0:
-            raise AuditError("--claims-cap must be 0 or more")
+            raise AuditError("must be 0 or more", "--claims-cap", "e.g. --claims-cap 25")
         if self.memory_mb is not None and self.memory_mb < 64:
-            raise AuditError("--memory-mb must be at least 64")
+            raise AuditError("must be at least 64", "--memory-mb", "e.g. --memory-mb 4096")
 
 
 class Interrupted(Exception):
@@ -599,7 +599,7 @@ def run_cli(data: Path, schema: Path | None, tables: Path, options: ExactOptions
         the_schema, schedule, source = inputs.schema, inputs.schedule, inputs.frame
     else:
         if schema is None:
-            raise AuditError("no schema given", fix="pass --schema FILE (or --infer-schema --geography COLS)")
+            raise AuditError("no schema given", "--schema", fix="pass --schema FILE (or --infer-schema --geography COLS)")
         the_schema = load_schema(schema)
         schedule, source = load_schedule(tables, the_schema), data
 

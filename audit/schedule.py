@@ -8,7 +8,7 @@ from typing import Any, Mapping
 
 from ._yaml import Located, load_yaml
 from .query import Predicate, Statistic, nested
-from .schema import Schema
+from .schema import Schema, is_int
 
 MARGIN = "*"
 
@@ -104,8 +104,8 @@ def load_schedule(path: str | Path, schema: Schema) -> Schedule:
     doc = load_yaml(path)
     data = doc.data
     if not isinstance(data, Mapping) or not isinstance(data.get("tables"), list) or not data["tables"]:
-        raise doc.error("a table schedule needs 'tables:' with at least one table",
-                        fix="see the README's 'Table schedule' section")
+        raise doc.error("a table schedule needs 'tables:' with at least one table"
+                        + (" (the file is empty)" if data is None else ""), fix="see the README's 'Table schedule' section")
     unknown = set(data) - {"tables", "protection", "suppress"}
     if unknown:
         raise doc.error(f"unknown key(s) {sorted(unknown)}", sorted(unknown)[0],
@@ -131,15 +131,16 @@ def _per_unit(doc: Located, spec: Any, tables: list[Table]) -> dict[str, frozens
                         "suppress", fix='e.g. suppress: {"000100/1003": ["P15:hisp1"]}')
     known = {c.key for t in tables for c in t.cells}
     out = {}
-    for geo, cells in spec.items():
+    for key, cells in spec.items():
+        geo = doc.code(key, "suppress", key, key=True)
         if not isinstance(cells, list) or not all(isinstance(c, str) for c in cells):
-            raise doc.error(f"suppress['{geo}'] must be a list of 'TABLE:CELL' keys", "suppress", geo,
+            raise doc.error(f"suppress['{geo}'] must be a list of 'TABLE:CELL' keys", "suppress", key,
                             fix='e.g. ["P15:hisp1", "P18:total"]')
-        for j, key in enumerate(cells):
-            if key not in known:
-                raise doc.error(f"unknown cell '{key}' in suppress['{geo}']", "suppress", geo, j,
+        for j, cell in enumerate(cells):
+            if cell not in known:
+                raise doc.error(f"unknown cell '{cell}' in suppress['{geo}']", "suppress", key, j,
                                 fix="use TABLE:CELL with a table id and a cell id of this schedule")
-        out[str(geo)] = frozenset(cells)
+        out[geo] = frozenset(cells)
     return out
 
 
@@ -151,11 +152,11 @@ def _protection(doc: Located, spec: Any, base: Protection, *path: Any) -> Protec
                         fix="e.g. protection: {suppress_below: 3, complementary: false}")
     values = {**base.__dict__, **spec}
     for key in ("suppress_below", "round_to"):
-        if values[key] is not None and (not isinstance(values[key], int) or values[key] < 1):
-            raise doc.error(f"{key} must be a positive integer", *path, key)
-    for key in ("complementary", "protect_zeros"):
-        if not isinstance(values[key], bool):
-            raise doc.error(f"{key} must be true or false", *path, key, fix=f"write {key}: true or {key}: false")
+        if values[key] is not None and (not is_int(values[key]) or values[key] < 1):
+            raise doc.error(f"{key} must be a positive integer, not {values[key]!r}", *path, key,
+                            fix=f"e.g. {key}: {3 if key == 'suppress_below' else 5}")
+    doc.boolean(values, "complementary", False, *path)
+    doc.boolean(values, "protect_zeros", False, *path)
     try:
         return Protection(**values)
     except ValueError as exc:  # the only check left: a rounded 0 that could hide counts from t up
@@ -164,8 +165,9 @@ def _protection(doc: Located, spec: Any, base: Protection, *path: Any) -> Protec
 
 
 def _stats(doc: Located, spec: Any, decimals: Any, *path: Any) -> tuple[Statistic, ...]:
-    if not isinstance(decimals, int) or not 0 <= decimals <= 6:
-        raise doc.error("decimals must be an integer from 0 to 6", *path)
+    if not is_int(decimals) or not 0 <= decimals <= 6:
+        raise doc.error(f"decimals must be an integer from 0 to 6, not {decimals!r}", *path, "decimals",
+                        fix="e.g. decimals: 1")
     items = spec if isinstance(spec, list) else [spec]
     out = []
     for j, text in enumerate(items):
@@ -188,31 +190,32 @@ def _check_stat_columns(doc: Located, schema: Schema, stats: tuple[Statistic, ..
 
 def _table(doc: Located, schema: Schema, spec: Any, i: int, default: Protection) -> Table:
     if not isinstance(spec, Mapping) or "id" not in spec:
-        raise doc.error("each table needs an 'id'", "tables", i)
+        raise doc.error("each table needs an 'id'", "tables", i, fix="e.g. - {id: P12, by: [sex, agegrp]}")
     allowed = {"id", "title", "geography", "universe", "by", "margins", "cells", "stats", "decimals", "protection"}
     if set(spec) - allowed:
         bad = sorted(set(spec) - allowed)[0]
         raise doc.error(f"unknown key '{bad}'", "tables", i, bad, fix=f"allowed: {sorted(allowed)}")
     if ("by" in spec) == ("cells" in spec):
-        raise doc.error("a table needs either 'by: [columns]' or 'cells: [...]'", "tables", i)
-    tid = str(spec["id"])
-    level = str(spec.get("geography", schema.geography[-1]))
+        raise doc.error("a table needs either 'by: [columns]' or 'cells: [...]'", "tables", i,
+                        fix="e.g. by: [sex, agegrp], or cells: [{id: a, where: {sex: [F]}}]")
+    tid = doc.code(spec["id"], "tables", i, "id")
+    level = doc.code(spec.get("geography", schema.geography[-1]), "tables", i, "geography")
     if level not in schema.geography:
         raise doc.error(f"unknown geography level '{level}'", "tables", i, "geography",
                         fix=f"use one of {list(schema.geography)}")
     universe = schema.predicate(spec.get("universe") or {}, doc, "tables", i, "universe")
     protection = _protection(doc, spec.get("protection"), default, "tables", i, "protection")
     decimals = spec.get("decimals", 1)
+    margins = doc.boolean(spec, "margins", True, "tables", i)
     cells: list[CellDef] = []
     lines: tuple = ()
+    by_names: tuple[str, ...] = ()
     if "by" in spec:
-        by = [str(b) for b in (spec["by"] if isinstance(spec["by"], list) else [spec["by"]])]
+        by_names = _by(doc, schema, spec["by"], i)
+        by = list(by_names)
         stats = _stats(doc, spec.get("stats", "count"), decimals, "tables", i)
         _check_stat_columns(doc, schema, stats, "tables", i)
-        for j, name in enumerate(by):
-            if name not in schema.known():
-                raise doc.error(f"unknown column '{name}'", "tables", i, "by", j, fix=f"use one of {schema.known()}")
-        combos, keys = cross_classification(schema, by, bool(spec.get("margins", True)))
+        combos, keys = cross_classification(schema, by, margins)
         for combo in combos:
             where = {name: [code] for name, code in zip(by, combo) if code != MARGIN}
             pred = universe.conjoin(schema.predicate(where, doc, "tables", i, "by"))
@@ -222,16 +225,17 @@ def _table(doc: Located, schema: Schema, spec: Any, i: int, default: Protection)
         lines = _lines(keys)
     else:
         if not isinstance(spec["cells"], list) or not spec["cells"]:
-            raise doc.error("cells must be a non-empty list", "tables", i, "cells")
+            raise doc.error("cells must be a non-empty list", "tables", i, "cells",
+                            fix="e.g. cells: [{id: a, where: {sex: [F]}}]")
         ids: dict[str, int] = {}
         for j, cell in enumerate(spec["cells"]):
             here = ("tables", i, "cells", j)
             if not isinstance(cell, Mapping) or "id" not in cell:
-                raise doc.error("each cell needs an 'id'", *here)
+                raise doc.error("each cell needs an 'id'", *here, fix="e.g. - {id: a, where: {sex: [F]}}")
             if set(cell) - {"id", "where", "stats", "decimals", "suppressed", "label"}:
                 bad = sorted(set(cell) - {"id", "where", "stats", "decimals", "suppressed", "label"})[0]
                 raise doc.error(f"unknown key '{bad}'", *here, bad, fix="allowed: id, where, stats, decimals, suppressed, label")
-            cid = str(cell["id"])
+            cid = doc.code(cell["id"], *here, "id")
             if cid in ids:
                 raise doc.error(f"duplicate cell id '{cid}' in table '{tid}' (also cells[{ids[cid]}])", *here, "id",
                                 fix="give every cell of a table its own id")
@@ -240,10 +244,9 @@ def _table(doc: Located, schema: Schema, spec: Any, i: int, default: Protection)
             _check_stat_columns(doc, schema, stats, *here)
             pred = universe.conjoin(schema.predicate(cell.get("where") or {}, doc, *here, "where"))
             cells.append(CellDef(tid, cid, pred, stats, level, str(cell.get("label", cid)),
-                                 bool(cell.get("suppressed", False)), _structural(pred, schema)))
-    by_names = tuple(str(b) for b in (spec["by"] if isinstance(spec.get("by"), list) else [spec["by"]])) if "by" in spec else ()
+                                 doc.boolean(cell, "suppressed", False, *here), _structural(pred, schema)))
     return Table(tid, str(spec.get("title", tid)), level, tuple(cells), protection, by_names,
-                 bool(spec.get("margins", True)) and bool(by_names), lines)
+                 margins and bool(by_names), lines)
 
 
 def _structural(pred: Predicate, schema: Schema) -> bool:
@@ -315,3 +318,21 @@ def _lines(keys: list[tuple]) -> tuple[tuple[int, tuple[int, ...]], ...]:
                 if parts and sum(map(len, parts)) == len(whole) and frozenset().union(*parts) == whole:
                     out.append((parent, tuple(sorted(top))))
     return tuple(out)
+
+
+def _by(doc: Located, schema: Schema, spec: Any, i: int) -> tuple[str, ...]:
+    """The columns a table cross-classifies: known attributes or recodes, each once, no geography."""
+    items = spec if isinstance(spec, list) else [spec]
+    names: list[str] = []
+    for j, item in enumerate(items):
+        here = ("tables", i, "by", j) if isinstance(spec, list) else ("tables", i, "by")
+        name = doc.code(item, *here)
+        if name in schema.geography:
+            raise doc.error(f"'{name}' is a geography column: tables are published per unit of a level", *here,
+                            fix=f"remove it from by and set 'geography: {name}' on the table")
+        if name not in schema.known():
+            raise doc.error(f"unknown column '{name}'", *here, fix=f"use one of {schema.known()}")
+        if name in names:
+            raise doc.error(f"'{name}' is listed twice", *here, fix="list each column once")
+        names.append(name)
+    return tuple(names)

@@ -1,6 +1,7 @@
 """The schema: unit, geography levels, attribute columns, recodes and structural edits."""
 from __future__ import annotations
 
+import difflib
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -11,6 +12,9 @@ import pandas as pd
 from ._yaml import Located, load_yaml
 from .errors import AuditError
 from .query import Predicate
+
+UNITS = ("person", "household", "family", "housing unit", "establishment", "record")  # what one data row is
+MAX_INTEGER_VALUES = 10_000  # an integer domain is enumerated (a numeric one per value): max - min + 1 at most
 
 
 @dataclass(frozen=True)
@@ -29,7 +33,13 @@ class Column:
             raise ValueError(f"column {self.name}: empty domain")
 
     @classmethod
-    def integer(cls, name: str, lo: int, hi: int) -> "Column":
+    def integer(cls, name: str, lo: int, hi: int, where: str | None = None) -> "Column":
+        """The column of the integers ``lo..hi``, refused past :data:`MAX_INTEGER_VALUES` before any is made."""
+        if hi - lo + 1 > MAX_INTEGER_VALUES:
+            raise AuditError(f"integer column '{name}' has {hi - lo + 1:,} values ({lo}..{hi}); the domain is "
+                             f"enumerated, so at most {MAX_INTEGER_VALUES:,} are allowed", where or name,
+                             f"narrow min..max, or publish '{name}' coarsened (e.g. in thousands) with a "
+                             "matching range")
         return cls(name, "integer", tuple(range(lo, hi + 1)))
 
     def label(self, code: Any) -> str:
@@ -101,6 +111,9 @@ class Schema:
                                      f"use one of {sorted(recode.groups)}")
                 out |= recode.groups[str(code)]
             return recode.source, frozenset(out)
+        if name in self.geography:
+            raise AuditError(f"'{name}' is a geography column: cells count within one unit of a level", where,
+                             f"remove it, and publish the table at 'geography: {name}'")
         if name not in self.names:
             raise AuditError(f"unknown column '{name}'", where, f"use one of {self.known()}")
         col = self.column(name)
@@ -110,13 +123,18 @@ class Schema:
                                  if col.kind != "integer" else f"a range takes only min and max, not {sorted(spec)}",
                                  where, "list the codes instead" if col.kind != "integer" else "use {min: A, max: B}")
             lo, hi = spec.get("min", col.codes[0]), spec.get("max", col.codes[-1])
-            if not isinstance(lo, int) or not isinstance(hi, int):
-                raise AuditError("min and max must be integers", where)
+            if not is_int(lo) or not is_int(hi):
+                raise AuditError(f"min and max must be integers, not {lo!r} and {hi!r}", where,
+                                 "e.g. {min: 18, max: 64}")
+            if lo > hi:
+                raise AuditError(f"min {lo} is above max {hi}", where, "swap them")
             return name, frozenset(v for v in col.codes if lo <= v <= hi)
         codes = spec if isinstance(spec, list) else [spec]
         out = set()
         for code in codes:
             value = _coerce(col, code)
+            if col.kind == "integer" and not is_int(value):
+                raise AuditError(f"{code!r} is not an integer", where, f"use integers {_show_domain(col)[9:]}")
             if value not in col.codes:
                 raise AuditError(f"'{code}' is outside the domain of '{name}'", where,
                                  f"use one of {_show_domain(col)}")
@@ -128,9 +146,11 @@ class Schema:
         if not isinstance(where_spec, Mapping):
             raise _err(doc, "expected a mapping of column to codes", *path, fix="write e.g. {sex: [F], age: {min: 18}}")
         clauses: dict[str, frozenset] = {}
-        for name, spec in where_spec.items():
-            here = doc.where(*path, name) if doc else str(name)
-            base, values = self.values(str(name), spec, here)
+        for key, spec in where_spec.items():
+            name = doc.code(key, *path, key, key=True) if doc else str(key)
+            if doc and (self.recode(name) or name in self.names and self.column(name).kind == "categorical"):
+                spec = doc.codes(spec, *path, key)
+            base, values = self.values(name, spec, doc.where(*path, key) if doc else name)
             clauses[base] = clauses[base] & values if base in clauses else values
         return Predicate.of(clauses)
 
@@ -139,12 +159,19 @@ class Schema:
         return recode.label(code) if recode else self.column(name).label(code)
 
 
+def is_int(value: Any) -> bool:
+    """An integer from YAML or Python, not a boolean (``True`` is an int to Python)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def _coerce(col: Column, code: Any) -> Any:
+    """A code as the column holds it: an int (from an int or its digits; not a bool or 1.5) or a string."""
     if col.kind == "integer":
-        try:
-            return int(code)
-        except (TypeError, ValueError):
+        if is_int(code):
             return code
+        if isinstance(code, str) and code.strip().lstrip("+-").isdigit():
+            return int(code)
+        return code
     return str(code)
 
 
@@ -163,106 +190,163 @@ def load_schema(path: str | Path) -> Schema:
     doc = load_yaml(path)
     data = doc.data
     if not isinstance(data, Mapping):
-        raise doc.error("a schema must be a mapping with unit, geography and columns",
-                        fix="see the README's 'Schema' section")
+        raise doc.error("a schema must be a mapping with unit, geography and columns"
+                        + (" (the file is empty)" if data is None else ""), fix="see the README's 'Schema' section")
     unknown = set(data) - {"unit", "geography", "columns", "recodes", "constraints"}
     if unknown:
-        raise doc.error(f"unknown key(s) {sorted(unknown)}", sorted(unknown)[0],
+        raise doc.error(f"unknown key(s) {sorted(map(str, unknown))}", sorted(unknown, key=str)[0],
                         fix="allowed: unit, geography, columns, recodes, constraints")
     for key in ("unit", "geography", "columns"):
         if key not in data:
             raise doc.error(f"missing required key '{key}'", fix=f"add '{key}:' (see the README)")
-    geography = data["geography"]
-    if isinstance(geography, str):
-        geography = [geography]
-    if not isinstance(geography, list) or not geography or not all(isinstance(g, str) for g in geography):
+    unit = _unit(doc, data["unit"])
+    geography = data["geography"] if isinstance(data["geography"], list) else [data["geography"]]
+    if not geography or not all(isinstance(g, (str, int, bool)) or g is None for g in geography):
         raise doc.error("geography must be a list of column names, coarse to fine", "geography",
                         fix="e.g. geography: [county, tract, block]")
+    geography = [doc.code(g, "geography", i) if isinstance(data["geography"], list) else doc.code(g, "geography")
+                 for i, g in enumerate(geography)]
+    if len(set(geography)) != len(geography):
+        raise doc.error(f"a geography level is listed twice in {geography}", "geography",
+                        fix="list each level once, coarse to fine")
     if not isinstance(data["columns"], Mapping) or not data["columns"]:
-        raise doc.error("columns must be a non-empty mapping", "columns")
-    columns = [_load_column(doc, str(name), spec) for name, spec in data["columns"].items()]
-    schema = Schema(str(data["unit"]), tuple(geography), tuple(columns), source=str(doc.file))
-    recodes = []
-    for name, spec in (data.get("recodes") or {}).items():
-        recodes.append(_load_recode(doc, schema, str(name), spec))
+        raise doc.error("columns must be a non-empty mapping", "columns",
+                        fix="e.g. columns: {sex: {type: categorical, values: [F, M]}}")
+    columns = [_load_column(doc, doc.code(name, "columns", name, key=True), spec, name)
+               for name, spec in data["columns"].items()]
+    schema = Schema(unit, tuple(geography), tuple(columns), source=str(doc.file))
+    recodes = data.get("recodes") or {}
+    if not isinstance(recodes, Mapping):
+        raise doc.error("recodes must map a new column name to {from, bins or map}", "recodes",
+                        fix="e.g. recodes: {agegrp: {from: age, bins: [{code: child, min: 0, max: 17}]}}")
+    recodes = [_load_recode(doc, schema, doc.code(name, "recodes", name, key=True), spec, name)
+               for name, spec in recodes.items()]
     names = [c.name for c in columns] + [r.name for r in recodes]
     for name in set(names):
         if names.count(name) > 1:
             raise doc.error(f"'{name}' is defined twice", "recodes", name, fix="rename the recode")
     for name in geography:
         if name in names:
-            raise doc.error(f"'{name}' is both a geography column and an attribute", "geography")
+            raise doc.error(f"'{name}' is both a geography column and an attribute", "geography",
+                            fix=f"rename the attribute '{name}'")
     schema = Schema(schema.unit, schema.geography, schema.columns, tuple(recodes), source=str(doc.file))
-    edits = []
-    for i, spec in enumerate(data.get("constraints") or []):
-        if not isinstance(spec, Mapping) or "forbid" not in spec:
-            raise doc.error("each constraint needs 'forbid: {column: codes, ...}'", "constraints", i,
-                            fix="e.g. - forbid: {marital: [M], age: {max: 14}}")
-        pred = schema.predicate(spec["forbid"], doc, "constraints", i, "forbid")
-        edits.append(Edit(pred, str(spec.get("label", ""))))
-    return Schema(schema.unit, schema.geography, schema.columns, schema.recodes, tuple(edits), str(doc.file))
+    constraints = data.get("constraints") or []
+    if not isinstance(constraints, list):
+        raise doc.error("constraints must be a list of '- forbid: {column: codes, ...}'", "constraints",
+                        fix="e.g. constraints: [{forbid: {marital: [M], age: {max: 14}}}]")
+    edits = tuple(_load_edit(doc, schema, spec, i) for i, spec in enumerate(constraints))
+    return Schema(schema.unit, schema.geography, schema.columns, schema.recodes, edits, str(doc.file))
 
 
-def _load_column(doc: Located, name: str, spec: Any) -> Column:
+def _unit(doc: Located, value: Any) -> str:
+    """What one data row is (a word of :data:`UNITS`, used in the report's sentences)."""
+    unit = doc.code(value, "unit").strip().lower()
+    if unit not in UNITS:
+        close = difflib.get_close_matches(unit, UNITS, n=1, cutoff=0.6)
+        raise doc.error(f"unknown unit '{value}'", "unit",
+                        fix=f"did you mean 'unit: {close[0]}'?" if close else f"use one of {list(UNITS)}")
+    return unit
+
+
+def _load_edit(doc: Located, schema: Schema, spec: Any, i: int) -> Edit:
+    """One structural edit; an empty one, one that forbids nothing or one that forbids every row is refused."""
+    here = ("constraints", i)
+    if not isinstance(spec, Mapping) or "forbid" not in spec or set(spec) - {"forbid", "label"}:
+        raise doc.error("each constraint is '- forbid: {column: codes, ...}' with an optional label", *here,
+                        fix="e.g. - forbid: {marital: [M], age: {max: 14}}")
+    forbid = spec["forbid"]
+    if isinstance(forbid, Mapping) and not forbid:
+        raise doc.error("an empty forbid forbids every row", *here, "forbid",
+                        fix="name the columns and codes that may not occur together, e.g. {marital: [M], age: {max: 14}}")
+    pred = schema.predicate(forbid, doc, *here, "forbid")
+    for col, values in pred.clauses:
+        if not values:
+            raise doc.error(f"no value of '{col}' is selected, so the edit forbids nothing", *here, "forbid",
+                            fix="list the codes the edit forbids, or remove the edit")
+    label = str(spec.get("label", "")) or _describe(pred, schema)
+    if all(values == frozenset(schema.column(col).codes) for col, values in pred.clauses):
+        raise doc.error(f"the edit '{label}' forbids every row: each of its columns lists its whole domain",
+                        *here, "forbid", fix="narrow the codes it forbids, or remove the edit")
+    return Edit(pred, label)
+
+
+def _describe(pred: Predicate, schema: Schema) -> str:
+    """A forbid mapping in short text, for messages: ``marital in [M], age 0..14``."""
+    parts = []
+    for col, values in pred.clauses:
+        ordered = [c for c in schema.column(col).codes if c in values]
+        run = schema.column(col).kind == "integer" and ordered and ordered[-1] - ordered[0] == len(ordered) - 1
+        parts.append(f"{col} {ordered[0]}..{ordered[-1]}" if run and len(ordered) > 1 else f"{col} in {ordered}")
+    return "forbid " + ", ".join(parts)
+
+
+def _load_column(doc: Located, name: str, spec: Any, key: Any) -> Column:
+    here = ("columns", key)
     if not isinstance(spec, Mapping) or spec.get("type") not in ("categorical", "integer"):
-        raise doc.error("each column needs 'type: categorical' or 'type: integer'", "columns", name,
+        raise doc.error("each column needs 'type: categorical' or 'type: integer'", *here,
                         fix="e.g. sex: {type: categorical, values: {F: Female, M: Male}}")
     if spec["type"] == "integer":
         lo, hi = spec.get("min"), spec.get("max")
-        if not isinstance(lo, int) or not isinstance(hi, int) or lo > hi:
-            raise doc.error("an integer column needs integer 'min' <= 'max'", "columns", name,
+        if not is_int(lo) or not is_int(hi) or lo > hi:
+            raise doc.error("an integer column needs integer 'min' <= 'max'", *here,
                             fix="e.g. age: {type: integer, min: 0, max: 115}")
-        return Column.integer(name, lo, hi)
+        return Column.integer(name, lo, hi, doc.where(*here))
     values = spec.get("values")
+    if not isinstance(values, (list, Mapping)) or not values:
+        raise doc.error("a categorical column needs 'values: {code: label, ...}' or 'values: [codes]'", *here,
+                        fix="e.g. sex: {type: categorical, values: {F: Female, M: Male}}")
     if isinstance(values, list):
-        values = {v: v for v in values}
-    if not isinstance(values, Mapping) or not values:
-        raise doc.error("a categorical column needs 'values: {code: label, ...}'", "columns", name)
-    codes = [str(c) for c in values]
+        pairs = [(doc.code(v, *here, "values", j), v) for j, v in enumerate(values)]
+    else:
+        pairs = [(doc.code(c, *here, "values", c, key=True), label) for c, label in values.items()]
+    codes = [c for c, _ in pairs]
     if len(set(codes)) != len(codes):
-        raise doc.error("duplicate codes", "columns", name, "values")
-    return Column(name, "categorical", tuple(codes), {str(c): str(l) for c, l in values.items()})
+        twice = next(c for c in codes if codes.count(c) > 1)
+        raise doc.error(f"code '{twice}' is listed twice", *here, "values", fix="list each code once")
+    return Column(name, "categorical", tuple(codes), {c: str(label) for c, label in pairs})
 
 
-def _load_recode(doc: Located, schema: Schema, name: str, spec: Any) -> Recode:
+def _load_recode(doc: Located, schema: Schema, name: str, spec: Any, key: Any) -> Recode:
+    here = ("recodes", key)
     if not isinstance(spec, Mapping) or "from" not in spec or ("bins" in spec) == ("map" in spec):
-        raise doc.error("a recode needs 'from: COLUMN' and either 'bins:' or 'map:'", "recodes", name)
-    source = str(spec["from"])
+        raise doc.error("a recode needs 'from: COLUMN' and either 'bins:' or 'map:'", *here,
+                        fix="e.g. agegrp: {from: age, bins: [{code: child, min: 0, max: 17}]}")
+    source = doc.code(spec["from"], *here, "from")
     if source not in schema.names:
-        raise doc.error(f"unknown column '{source}'", "recodes", name, "from", fix=f"use one of {list(schema.names)}")
+        raise doc.error(f"unknown column '{source}'", *here, "from", fix=f"use one of {list(schema.names)}")
     col = schema.column(source)
     groups: dict[str, frozenset] = {}
     labels: dict[str, str] = {}
     if "bins" in spec:
         if col.kind != "integer" or not isinstance(spec["bins"], list):
-            raise doc.error("bins need an integer column and a list of {code, min, max}", "recodes", name, "bins")
+            raise doc.error("bins need an integer column and a list of {code, min, max}", *here, "bins",
+                            fix="e.g. bins: [{code: child, min: 0, max: 17}, {code: adult, min: 18, max: 115}]")
         for i, b in enumerate(spec["bins"]):
             if not isinstance(b, Mapping) or "code" not in b:
-                raise doc.error("each bin needs code, min and max", "recodes", name, "bins", i)
-            _, values = schema.values(source, {k: b[k] for k in ("min", "max") if k in b},
-                                      doc.where("recodes", name, "bins", i))
-            groups[str(b["code"])] = values
-            labels[str(b["code"])] = str(b.get("label", b["code"]))
+                raise doc.error("each bin needs code, min and max", *here, "bins", i,
+                                fix="e.g. {code: child, min: 0, max: 17}")
+            code = doc.code(b["code"], *here, "bins", i, "code")
+            _, groups[code] = schema.values(source, {k: b[k] for k in ("min", "max") if k in b},
+                                            doc.where(*here, "bins", i))
+            labels[code] = str(b.get("label", code))
     else:
         if not isinstance(spec["map"], Mapping):
-            raise doc.error("map must be {new_code: [old codes]}", "recodes", name, "map")
-        for code, old in spec["map"].items():
-            _, values = schema.values(source, old, doc.where("recodes", name, "map", code))
-            groups[str(code)] = values
+            raise doc.error("map must be {new_code: [old codes]}", *here, "map", fix="e.g. map: {white: [W], other: [B, A]}")
+        for new, old in spec["map"].items():
+            code = doc.code(new, *here, "map", new, key=True)
+            old = doc.codes(old, *here, "map", new) if col.kind == "categorical" else old
+            _, groups[code] = schema.values(source, old, doc.where(*here, "map", new))
         labels = {str(k): str(v) for k, v in (spec.get("labels") or {}).items()}
     seen: set = set()
     for code, values in groups.items():
         if seen & values:
-            raise doc.error(f"code '{code}' overlaps an earlier one", "recodes", name,
-                            fix="recode groups must not overlap")
+            raise doc.error(f"code '{code}' overlaps an earlier one", *here, fix="recode groups must not overlap")
         seen |= values
     return Recode(name, source, groups, labels)
 
 
 def infer_schema(frame: pd.DataFrame, geography: list[str], unit: str = "person") -> Schema:
     """Guess a schema from observed values (domains then come from data: warned about)."""
-    warnings.warn("inferring the schema from the data: domains are the observed values, "
-                  "not the codebook's; an attacker may know more", stacklevel=2)
     columns = []
     for name in frame.columns:
         if name in geography:
@@ -270,8 +354,15 @@ def infer_schema(frame: pd.DataFrame, geography: list[str], unit: str = "person"
         series = frame[name].dropna()
         numbers = pd.to_numeric(series, errors="coerce")
         if len(series) and numbers.notna().all() and (numbers == numbers.round()).all():
-            columns.append(Column.integer(name, int(numbers.min()), int(numbers.max())))
+            lo, hi = int(numbers.min()), int(numbers.max())
+            if hi - lo >= MAX_INTEGER_VALUES:
+                raise AuditError(f"integer column '{name}' spans {hi - lo + 1:,} values ({lo}..{hi}); at most "
+                                 f"{MAX_INTEGER_VALUES:,} can be enumerated", f"column {name}",
+                                 f"write a schema (--schema) with a narrower range for '{name}', or coarsen it")
+            columns.append(Column.integer(name, lo, hi))
         else:
             codes = tuple(sorted(series.astype(str).unique()))
             columns.append(Column(name, "categorical", codes, {c: c for c in codes}))
+    warnings.warn("inferring the schema from the data: domains are the observed values, "
+                  "not the codebook's; an attacker may know more", stacklevel=2)
     return Schema(unit, tuple(geography), tuple(columns))

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import AuditError
-from .microdata import validate
+from .microdata import as_strings, check_header, csv_header, no_rows, validate
 from .schedule import Schedule
 from .schema import Schema
 
@@ -47,12 +47,17 @@ def _raw_batches(source, chunk_rows: int, columns: list[str] | None = None) -> I
         except ImportError:
             raise AuditError("reading Parquet needs pyarrow", str(path),
                              "pip install 'disclosure-audit[parquet]'") from None
-        dataset = ds.dataset(str(path), format="parquet", partitioning="hive")
-        for batch in dataset.to_batches(columns=columns, batch_size=chunk_rows):
-            frame = batch.to_pandas()
-            yield frame.astype({c: str for c in frame.columns if frame[c].dtype == object})
+        try:
+            dataset = ds.dataset(str(path), format="parquet", partitioning="hive")
+            check_header(dataset.schema.names, str(path))
+            for batch in dataset.to_batches(columns=columns, batch_size=chunk_rows):
+                yield as_strings(batch.to_pandas())
+        except (ValueError, OSError) as exc:  # pyarrow's ArrowInvalid is a ValueError
+            raise AuditError(f"cannot read as Parquet: {str(exc).splitlines()[0]}", str(path),
+                             "give a CSV file, a Parquet file or a folder of Parquet files only") from None
         return
     try:
+        check_header(csv_header(path), str(path))
         reader = pd.read_csv(path, dtype=str, keep_default_na=False, chunksize=chunk_rows, usecols=columns)
         yield from reader
     except (ValueError, OSError, pd.errors.ParserError) as exc:
@@ -81,6 +86,8 @@ def stream_chunks(source, schema: Schema, schedule: Schedule, chunk_rows: int = 
     seen: set = set()
     offset = 0  # data rows validated so far (for error messages)
     for raw in _raw_batches(source, chunk_rows):
+        if not len(raw):
+            continue
         missing = [c for c in cols if c not in raw.columns]
         if missing:
             validate(raw, schema, name)  # raises the standard missing-column error
@@ -101,6 +108,8 @@ def stream_chunks(source, schema: Schema, schedule: Schedule, chunk_rows: int = 
             offset += last
     if carry is not None and len(carry):
         yield _validated(carry, schema, name, offset)
+    elif not offset:
+        raise no_rows(name)
 
 
 def _unsorted(name: str, key: str, cols: list[str]) -> AuditError:

@@ -19,8 +19,8 @@ def random_problem(rng: np.random.Generator, max_rows: int = 4, numeric: bool = 
     for i in range(int(rng.integers(1, 3))):
         size = int(rng.integers(2, 4))
         domains.append(Domain(f"c{i}", tuple(frozenset([v]) for v in range(size)), tuple(str(v) for v in range(size))))
-    if numeric:
-        start = int(rng.integers(0, 3))
+    if numeric:  # offset and negative domains too
+        start = int(rng.integers(-3, 4))
         values = sorted(set(int(v) for v in start + np.cumsum(rng.integers(1, 4, size=int(rng.integers(2, 5)))) - 1))
         domains.append(Domain("age", tuple(frozenset([v]) for v in values), tuple(str(v) for v in values), True))
     n = int(rng.integers(1, max_rows + 1))
@@ -56,9 +56,10 @@ def random_problem(rng: np.random.Generator, max_rows: int = 4, numeric: bool = 
             if stat.rounded and (mode == "interval" or value.denominator != 1):
                 v = round_half_up(value, stat.decimals)
                 half = Fraction(1, 2 * 10 ** stat.decimals)
-                cons.append(Constraint(c.key, pred, stat, max(v - half, Fraction(0)), v + half, hi_open=True))
+                cons.append(Constraint(c.key, pred, stat, v - half, v + half, hi_open=True))
             elif mode == "interval":
-                cons.append(Constraint(c.key, pred, stat, max(value - 1, Fraction(0)), value + 1))
+                low = value - 1 if stat.kind != "count" else max(value - 1, Fraction(0))
+                cons.append(Constraint(c.key, pred, stat, low, value + 1))
             else:
                 cons.append(Constraint(c.key, pred, stat, value, value))
     return Problem("block", ("1",), tuple(domains), (n, n), tuple(cons), (), truth)
@@ -120,3 +121,72 @@ def canonical(rows: np.ndarray) -> tuple:
 def verified_claims(problem: Problem, datasets: list[np.ndarray]) -> set[Claim]:
     """The true claims that hold in every consistent dataset."""
     return {c for c in candidates(problem.truth) if all(c.count(d) == c.m for d in datasets)}
+
+
+# -- the release-level oracle: raw datasets re-tabulated with the real tabulator ----------------------
+def _primary_only(schedule):
+    """The schedule with complementary suppression switched off (candidates are tabulated with it)."""
+    from dataclasses import replace
+
+    tables = tuple(replace(t, protection=replace(t.protection, complementary=False)) for t in schedule.tables)
+    return replace(schedule, tables=tables, suppress={})
+
+
+def release_matches(published, candidate, schedule) -> bool:
+    """Whether a candidate's primary-only release shows what the published one shows.
+
+    Published and empty values must be equal, with the same status. A suppressed cell must be
+    suppressed in the candidate too, except where the agency may also have hidden it for another
+    reason (complementary suppression, ``suppressed: true``): the attacker then learns nothing from
+    it, as in the tool's attacker model (secondary suppression is not reverse-engineered).
+    """
+    loose = {t.id for t in schedule.tables if t.protection.complementary and t.protection.suppress_below}
+    if len(published.values) != len(candidate.values):
+        return False
+    for a, b in zip(published.values, candidate.values):
+        assert a.key == b.key
+        if a.status == "suppressed" and (a.cell.suppressed or a.cell.table in loose):
+            continue
+        if (a.status, a.value) != (b.status, b.value):
+            return False
+    return True
+
+
+def tabulated_worlds(schema, schedule, published, datasets: list[tuple]) -> list[bool]:
+    """For each raw dataset (a tuple of rows of codes, in ``schema.names`` order): does it reproduce
+    ``published`` (one unit) when tabulated? All datasets are tabulated at once, one unit each."""
+    import pandas as pd
+
+    from audit.tabulate import tabulate
+
+    if not datasets:
+        return []
+    width = len(str(len(datasets)))
+    rows = [dict(zip(schema.names, r), **{g: f"u{i:0{width}d}" for g in schema.geography})
+            for i, combo in enumerate(datasets) for r in combo]
+    frame = pd.DataFrame(rows, columns=list(schema.geography) + list(schema.names))
+    frame = frame.astype({c.name: "int64" for c in schema.columns if c.kind == "integer"})
+    plain = _primary_only(schedule)
+    by_unit = {u.geo: u for u in tabulate(frame, schema, plain)}
+    return [release_matches(published, by_unit[(f"u{i:0{width}d}",) * len(schema.geography)], schedule)
+            for i in range(len(datasets))]
+
+
+def consistent_worlds(schema, schedule, published, n_rows: int) -> list[tuple]:
+    """Every multiset of ``n_rows`` codebook rows (edits respected) that reproduces ``published``."""
+    product = list(itertools.product(*(c.codes for c in schema.columns)))
+    allowed = [r for r in product
+               if not any(all(r[schema.names.index(col)] in vals for col, vals in e.forbid.clauses) for e in schema.edits)]
+    combos = list(itertools.combinations_with_replacement(allowed, n_rows))
+    return [c for c, ok in zip(combos, tabulated_worlds(schema, schedule, published, combos)) if ok]
+
+
+def to_atoms(problem: Problem, combo) -> np.ndarray:
+    """A raw dataset (rows of codes) as the problem's atom indices."""
+    lookups = [d.lookup() for d in problem.domains]
+    return np.array([[lk[v] for lk, v in zip(lookups, r)] for r in combo], dtype=np.int64).reshape(-1, len(lookups))
+
+
+def to_codes(problem: Problem, rows: np.ndarray) -> tuple:
+    """Atom rows back to codes (any code of an atom: no cell or edit tells them apart)."""
+    return tuple(tuple(sorted(d.atoms[int(a)], key=str)[0] for d, a in zip(problem.domains, r)) for r in rows)

@@ -20,7 +20,8 @@ from audit.claims import REFUTED, UNDECIDED, VERIFIED, candidates
 from audit.engines.sat import SatEngine
 from audit.exact import ExactOptions, audit_unit
 from audit.inputs import load_inputs
-from audit.tabulate import tabulate
+
+from _oracle import consistent_worlds, to_atoms
 
 
 @st.composite
@@ -79,29 +80,14 @@ def _load(schema, tables, rows, folder: Path):
     return load_inputs(folder / "data.csv", folder / "schema.yaml", folder / "tables.yaml")
 
 
-def _signature(releases) -> list:
-    return [(v.key, v.status, v.value) for u in releases for v in u.values]
-
-
 def oracle(inputs):
     """Every raw dataset of the same size whose tabulation equals the published release."""
-    schema, frame = inputs.schema, inputs.frame
-    published = _signature(inputs.release())
-    product = list(itertools.product(*(c.codes for c in schema.columns)))
-    allowed = [r for r in product if not any(all(r[schema.names.index(col)] in vals for col, vals in e.forbid.clauses)
-                                              for e in schema.edits)]
-    consistent = []
-    for combo in itertools.combinations_with_replacement(allowed, len(frame)):
-        candidate = pd.DataFrame([dict(zip(schema.names, r), block="b1") for r in combo])
-        candidate = candidate.astype({c.name: int for c in schema.columns if c.kind == "integer"})
-        if _signature(tabulate(candidate, schema, inputs.schedule)) == published:
-            consistent.append(combo)
-    return consistent
+    release, = inputs.release()
+    return consistent_worlds(inputs.schema, inputs.schedule, release, len(inputs.frame))
 
 
 def _atoms(problem, combo, schema) -> np.ndarray:
-    lookups = [d.lookup() for d in problem.domains]
-    return np.array([[lookups[i][r[i]] for i in range(len(r))] for r in combo], dtype=np.int64)
+    return to_atoms(problem, combo)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

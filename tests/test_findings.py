@@ -194,8 +194,7 @@ def test_progress_lines_in_a_non_terminal_stderr(tmp_path):
             "-t", str(folder / "tables.yaml"), "-o", str(tmp_path), "--no-report"]
     done = subprocess.run(args, capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert done.returncode == 0, done.stderr
-    lines = done.stderr.splitlines()
-    assert lines[0] == "units: 0/1 (0%)" and re.fullmatch(r"units: 1/1 \(100%\) in \d+s", lines[-1])
+    assert re.fullmatch(r"units: 1/1 \(100%\) in \d+s\n", done.stderr)  # a fast run: the closing line only
     quiet = subprocess.run(args + ["--quiet"], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert quiet.returncode == 0 and quiet.stderr == ""
 
@@ -213,8 +212,9 @@ def test_progress_shows_rate_and_eta_every_few_seconds():
             p.update()
         time.sleep(0.3)
     lines = stream.getvalue().splitlines()
-    assert lines[0] == "units: 0/4 (0%)" and lines[-1].startswith("units: 3/4 (75%) in ")
-    assert any(re.fullmatch(r"units: \d/4 \(\d+%\), \d+\.\d\d units/s, ETA \d+s", line) for line in lines[1:-1])
+    assert len(lines) >= 3 and lines[-1].startswith("units: 3/4 (75%) in ")
+    assert all(re.fullmatch(r"units: \d/4 \(\d+%\)(, \d+\.\d\d units/s, ETA \d+s)?", line) for line in lines[:-1])
+    assert any("units/s, ETA" in line for line in lines[:-1])
 
 
 def test_store_quotes_what_csv_must_quote(tmp_path):

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from audit.claims import candidates
+from audit.claims import REFUTED, UNDECIDED, VERIFIED, Claim, candidates
 from audit.engines.ip import IpEngine
 from audit.engines.sat import SatEngine
 from audit.exact import ExactOptions, audit_unit
@@ -100,3 +100,80 @@ def test_gurobi_small_models_agree():
         ip = IpEngine(problem, backend="gurobi")
         _same_verdicts(problem, ip)
         assert ip.backend == "gurobi"
+
+
+def _large_values(n: int) -> Problem:
+    """A published sum over values near 10^7: HiGHS's default tolerances admit datasets that miss it.
+
+    Every person has x = 10^7; x = 10^7 + 1 is one step away, which the solver's integrality
+    tolerance (1e-6 of a binary, times 10^7) can hide.
+    """
+    big = 10 ** 7
+    values = (0, big, big + 1, 2 * big + 3)
+    x = Domain("x", tuple(frozenset([v]) for v in values), tuple(map(str, values)), True)
+    sex = Domain("sex", (frozenset(["F"]), frozenset(["M"])), ("F", "M"))
+    truth = np.array([[1, s % 2] for s in range(n)], dtype=np.int64)
+    cons = (Constraint("T:all:sum(x)", Predicate(), Statistic("sum", "x"), Fraction(big * n), Fraction(big * n)),)
+    return Problem("block", ("1",), (x, sex), (n, n), cons, (), truth)
+
+
+def test_float_slips_are_undecided_never_refutations():
+    """The real HiGHS, default options: a 'counterexample' that breaks the published sum is caught."""
+    problem = _large_values(3)
+    claim = Claim(((0, 1),), 3)  # everyone has x = 10^7: implied by the sum
+    assert SatEngine(problem).verify(claim, explain="none").status == VERIFIED
+    ip = IpEngine(problem, backend="highs")
+    verdict = ip.verify(claim, explain="none")
+    assert verdict.status in (VERIFIED, UNDECIDED)
+    assert ip.slips >= 1 and verdict.status == UNDECIDED and "exact check" in verdict.reason
+    for other in candidates(problem.truth):
+        v = ip.verify(other, explain="none")
+        if v.status == REFUTED:
+            assert problem.violations(v.counterexample) == [] and other.count(v.counterexample) != other.m
+
+
+def test_audit_unit_on_ip_slips_stays_sound():
+    """HiGHS's first dataset misses the sum here: the unit goes on from the confidential rows."""
+    problem = _large_values(4)
+    datasets = all_datasets(problem)
+    expected = verified_claims(problem, datasets)
+    for linear in (True, False):
+        result = audit_unit(problem, ExactOptions(engine="ip", linear=linear, samples=2, explain="singletons"))
+        assert {v.claim for v in result.verified} <= expected
+        assert {v.claim for v in result.verified} | {v.claim for v in result.undecided} == expected
+        assert not result.exhausted or result.solutions == len(datasets)
+
+
+def test_enumeration_with_slips_is_not_exhausted():
+    problem = _large_values(3)
+    ip = IpEngine(problem, backend="highs", tolerance=1e-2)
+    found = list(ip.solutions(50))
+    assert found and all(problem.violations(rows) == [] for rows in found)
+    assert ip.slips > 0 and not ip.last_exhausted
+    assert ip.count_solutions(50)[1] is False
+    assert all(problem.violations(rows) == [] for rows in ip.sample(6, seed=3))
+
+
+def test_checked_rejects_perturbed_solutions():
+    """A real HiGHS solution passes; the same solution moved off the release, or off one-hot, does not."""
+    problem = random_problem(np.random.default_rng(9001), max_rows=3)
+    ip = IpEngine(problem, backend="highs")
+    status, sol = ip._solve(None)
+    assert status == "feasible"
+    rows = ip.checked(sol)
+    assert rows is not None and problem.violations(rows) == []
+    assert ip.checked(sol, claim=Claim(((0, int(rows[0, 0])),), int((rows[:, 0] == rows[0, 0]).sum()))) is None
+    for s in range(ip.n):
+        for c, col in enumerate(ip.x[s]):
+            on = int(np.argmax([sol[v] for v in col]))
+            for other in range(len(col)):
+                moved = sol.copy()
+                moved[col[on]], moved[col[other]] = 0.0, 1.0
+                got = ip.checked(moved)
+                changed = rows.copy()
+                changed[s, c] = other
+                assert (got is not None) == (problem.violations(changed) == [])
+            half = sol.copy()
+            half[col[on]] = 0.5
+            assert ip.checked(half) is None  # no atom set: not a dataset
+    assert ip.slips > 0

@@ -28,14 +28,15 @@ def register(app: typer.Typer) -> None:
         status: Annotated[Optional[str], typer.Option("--status", help="Only claims with this status: verified, undecided or refuted.")] = None,
         singletons: Annotated[bool, typer.Option("--singletons", help="Only claims about exactly one record (m = 1).")] = False,
         derived: Annotated[bool, typer.Option("--derived", help="Only verified claims no single published cell states.")] = False,
-        min_columns: Annotated[Optional[int], typer.Option("--min-columns", help="Only claims over at least this many columns.")] = None,
+        min_columns: Annotated[Optional[int], typer.Option("--min-columns", min=1, help="Only claims over at least this many columns.")] = None,
         fmt: Annotated[str, typer.Option("--format", help="csv (one row per claim, a column per attribute) or json (an array of claims).")] = "csv",
-        limit: Annotated[Optional[int], typer.Option("--limit", help="Print at most this many claims.")] = None,
+        limit: Annotated[Optional[int], typer.Option("--limit", min=0, help="Print at most this many claims.")] = None,
     ) -> None:
         """Print the claims of a run (every claim the attack decided, from claims.csv.gz), filtered."""
         from ..claimstore import store_beside
         from ..errors import AuditError
         from ..findings import read_findings
+        from ..terminal import echo
 
         if status is not None and status not in STATUSES:
             raise AuditError(f"unknown status '{status}'", "--status", f"use one of {list(STATUSES)}")
@@ -56,8 +57,8 @@ def register(app: typer.Typer) -> None:
                                  "pass a geo key as findings.json lists it under units[*].geo")
             for u in units:
                 if u.get("not_stored"):
-                    typer.echo(f"note: {u['level']} {u['geo']}: {u['not_stored']} undecided claims were counted, "
-                               "not stored (too many candidates)", err=True)
+                    echo(f"note: {u['level']} {u['geo']}: {u['not_stored']} undecided claims were counted, "
+                         "not stored (too many candidates)", err=True)
             entries = [u["store"] for u in units if u.get("store")]
         rows = (row for entry in entries for row in store.rows(entry)
                 if _keep(row, status, singletons, derived, min_columns))
@@ -68,10 +69,15 @@ def register(app: typer.Typer) -> None:
 
 
 def _print(rows, store, fmt: str, limit: int | None) -> None:
+    """CSV or a JSON array on stdout (on a terminal, CSV values are shown escaped: data cannot act on it)."""
+    from ..terminal import printable
+
     out = sys.stdout
     if fmt == "csv":
         writer = csv.writer(out, lineterminator="\n")
         writer.writerow(store.header)
+        if out.isatty():
+            rows = ([printable(v) for v in row] for row in rows)
     else:
         out.write("[")
     for n, row in enumerate(rows):

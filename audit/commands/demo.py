@@ -8,7 +8,8 @@ from typing import Annotated
 
 import typer
 
-from . import QuietOpt
+from ..terminal import echo
+from . import QuietOpt, output_folder
 from .run import JsonOpt
 
 SAMPLES = ("block7", "households")
@@ -18,7 +19,7 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def demo(
         out: Annotated[Path, typer.Option("--out", "-o", help="Folder for the sample inputs and each sample's outputs.")] = Path("audit-demo"),
-        explain_seconds: Annotated[float, typer.Option("--explain-seconds", help="Time budget per unit for explanations.")] = 2.0,
+        explain_seconds: Annotated[float, typer.Option("--explain-seconds", min=0, help="Time budget per unit for explanations.")] = 2.0,
         json_out: JsonOpt = False,
         quiet: QuietOpt = False,
     ) -> None:
@@ -28,6 +29,7 @@ def register(app: typer.Typer) -> None:
         from ..errors import AuditError
         from .run import pipeline
 
+        output_folder(out)
         results = {}
         root = importlib.resources.files("audit.samples_data")
         for name in SAMPLES:
@@ -43,15 +45,15 @@ def register(app: typer.Typer) -> None:
             except (AuditError, ImportError) as exc:  # e.g. an engine this installation lacks
                 results[name] = {"error": f"{exc.__class__.__name__}: {exc}"}
                 if not (quiet or json_out):
-                    typer.echo(f"{name}: could not run ({exc})", err=True)
+                    echo(f"{name}: could not run ({exc})", err=True)
                 continue
             results[name] = {"verdict": doc["verdict"], "failing": [f["rule"] for f in doc["failing"]],
                              **doc["outputs"]}
             if not (quiet or json_out):
-                typer.echo(f"{name}: {doc['verdict'].upper()}"
+                echo(f"{name}: {doc['verdict'].upper()}"
                            + (f" (failing: {', '.join(results[name]['failing'])})" if doc["failing"] else ""))
-                typer.echo(f"  report: {doc['outputs']['report']}")
+                echo(f"  report: {doc['outputs']['report']}")
         if json_out:
             typer.echo(json.dumps(results, indent=1))
         if not any("verdict" in r for r in results.values()):
-            raise AuditError("no sample could be run", fix="see the messages above")
+            raise AuditError("no sample could be run", "audit demo", fix="see the messages above")

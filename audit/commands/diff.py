@@ -7,7 +7,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from . import QuietOpt
+from ..terminal import echo
+from . import QuietOpt, output_file
 from .run import JsonOpt
 
 
@@ -18,7 +19,7 @@ def register(app: typer.Typer) -> None:
         new: Annotated[Path, typer.Argument(help="findings.json of the proposed (new) schedule.")],
         rules: Annotated[Optional[str], typer.Option("--rules", "-r", help="Re-evaluate both under this policy (file or built-in name) before comparing.")] = None,
         out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Also write the comparison as JSON to this file.")] = None,
-        limit: Annotated[int, typer.Option("--limit", help="Most newly verified claims to print.")] = 20,
+        limit: Annotated[int, typer.Option("--limit", min=0, help="Most newly verified claims to print.")] = 20,
         json_out: JsonOpt = False,
         quiet: QuietOpt = False,
     ) -> None:
@@ -28,6 +29,8 @@ def register(app: typer.Typer) -> None:
         from ..findings import read_findings
         from ..rules import apply, load_rules
 
+        if out is not None:
+            output_file(out)
         a, b = read_findings(old), read_findings(new)
         if rules is not None:
             policy = load_rules(rules)
@@ -41,11 +44,11 @@ def register(app: typer.Typer) -> None:
             typer.echo(json.dumps(result, indent=1))
         elif not quiet:
             for line in result["lines"][: limit + 10]:
-                typer.echo(line)
+                echo(line)
             shown = result["new_claims"][:limit]
             for c in shown:
-                typer.echo(f"  + {c['unit']}: {c['text']}")
+                echo(f"  + {c['unit']}: {c['text']}")
             if len(result["new_claims"]) > len(shown):
-                typer.echo(f"  ... and {len(result['new_claims']) - len(shown)} more newly verified claims")
+                echo(f"  ... and {len(result['new_claims']) - len(shown)} more newly verified claims")
         if result["newly_failing"]:
             raise typer.Exit(1)

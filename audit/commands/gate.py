@@ -5,6 +5,7 @@ from pathlib import Path
 
 import typer
 
+from ..terminal import echo
 from . import DataArg, GeographyOpt, InferOpt, OutOpt, QuietOpt, SchemaOpt, SeedOpt, TablesOpt
 from .run import (ConflictsOpt, EngineOpt, ExplainOpt, ExplainSecondsOpt, JsonOpt, LinearPublicOpt, LinearSecretOpt,
                   MaxColumnsOpt, MaxRowsOpt, RankOpt, ReportOpt, RulesOpt, UnitSecondsOpt, exit_for, pipeline,
@@ -45,11 +46,11 @@ def register(app: typer.Typer) -> None:
         if json_out:
             typer.echo(verdict_json(doc))
         elif not quiet:
-            typer.echo(f"{doc['verdict'].upper()} ({doc['rules']['name']} policy, {doc['summary']['units']} units)")
+            echo(f"{doc['verdict'].upper()} ({doc['rules']['name']} policy, {doc['summary']['units']} units)")
             for f in doc["failing"]:
                 where = "" if f.get("scope") == "release" else f"{f['units']} unit(s); "
-                typer.echo(f"FAIL {f['rule']}: {where}{f['example']}")
+                echo(f"FAIL {f['rule']}: {where}{f['example']}")
             for w in doc["warnings"]:
                 where = "" if w.get("scope") == "release" else f"{w['units']} unit(s); "
-                typer.echo(f"WARN {w['rule']}: {where}{w['example']}")
+                echo(f"WARN {w['rule']}: {where}{w['example']}")
         exit_for(doc)

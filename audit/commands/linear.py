@@ -9,7 +9,8 @@ from typing import Annotated, Optional
 import typer
 
 from ..errors import AuditError
-from . import DataArg
+from ..terminal import echo
+from . import DataArg, output_folder
 
 
 def _split(text: str | None) -> list[str]:
@@ -35,14 +36,14 @@ def register(app: typer.Typer) -> None:
         data: DataArg,
         secret: Annotated[str, typer.Option("--secret", help="The column to reconstruct: 0/1 or a small integer.")],
         public: Annotated[str, typer.Option("--public", help="Identifier columns the attacker knows, comma-separated.")],
-        queries: Annotated[Optional[int], typer.Option("--queries", "-k", help="Number of random subset-sum queries (default 2 x rows).")] = None,
-        seed: Annotated[int, typer.Option("--seed", help="Seed for the queries, noise and samples; same seed, same output.")] = 0,
+        queries: Annotated[Optional[int], typer.Option("--queries", "-k", min=1, help="Number of random subset-sum queries (default 2 x rows).")] = None,
+        seed: Annotated[int, typer.Option("--seed", min=0, help="Seed for the queries, noise and samples; same seed, same output.")] = 0,
         method: Annotated[str, typer.Option("--method", help="Headline solver: lstsq (least squares) or lp (min max error, HiGHS). Both are reported.")] = "lstsq",
         sweep: Annotated[bool, typer.Option("--sweep", help="Also sweep rounding, noise and subsampling over a grid, with plots.")] = False,
         params: Annotated[Optional[str], typer.Option("--params", help="Sweep grid, comma-separated (default 1, 11, 21, ... up to the row count).")] = None,
-        trials: Annotated[int, typer.Option("--trials", help="Seeded trials per sweep point (fresh queries each).")] = 10,
+        trials: Annotated[int, typer.Option("--trials", min=1, help="Seeded trials per sweep point (fresh queries each).")] = 10,
         mechanism: Annotated[str, typer.Option("--mechanism", help="Noise in the sweep: gaussian, laplace, discrete_gaussian or discrete_laplace.")] = "gaussian",
-        delta: Annotated[float, typer.Option("--delta", help="Delta for the Gaussian mechanisms' (epsilon, delta).")] = 1e-6,
+        delta: Annotated[float, typer.Option("--delta", min=0, max=1, help="Delta for the Gaussian mechanisms' (epsilon, delta).")] = 1e-6,
         tables: Annotated[Optional[Path], typer.Option("--tables", "-t", help="Table schedule YAML: also look for difference attacks between its cells.")] = None,
         schema: Annotated[Optional[Path], typer.Option("--schema", "-s", help="Schema YAML for --tables.")] = None,
         out: Annotated[Path, typer.Option("--out", "-o", help="Output folder for linear.json and the SVG plots (created if missing).")] = Path("audit-linear"),
@@ -60,6 +61,7 @@ def register(app: typer.Typer) -> None:
         if (tables is None) != (schema is None):
             raise AuditError("--tables and --schema go together", "--tables" if schema is None else "--schema",
                              "pass both to look for difference attacks, or neither")
+        output_folder(out)
         frame = load_frame(data)
         target = prepare(frame, secret, _split(public), str(data))
         grid = _params(params)
@@ -88,24 +90,24 @@ def register(app: typer.Typer) -> None:
             inputs = load_inputs(data, schema, tables)
             report["differences"] = [f.to_dict() for f in find_differences(inputs.frame, inputs.schema, inputs.schedule)]
         (out / "linear.json").write_text(json.dumps(report, indent=2, default=_json_default))
-        typer.echo(f"{secret}: {head.accuracy:.1%} reconstructed by {method} from {head.n_queries} exact subset sums "
+        echo(f"{secret}: {head.accuracy:.1%} reconstructed by {method} from {head.n_queries} exact subset sums "
                    f"(95% CI {head.ci[0]:.1%}-{head.ci[1]:.1%}; majority baseline {head.baseline:.1%})")
         for m, r in runs.items():
             if m != method:
-                typer.echo(f"  {m}: {r.accuracy:.1%}")
+                echo(f"  {m}: {r.accuracy:.1%}")
         if sweep:
-            typer.echo(f"  sweep: {len(report['sweep'])} points x {trials} trials; {report['privacy']}")
+            echo(f"  sweep: {len(report['sweep'])} points x {trials} trials; {report['privacy']}")
             for p in report["sweep"]:
                 if p["mitigation"] == "noise":
                     eps = p["epsilon"]
                     shown = "unavailable" if eps is None else (eps if isinstance(eps, str) else f"{eps:.3g}")
-                    typer.echo(f"    noise {p['param']:g}: accuracy {p['accuracy']:.1%}, RMSE {p['rmse']:.2f}, "
+                    echo(f"    noise {p['param']:g}: accuracy {p['accuracy']:.1%}, RMSE {p['rmse']:.2f}, "
                                f"epsilon {shown}")
             if not opendp_available():
-                typer.echo(f"  epsilon unavailable: {DP_HINT}")
+                echo(f"  epsilon unavailable: {DP_HINT}")
         if "differences" in report:
-            typer.echo(f"  difference attacks: {len(report['differences'])}")
-        typer.echo(f"wrote {out / 'linear.json'}", err=True)
+            echo(f"  difference attacks: {len(report['differences'])}")
+        echo(f"wrote {out / 'linear.json'}", err=True)
 
 
 def _json_default(value):

@@ -6,7 +6,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from . import DataArg, OutOpt, QuietOpt, SchemaOpt, SeedOpt, TablesOpt, inputs_from
+from ..terminal import echo
+from . import DataArg, OutOpt, QuietOpt, SchemaOpt, SeedOpt, TablesOpt, inputs_from, output_folder
 
 
 def register(app: typer.Typer) -> None:
@@ -18,16 +19,16 @@ def register(app: typer.Typer) -> None:
         out: OutOpt = Path("protect-out"),
         rules: Annotated[Optional[str], typer.Option("--rules", "-r", help="Rules file or built-in name (default, strict, lenient).")] = None,
         strategy: Annotated[str, typer.Option("--strategy", help="suppress (reconstruction-aware cell suppression), round (smallest base), or noise (smallest Laplace scale).")] = "suppress",
-        max_columns: Annotated[Optional[int], typer.Option("--max-columns", help="Largest number of columns in a claim (default: all).")] = None,
+        max_columns: Annotated[Optional[int], typer.Option("--max-columns", min=1, help="Largest number of columns in a claim (default: all).")] = None,
         hitting: Annotated[str, typer.Option("--hitting", help="Hitting set: exact (MaxSAT, fewest cells) or greedy.")] = "exact",
         primary: Annotated[bool, typer.Option("--primary/--no-primary", help="Suppress the published counts the small_cells rule fails.")] = True,
         complementary: Annotated[bool, typer.Option("--complementary/--no-complementary", help="Complementary suppression around them in tables with margins.")] = True,
-        alpha: Annotated[float, typer.Option("--alpha", help="Noise: the attacker trusts each noisy count to within its 1-alpha interval.")] = 0.05,
+        alpha: Annotated[float, typer.Option("--alpha", min=0, max=1, help="Noise: the attacker trusts each noisy count to within its 1-alpha interval.")] = 0.05,
         rank: Annotated[bool, typer.Option("--rank/--no-rank", help="Noise: re-run the ranking attack at the chosen scale (needs torch).")] = True,
         seed: SeedOpt = 0,
-        conflicts: Annotated[int, typer.Option("--conflicts", help="Conflict budget per solver call; past it a claim is undecided.")] = 200_000,
-        unit_seconds: Annotated[float, typer.Option("--unit-seconds", help="Time limit per unit and attack; claims left are undecided.")] = 120.0,
-        max_rows: Annotated[int, typer.Option("--max-rows", help="Units with more rows are reported undecided (too large).")] = 200,
+        conflicts: Annotated[int, typer.Option("--conflicts", min=1, help="Conflict budget per solver call; past it a claim is undecided.")] = 200_000,
+        unit_seconds: Annotated[float, typer.Option("--unit-seconds", min=0, help="Time limit per unit and attack; claims left are undecided.")] = 120.0,
+        max_rows: Annotated[int, typer.Option("--max-rows", min=1, help="Units with more rows are reported undecided (too large).")] = 200,
         quiet: QuietOpt = False,
     ) -> None:
         """Recommend the least protection that makes the release pass the rules, and prove it by re-auditing."""
@@ -35,29 +36,30 @@ def register(app: typer.Typer) -> None:
         from ..protect import ProtectOptions, protect as run_protect
         from ..rules import load_rules
 
+        output_folder(out)
         inputs = inputs_from(data, schema, tables)
         policy = load_rules(rules)
         exact = ExactOptions(max_columns=max_columns, seed=seed, conflicts=conflicts, unit_seconds=unit_seconds,
                              max_rows=max_rows)
         options = ProtectOptions(strategy=strategy, exact=exact, hitting=hitting, primary=primary,
                                  complementary=complementary, alpha=alpha, rank=rank)
-        log = None if quiet else (lambda msg: typer.echo(msg, err=True))
+        log = None if quiet else (lambda msg: echo(msg, err=True))
         report = run_protect(inputs, options, policy, out, log, progress=not quiet)
         rec = report["recommendation"]
         if not quiet:
             before, after = report["before"], report["after"]
-            typer.echo(f"before: {before['verdict']} ({before['summary']['units_with_derived_singletons']} units with "
+            echo(f"before: {before['verdict']} ({before['summary']['units_with_derived_singletons']} units with "
                        f"derived singletons); after {strategy}: {after['verdict']}")
             if strategy == "suppress":
                 t = report["totals"]
-                typer.echo(f"{t['cells_suppressed']} cells suppressed in {len(report['units'])} units "
+                echo(f"{t['cells_suppressed']} cells suppressed in {len(report['units'])} units "
                            f"({t['persons_in_suppressed_cells']} persons in them)")
             elif strategy == "round":
-                typer.echo(f"round_to: {report['round_to']}")
+                echo(f"round_to: {report['round_to']}")
             else:
-                typer.echo(f"noise scale: {report.get('scale')} (epsilon {report.get('epsilon')}, alpha {alpha}; "
+                echo(f"noise scale: {report.get('scale')} (epsilon {report.get('epsilon')}, alpha {alpha}; "
                            "attacker-at-confidence model, not a proof)")
-            typer.echo(f"{'Recommendation' if rec else 'No recommendation (the re-audit does not pass)'}: "
+            echo(f"{'Recommendation' if rec else 'No recommendation (the re-audit does not pass)'}: "
                        f"{out / 'protected.yaml'}, {out / 'protection.json'}, {out / 'findings.json'}")
         if rec is None:
             raise typer.Exit(1)

@@ -6,7 +6,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from . import DataArg, GeographyOpt, InferOpt, OutOpt, QuietOpt, SchemaOpt, SeedOpt, TablesOpt, inputs_from
+from ..terminal import echo
+from . import DataArg, GeographyOpt, InferOpt, OutOpt, QuietOpt, SchemaOpt, SeedOpt, TablesOpt, inputs_from, output_folder
 
 
 def register(app: typer.Typer) -> None:
@@ -15,12 +16,12 @@ def register(app: typer.Typer) -> None:
         data: DataArg,
         tables: TablesOpt,
         schema: SchemaOpt = None,
-        runs: Annotated[int, typer.Option("--runs", "-k", help="Independent randomized runs K; rows are ranked by how often they appear.")] = 16,
-        steps: Annotated[int, typer.Option("--steps", help="Adam steps per run.")] = 300,
+        runs: Annotated[int, typer.Option("--runs", "-k", min=1, help="Independent randomized runs K; rows are ranked by how often they appear.")] = 16,
+        steps: Annotated[int, typer.Option("--steps", min=0, help="Adam steps per run.")] = 300,
         init: Annotated[str, typer.Option("--init", help="Start: uniform (random dataset) or parent (rows sampled from the parent geography).")] = "uniform",
         device: Annotated[str, typer.Option("--device", help="auto (GPU when PyTorch sees one), cpu or cuda.")] = "auto",
-        lr: Annotated[float, typer.Option("--lr", help="Adam learning rate on the logits.")] = 0.1,
-        top: Annotated[Optional[int], typer.Option("--top", help="Keep only the top N ranked rows per unit in rank.json (default: all).")] = None,
+        lr: Annotated[float, typer.Option("--lr", min=0, help="Adam learning rate on the logits.")] = 0.1,
+        top: Annotated[Optional[int], typer.Option("--top", min=1, help="Keep only the top N ranked rows per unit in rank.json (default: all).")] = None,
         seed: SeedOpt = 0,
         out: OutOpt = Path("audit-rank"),
         infer_schema: InferOpt = False,
@@ -32,6 +33,7 @@ def register(app: typer.Typer) -> None:
         from ..findings import write_json
 
         options = RankOptions(runs=runs, steps=steps, lr=lr, init=init, device=device, seed=seed)
+        output_folder(out)
         resolve_device(device)                      # needs torch: fails early with the install hint
         inputs = inputs_from(data, schema, tables, infer_schema, geography)
         results = rank_inputs(inputs, options)
@@ -49,10 +51,10 @@ def register(app: typer.Typer) -> None:
             show = [x for x in (0.1, 0.25, 0.5, 1.0) if x in at]
             def fmt(curve):
                 return " ".join(f"{curve[at[x]]:.2f}" for x in show) if curve else "n/a"
-            typer.echo(f"{pooled['units']} units, {runs} runs x {steps} steps on {results.device} "
+            echo(f"{pooled['units']} units, {runs} runs x {steps} steps on {results.device} "
                        f"({results.seconds:.1f} s). Match rate at k/u = {', '.join(map(str, show))}:")
-            typer.echo(f"  attack ({init}): {fmt(pooled['attack'])}")
+            echo(f"  attack ({init}): {fmt(pooled['attack'])}")
             for name, curve in pooled["baselines"].items():
-                typer.echo(f"  {name}: {fmt(curve)}")
-            typer.echo(f"Ranking: {out / 'rank.json'}, curves: {out / 'rank.svg'} "
+                echo(f"  {name}: {fmt(curve)}")
+            echo(f"Ranking: {out / 'rank.json'}, curves: {out / 'rank.svg'} "
                        "(confidential: contains reconstructed records)")

@@ -6,7 +6,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from . import QuietOpt
+from ..terminal import echo
+from . import QuietOpt, output_file
 from .run import RulesOpt
 
 
@@ -26,13 +27,16 @@ def register(app: typer.Typer) -> None:
         from ..report import extras_beside, write_report
         from ..rules import apply, load_rules
 
+        out = output_file(out or findings.parent / "report.html")
+        if junit is not None:
+            output_file(junit, "--junit")
         doc = read_findings(findings)
         extras = extras_beside(findings.parent)
         if rules is not None:
             apply(doc, load_rules(rules), extras.get("rank"), extras.get("linear"))
-        path = write_report(doc, out or findings.parent / "report.html", extras, store_beside(findings, doc))
+        path = write_report(doc, out, extras, store_beside(findings, doc))
         if junit is not None:
             write_junit(doc, junit)
         if not quiet:
-            typer.echo(f"{(doc.get('verdict') or 'not evaluated').upper()}: report written to {path}"
+            echo(f"{(doc.get('verdict') or 'not evaluated').upper()}: report written to {path}"
                        + (f", JUnit to {junit}" if junit else "") + " (confidential)")

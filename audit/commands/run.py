@@ -14,7 +14,9 @@ from typing import Annotated, Callable, Optional
 
 import typer
 
-from . import DataArg, GeographyOpt, InferOpt, OutOpt, QuietOpt, SchemaOpt, SeedOpt, TablesOpt, inputs_from
+from ..terminal import echo
+from . import (DataArg, GeographyOpt, InferOpt, OutOpt, QuietOpt, SchemaOpt, SeedOpt, TablesOpt, inputs_from,
+               output_folder)
 
 RulesOpt = Annotated[Optional[str], typer.Option(
     "--rules", "-r", help="Policy: a rules YAML file, or a built-in name (default, strict, lenient). Default: default.")]
@@ -26,12 +28,12 @@ LinearPublicOpt = Annotated[Optional[str], typer.Option(
     "--linear-public", help="With --linear-secret: identifier columns the attacker knows, comma-separated.")]
 ReportOpt = Annotated[bool, typer.Option("--report/--no-report", help="Write report.html (the HTML risk report).")]
 EngineOpt = Annotated[str, typer.Option("--engine", help="Exact engine: sat (default, no licence) or ip (integer program).")]
-MaxColumnsOpt = Annotated[Optional[int], typer.Option("--max-columns", help="Largest number of columns in a claim (default: all).")]
-ConflictsOpt = Annotated[int, typer.Option("--conflicts", help="Conflict budget per solver call; past it a claim is undecided.")]
-UnitSecondsOpt = Annotated[float, typer.Option("--unit-seconds", help="Time limit per unit; claims left are undecided.")]
+MaxColumnsOpt = Annotated[Optional[int], typer.Option("--max-columns", min=1, help="Largest number of columns in a claim (default: all).")]
+ConflictsOpt = Annotated[int, typer.Option("--conflicts", min=1, help="Conflict budget per solver call; past it a claim is undecided.")]
+UnitSecondsOpt = Annotated[float, typer.Option("--unit-seconds", min=0, help="Time limit per unit; claims left are undecided.")]
 ExplainOpt = Annotated[str, typer.Option("--explain", help="Which verified claims get their explaining cells: none, singletons, all.")]
-ExplainSecondsOpt = Annotated[float, typer.Option("--explain-seconds", help="Time budget per unit for explanations.")]
-MaxRowsOpt = Annotated[int, typer.Option("--max-rows", help="Units with more rows are reported undecided (too large).")]
+ExplainSecondsOpt = Annotated[float, typer.Option("--explain-seconds", min=0, help="Time budget per unit for explanations.")]
+MaxRowsOpt = Annotated[int, typer.Option("--max-rows", min=1, help="Units with more rows are reported undecided (too large).")]
 
 EXTRAS = ("rank", "linear", "protection")
 
@@ -50,10 +52,9 @@ def _versions() -> dict[str, str]:
 
 def _subcommand(name: str, args: list[str]) -> None:
     """Run another ``audit`` command in-process (ranking, linear), as if typed on the command line."""
-    import click
     import typer.main
 
-    from ..cli import app
+    from ..cli import app, click_errors, usage_error
     from ..errors import AuditError
 
     command = typer.main.get_command(app)
@@ -70,12 +71,14 @@ def _subcommand(name: str, args: list[str]) -> None:
         cleaned.append(args[i])
         i += 1
     try:
-        command.main(args=[name, *cleaned], prog_name="audit", standalone_mode=False)
-    except click.exceptions.Exit as exc:
-        if exc.exit_code:
-            raise AuditError(f"audit {name} failed (exit {exc.exit_code})") from None
-    except click.ClickException as exc:
-        raise AuditError(f"audit {name}: {exc.format_message()}") from None
+        code = command.main(args=[name, *cleaned], prog_name="audit", standalone_mode=False)
+    except typer.Exit as exc:
+        code = exc.exit_code
+    except click_errors.UsageError as exc:
+        raise usage_error(exc) from None
+    if isinstance(code, int) and code:
+        raise AuditError(f"audit {name} failed (exit {code})", f"--{name}",
+                         f"run 'audit {name}' on the same inputs to see why, or drop --{name}")
 
 
 def read_extras(folder: Path, fresh: set[str] | None = None) -> dict[str, dict]:
@@ -109,7 +112,8 @@ def pipeline(data: Path, tables: Path, schema: Optional[Path], out: Path, *, rul
     if (linear_secret is None) != (linear_public is None):
         raise AuditError("--linear-secret and --linear-public go together",
                          "--linear-public" if linear_public is None else "--linear-secret", "pass both, or neither")
-    policy = load_rules(rules)  # before the long work: a bad rules file fails fast
+    output_folder(out)  # before the long work: a bad --out or rules file fails fast
+    policy = load_rules(rules)
     options = ExactOptions(engine=engine, max_columns=max_columns, seed=seed, conflicts=conflicts,
                            unit_seconds=unit_seconds, explain=explain, explain_seconds=explain_seconds,
                            max_rows=max_rows)
@@ -121,7 +125,7 @@ def pipeline(data: Path, tables: Path, schema: Optional[Path], out: Path, *, rul
             doc = run_cli(data, schema, tables, options, scale, out, policy, infer_schema, geography,
                           quiet or not progress, on_unit)
         except Interrupted as exc:  # Ctrl-C: the parts are intact
-            typer.echo(str(exc), err=True)
+            echo(str(exc), err=True)
             raise typer.Exit(130) from None
     else:
         from ..progress import Progress
@@ -204,10 +208,10 @@ def register(app: typer.Typer) -> None:
         report: ReportOpt = True,
         json_out: JsonOpt = False,
         quiet: QuietOpt = False,
-        workers: Annotated[int, typer.Option("--workers", help="Units in parallel on a local process pool (1: in this process).")] = 1,
+        workers: Annotated[int, typer.Option("--workers", min=1, help="Units in parallel on a local process pool (1: in this process).")] = 1,
         scheduler: Annotated[Optional[str], typer.Option("--scheduler", help="Run units on a Dask cluster at this address (needs the 'cluster' extra).")] = None,
         resume: Annotated[bool, typer.Option("--resume", help="Continue an interrupted run: skip the units already in OUT/parts.")] = False,
-        claims_cap: Annotated[Optional[int], typer.Option("--claims-cap", help="Claims of each kind (derived singletons, full records, undecided) listed per unit in findings.json; default: 10 up to 200 units, else 3. Counts stay exact and claims.csv.gz holds every claim (audit claims).")] = None,
+        claims_cap: Annotated[Optional[int], typer.Option("--claims-cap", min=0, help="Claims of each kind (derived singletons, full records, undecided) listed per unit in findings.json; default: 10 up to 200 units, else 3. Counts stay exact and claims.csv.gz holds every claim (audit claims).")] = None,
     ) -> None:
         """Attack the release, apply the rules, write findings.json, junit.xml and report.html (exit 1 on failure)."""
         doc = pipeline(data, tables, schema, out, rules=rules, engine=engine, max_columns=max_columns, seed=seed,
@@ -219,14 +223,14 @@ def register(app: typer.Typer) -> None:
             typer.echo(verdict_json(doc))
         elif not quiet:
             s = doc["summary"]
-            typer.echo(f"{s['units']} units: {s['verified']} verified claims ({s['derived_singletons']} derived "
+            echo(f"{s['units']} units: {s['verified']} verified claims ({s['derived_singletons']} derived "
                        f"singletons), {s['undecided']} undecided, {s['units_reconstructed']} units reconstructed "
                        f"exactly.")
-            typer.echo(f"Verdict: {doc['verdict'].upper()} under the '{doc['rules']['name']}' policy"
+            echo(f"Verdict: {doc['verdict'].upper()} under the '{doc['rules']['name']}' policy"
                        + (f" ({len(doc['failing'])} failing rules)" if doc["failing"] else ""))
             for f in doc["failing"]:
-                typer.echo(f"  FAIL {f['rule']}: {f['units']} units; {f['example']}")
+                echo(f"  FAIL {f['rule']}: {f['units']} units; {f['example']}")
             for key, path in doc["outputs"].items():
-                typer.echo(f"{key}: {path}")
-            typer.echo("(confidential: the findings and the report contain reconstructed records)")
+                echo(f"{key}: {path}")
+            echo("(confidential: the findings and the report contain reconstructed records)")
         exit_for(doc)

@@ -1,12 +1,14 @@
 """``audit tabulate``: publish the schedule from the microdata, as the agency would."""
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
-from . import DataArg, GeographyOpt, InferOpt, SchemaOpt, TablesOpt, inputs_from
+from ..terminal import echo, printable
+from . import DataArg, GeographyOpt, InferOpt, SchemaOpt, TablesOpt, inputs_from, output_file
 
 
 def register(app: typer.Typer) -> None:
@@ -22,11 +24,16 @@ def register(app: typer.Typer) -> None:
         """Tabulate the release: every cell of every unit with its published value or suppression mark."""
         from ..tabulate import release_frame
 
+        if out is not None:
+            output_file(out)
         inputs = inputs_from(data, schema, tables, infer_schema, geography)
         frame = release_frame(inputs.release(), inputs.schema)
         if out is None:
-            typer.echo(frame.to_csv(index=False), nl=False)
+            text = frame.to_csv(index=False)
+            if sys.stdout.isatty():  # a terminal: codes and labels cannot act on it; a pipe gets the data as is
+                text = "".join(printable(line) + "\n" for line in text.splitlines())
+            typer.echo(text, nl=False)
         else:
             out.parent.mkdir(parents=True, exist_ok=True)
             frame.to_csv(out, index=False)
-            typer.echo(f"wrote {len(frame)} published values to {out}", err=True)
+            echo(f"wrote {len(frame)} published values to {out}", err=True)

@@ -6,6 +6,8 @@ from typing import Annotated, Optional
 
 import typer
 
+from ..terminal import echo
+
 
 def register(app: typer.Typer) -> None:
     @app.command()
@@ -29,4 +31,4 @@ def register(app: typer.Typer) -> None:
             frame = load_microdata(data, the_schema)
             parts.append(f"data {data}: {len(frame)} rows")
         for line in parts:
-            typer.echo(f"ok  {line}")
+            echo(f"ok  {line}")

@@ -24,6 +24,12 @@ statistics are counted instead.
 Backend: gurobipy when it imports and its licence accepts the model, else HiGHS (highspy). The
 size-limited free Gurobi licence raises ``GurobiError`` 10010 on realistic blocks: the engine then
 logs one line and continues on HiGHS.
+
+MIP solvers work in floating point with tolerances (a binary at 0.9999995 is "integral", a row may
+miss its bound by 1e-6), so every dataset a solve returns is decoded and checked in exact
+arithmetic (one atom per column of each active row, every edit, every published value) before it
+refutes a claim, counts as a solution or is reported. One that fails leaves the claim *undecided*,
+is dropped from the samples, or keeps an enumeration from being called exhausted.
 """
 from __future__ import annotations
 
@@ -34,6 +40,7 @@ from typing import Iterator
 import numpy as np
 
 from ..claims import REFUTED, UNDECIDED, VERIFIED, Claim, Verdict
+from ..errors import Undecided
 from ..problem import Problem
 from ..query import Predicate
 from ..release import Constraint, int_hi as _int_hi, int_lo as _int_lo
@@ -79,13 +86,18 @@ class IpEngine:
         ``auto`` (Gurobi if licensed for the model, else HiGHS), ``gurobi`` or ``highs``.
     time_limit : float
         Seconds per solver call; a call that runs out is *undecided*.
+    tolerance : float
+        The solver's feasibility and integrality tolerance. Results are checked exactly whatever it
+        is; a looser one only makes more of them fail the check.
     """
 
     name = "ip"
 
     def __init__(self, problem: Problem, seed: int = 0, backend: str = "auto", time_limit: float = 60.0,
-                 threads: int = 1):
+                 threads: int = 1, tolerance: float = 1e-6):
         self.problem, self.seed, self.time_limit, self.threads = problem, seed, time_limit, threads
+        self.tolerance = tolerance
+        self.slips = 0  # solver datasets that failed the exact check
         self.n = problem.n_rows[1]
         self.sizes = [len(d) for d in problem.domains]
         self.calls = 0
@@ -280,6 +292,8 @@ class IpEngine:
         h.setOptionValue("time_limit", float(self.time_limit))
         h.setOptionValue("threads", self.threads)
         h.setOptionValue("random_seed", self.seed)
+        for option in ("mip_feasibility_tolerance", "primal_feasibility_tolerance"):
+            h.setOptionValue(option, float(self.tolerance))
         lp = highspy.HighsLp()
         ncol = len(lb)
         lp.num_col_, lp.num_row_ = ncol, len(rows)
@@ -324,6 +338,7 @@ class IpEngine:
             model.Params.TimeLimit = self.time_limit
             model.Params.Threads = self.threads
             model.Params.Seed = self.seed
+            model.Params.FeasibilityTol = model.Params.IntFeasTol = self.tolerance
             xs = model.addVars(len(lb), lb=lb, ub=ub,
                                vtype=[gp.GRB.INTEGER if i else gp.GRB.CONTINUOUS for i in integer])
             for coef, lo, hi, _ in rows:
@@ -350,19 +365,46 @@ class IpEngine:
         return LIMIT, None
 
     # -- the engine interface -------------------------------------------------------------------
-    def decode(self, sol: np.ndarray) -> np.ndarray:
+    def decode(self, sol: np.ndarray) -> np.ndarray | None:
+        """Rows (atom indices) of the dataset in a solution; None unless each active slot has one atom
+        set per column (values rounded at 1/2)."""
         rows = []
         for s in range(self.n):
             if sol[self.act[s]] < 0.5:
                 continue
-            rows.append([int(np.argmax([sol[v] for v in self.x[s][c]])) for c in range(len(self.sizes))])
+            row = []
+            for col in self.x[s]:
+                on = np.flatnonzero(np.asarray([sol[v] for v in col]) > 0.5)
+                if len(on) != 1:
+                    return None
+                row.append(int(on[0]))
+            rows.append(row)
         return np.array(rows, dtype=np.int64).reshape(-1, len(self.sizes))
+
+    def checked(self, sol: np.ndarray, cells: list[str] | None = None, claim: Claim | None = None) -> np.ndarray | None:
+        """The dataset in a solution if it holds in exact arithmetic: it decodes, meets the edits, the
+        number of rows and the published values of ``cells`` (all when None), and breaks ``claim``
+        when one is given; None otherwise (a float slip, counted in ``slips``)."""
+        rows = self.decode(sol)
+        if rows is not None:
+            keep = None if cells is None else set(cells)
+            bad = [k for k in self.problem.violations(rows)
+                   if keep is None or k == "rows" or k.startswith("edit:") or cell_of(k) in keep]
+            if not bad and (claim is None or claim.count(rows) != claim.m):
+                return rows
+        self.slips += 1
+        return None
 
     def solve(self) -> np.ndarray | None:
         status, sol = self._solve(None)
         if status == LIMIT:
-            raise TimeoutError("the time limit ran out before any dataset was found")
-        return None if status == INFEASIBLE else self.decode(sol)
+            raise Undecided("the time limit ran out before any dataset was found")
+        if status == INFEASIBLE:
+            return None
+        rows = self.checked(sol)
+        if rows is None:
+            raise Undecided("the MIP's dataset failed the exact check against the published values")
+        return rows
 
     def _binary_cols(self) -> list[int]:
         return [v for slot in self.x for col in slot for v in col] + list(self.act)
@@ -379,17 +421,27 @@ class IpEngine:
         return coef, 1 - ones, INF, None
 
     def solutions(self, limit: int) -> Iterator[np.ndarray]:
-        """Distinct consistent datasets, up to ``limit`` (no-good cuts; repeats under hash ties skipped)."""
+        """Distinct consistent datasets, up to ``limit`` (no-good cuts; repeats under hash ties skipped).
+
+        A solution that fails the exact check is cut off and skipped, and the enumeration is then
+        never called exhausted (the solver's "infeasible" that ends it is no longer trusted); after
+        ``limit`` such solutions it stops.
+        """
         cuts, seen = [], set()
         self.last_exhausted = False
-        found = 0
+        found, slipped = 0, 0
         while found < limit:
             status, sol = self._solve(None, cuts)
             if status != FEASIBLE:
-                self.last_exhausted = status == INFEASIBLE
+                self.last_exhausted = status == INFEASIBLE and not slipped
                 return
             cuts.append(self._nogood(sol))
-            rows = self.decode(sol)
+            rows = self.checked(sol)
+            if rows is None:
+                slipped += 1
+                if slipped >= limit:
+                    return
+                continue
             key = tuple(sorted(map(tuple, rows.tolist())))
             if key in seen:
                 continue
@@ -402,15 +454,16 @@ class IpEngine:
         return min(count, cap), count <= cap and self.last_exhausted
 
     def sample(self, k: int, seed: int = 0) -> list[np.ndarray]:
-        """Up to ``k`` consistent datasets found under random objectives."""
+        """Up to ``k`` consistent datasets found under random objectives (any that fail the exact check dropped)."""
         rng = np.random.default_rng(seed)
         cols = self._binary_cols()
         out = []
         for _ in range(k):
             objective = {v: float(w) for v, w in zip(cols, rng.normal(size=len(cols)))}
             status, sol = self._solve(None, objective=objective)
-            if status == FEASIBLE:
-                out.append(self.decode(sol))
+            rows = self.checked(sol) if status == FEASIBLE else None
+            if rows is not None:
+                out.append(rows)
         return out
 
     def _negation(self, claim: Claim) -> tuple[list, list]:
@@ -442,7 +495,11 @@ class IpEngine:
         if status == LIMIT:
             return Verdict(claim, UNDECIDED, reason=f"time limit {self.time_limit}s per MIP reached")
         if status == FEASIBLE:
-            return Verdict(claim, REFUTED, counterexample=self.decode(sol))
+            rows = self.checked(sol, claim=claim)
+            if rows is None:
+                return Verdict(claim, UNDECIDED, reason="the MIP's counterexample failed the exact check "
+                                                        "against the published values")
+            return Verdict(claim, REFUTED, counterexample=rows)
         if explain == "none":
             return Verdict(claim, VERIFIED)
         cells, minimal = self.explain(claim, shrink=explain == "minimal")
@@ -452,17 +509,25 @@ class IpEngine:
         return {cell_of(c.key) for c in self.problem.constraints if not c.holds(self.problem.value(rows, c))}
 
     def explain(self, claim: Claim, shrink: bool = True) -> tuple[tuple[str, ...], bool]:
-        """Cells that imply a verified claim: grown from counterexamples, then shrunk."""
+        """Cells that imply a verified claim: grown from counterexamples, then shrunk.
+
+        A counterexample that fails the exact check (it must meet ``cells`` and break the claim)
+        counts as a solver limit: the cell under test is kept, or no explanation is given.
+        """
         def solve(cells: list[str]):
             status, sol = self._solve_claim(claim, cells)
             if status == FEASIBLE:
-                return SAT, self._broken_cells(self.decode(sol))
+                rows = self.checked(sol, cells, claim)
+                return (EXPLAIN_LIMIT, None) if rows is None else (SAT, self._broken_cells(rows))
             return (UNSAT if status == INFEASIBLE else EXPLAIN_LIMIT), None
 
         return explain_cells(list(self.cells), solve, shrink)
 
     def conflicting_cells(self) -> list[str]:
-        """For an inconsistent release: a set of cells no dataset satisfies together (deletion filter)."""
+        """For an inconsistent release: a set of cells no dataset satisfies together (deletion filter).
+
+        Only the solver's "infeasible" drops a cell; a feasible answer, checked or not, keeps it.
+        """
         if self._solve(None)[0] != INFEASIBLE:
             return []
         chosen = list(self.cells)

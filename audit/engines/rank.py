@@ -141,6 +141,10 @@ class RankOptions:
             raise AuditError(f"--runs must be at least 1, not {self.runs}", "--runs", "e.g. --runs 16")
         if self.steps < 0:
             raise AuditError(f"--steps must be non-negative, not {self.steps}", "--steps", "e.g. --steps 300")
+        if not self.lr > 0:
+            raise AuditError(f"--lr must be above 0, not {self.lr}", "--lr", "e.g. --lr 0.1")
+        if self.seed < 0:
+            raise AuditError(f"--seed must be 0 or more, not {self.seed}", "--seed", "e.g. --seed 0")
         if self.init not in INITS:
             raise AuditError(f"unknown --init '{self.init}'", "--init", f"use one of {list(INITS)}")
         if self.device not in DEVICES:

@@ -27,7 +27,7 @@ DEFAULT_SOLVER = "cadical195"
 
 
 def integer_bounds(c: Constraint, n: int) -> tuple[int, int]:
-    """Inclusive integer bounds of an integer-valued statistic's interval, clipped below at 0."""
+    """Inclusive integer bounds of a count's interval, clipped below at 0 (for counts only: a sum may be negative)."""
     lo, hi = int_lo(c.lo, c.lo_open), int_hi(c.hi, c.hi_open)
     return max(lo or 0, 0), n if hi is None else hi
 
