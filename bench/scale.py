@@ -7,8 +7,8 @@ whole file), and runs :func:`audit.scale.run_scaled` on a process pool. Explanat
 default (``--explain none``): they are the slow part and do not change which claims are verified.
 Prints wall time, units per second, peak memory (parent: ru_maxrss and tracemalloc; workers:
 ru_maxrss of the largest child), the size of the claim store, the share of blocks uniquely
-reconstructed, the per-unit time
-distribution by block size, and the extrapolation to all 8,530 blocks when a subset was run.
+reconstructed, the per-unit time distribution by block size, and the extrapolation to all 8,530
+blocks when a subset was run.
 """
 from __future__ import annotations
 
