@@ -1,19 +1,26 @@
 """Compare two findings documents: what a schedule change adds to (or removes from) the risk."""
 from __future__ import annotations
 
-from typing import Iterator, Mapping
+from typing import Mapping
 
 
-def _derived(unit: Mapping, store) -> Iterator[dict]:
-    """A unit's verified derived singleton claims: all of them from the claim store, else those listed."""
-    claims = store.claims(unit["store"]) if store is not None and unit.get("store") else unit.get("claims", ())
-    for c in claims:
-        if c.get("status") == "verified" and c.get("m") == 1 and not c.get("direct"):
-            yield c
+def _derived(unit: Mapping, store, by_position: bool = False) -> dict:
+    """A unit's verified derived singleton claims by their columns: every one from the claim store
+    (raw rows, turned into claims only when shown), else those findings.json lists. With
+    ``by_position`` (two stores with one header) a row's values are its key, which is faster."""
+    if store is None or not unit.get("store"):
+        return {frozenset((k, str(v)) for k, v in c["columns"].items()): c for c in unit.get("claims", ())
+                if c.get("status") == "verified" and c.get("m") == 1 and not c.get("direct")}
+    attrs, first = store.attributes, 6
+    last = first + len(attrs)
+    rows = (row for row in store.rows(unit["store"]) if row[2] == "verified" and row[3] == "1" and row[4] == "0")
+    if by_position:
+        return {tuple(row[first:last]): row for row in rows}
+    return {frozenset((a, v) for a, v in zip(attrs, row[first:last]) if v): row for row in rows}
 
 
-def _key(claim: Mapping) -> tuple:
-    return tuple(sorted((k, str(v)) for k, v in claim["columns"].items()))
+def _claim(found, store) -> Mapping:
+    return store.claim(found) if isinstance(found, list) else found
 
 
 def _failing(doc: Mapping) -> set[tuple[str, str]]:
@@ -30,6 +37,7 @@ def compare(old: Mapping, new: Mapping, old_store=None, new_store=None) -> dict:
 
     if old_store is None or new_store is None:
         old_store = new_store = None
+    same = old_store is not None and old_store.header == new_store.header
     schema = new.get("schema") or old.get("schema") or {}
     old_at = {(u["level"], u["geo"]): i for i, u in enumerate(old.get("units", ()))}
     seen, added, removed, at_risk = set(), [], [], []
@@ -37,17 +45,22 @@ def compare(old: Mapping, new: Mapping, old_store=None, new_store=None) -> dict:
         key = (u["level"], u["geo"])
         seen.add(key)
         before = old["units"][old_at[key]] if key in old_at else None
-        a = {_key(c): c for c in _derived(before, old_store)} if before is not None else {}
-        b = {_key(c): c for c in _derived(u, new_store)}
-        added += [{"unit": u["geo"], "columns": dict(k), "text": claim_text(c, schema, u), "cells": c.get("cells", [])}
-                  for k, c in b.items() if k not in a]
-        removed += [{"unit": u["geo"], "columns": dict(k)} for k in a if k not in b]
+        a = _derived(before, old_store, same) if before is not None else {}
+        b = _derived(u, new_store, same)
+        for k, found in b.items():
+            if k not in a:
+                c = _claim(found, new_store)
+                added.append({"unit": u["geo"], "columns": c["columns"], "text": claim_text(c, schema, u),
+                              "cells": c.get("cells", [])})
+        removed += [{"unit": u["geo"], "columns": _claim(found, old_store)["columns"]} for k, found in a.items()
+                    if k not in b]
         if u["summary"].get("derived_singletons", 0) > 0 and \
                 (before is None or before["summary"].get("derived_singletons", 0) == 0):
             at_risk.append(u["geo"])
     for key, i in old_at.items():
         if key not in seen:
-            removed += [{"unit": key[1], "columns": dict(_key(c))} for c in _derived(old["units"][i], old_store)]
+            removed += [{"unit": key[1], "columns": _claim(found, old_store)["columns"]}
+                        for found in _derived(old["units"][i], old_store).values()]
     added.sort(key=lambda c: (c["unit"], -len(c["columns"])))
     fa, fb = _failing(old), _failing(new)
     newly = sorted(fb - fa)
