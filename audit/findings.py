@@ -1,25 +1,48 @@
-"""Findings: the exact attack's results for every unit, as the JSON document the report and CI read."""
+"""Findings: the exact attack's results for every unit, as the JSON document the report and CI read.
+
+Format 2 (``"format": 2``): every count is exact (per unit and overall), each unit lists a bounded
+number of its most telling claims, and the full claim set lies beside the document in the claim
+store (:mod:`audit.claimstore`). findings.json is written with one unit and one check per line, so
+that large documents are read back one unit at a time (:class:`JsonLines`).
+"""
 from __future__ import annotations
 
+import heapq
 import json
 import platform
+import re
+import tempfile
 import time
 from dataclasses import asdict
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 import pandas as pd
 
 from . import __version__
-from .claims import UNDECIDED, VERIFIED
+from .claims import UNDECIDED, VERIFIED, candidates
+from .claimstore import FILE as STORE_FILE
+from .claimstore import StoreWriter, encode, store_columns
+from .errors import AuditError
 from .exact import ExactOptions, UnitResult, audit_unit
 from .inputs import Inputs
 from .problem import Problem
 from .release import PUBLISHED, STRUCTURAL, SUPPRESSED, UnitRelease
 
+FORMAT = 2
 NOTICE = ("CONFIDENTIAL: this file contains records reconstructed from confidential microdata. "
           "Handle it as the microdata itself.")
+LISTED = 10  # claims of each kind listed per unit (derived singletons, full records, undecided)
+LISTED_LARGE = 3  # the same in runs of more than AUTO_CAP_UNITS units
+AUTO_CAP_UNITS = 200
+TOTALS = ("verified", "undecided", "refuted", "verified_singletons", "derived_singletons", "explained_singletons",
+          "minimal_explanations", "full_records")
+
+
+def listing_cap(units: int, cap: int | None = None) -> int:
+    """Claims of each kind listed per unit: ``cap`` when given, else by the size of the run."""
+    return cap if cap is not None else (LISTED if units <= AUTO_CAP_UNITS else LISTED_LARGE)
 
 
 def prior_rows(frame: pd.DataFrame, inputs: Inputs, problem: Problem, cache: dict) -> np.ndarray | None:
@@ -43,7 +66,7 @@ def cells_json(release: UnitRelease) -> dict:
     (structural zeros, which no row can fall in, are neither small nor suppressed)."""
     from .rules import SMALL_MAX
 
-    out = {"values": len(release.values), "suppressed": 0, "structural": 0, "rounded": 0, "small": []}
+    out = {"values": len(release.values), "suppressed": 0, "structural": 0, "rounded": 0, "small": {}}
     for v in release.values:
         protection = release.protection.get(v.cell.table)
         if v.status in (SUPPRESSED, STRUCTURAL):
@@ -52,88 +75,141 @@ def cells_json(release: UnitRelease) -> dict:
             if protection is not None and protection.round_to and protection.round_to > 1:
                 out["rounded"] += 1
             elif 1 <= v.value < SMALL_MAX:
-                out["small"].append({"cell": v.key.rsplit(":", 1)[0], "value": int(v.value)})
+                out["small"][v.key.rsplit(":", 1)[0]] = int(v.value)
     return out
 
 
-def claim_rank(status: str, direct: bool, m: int, n_columns: int) -> tuple:
-    """Order of the claims listed under a cap: derived singletons first, then undecided, then other
-    derived claims, then direct ones; wider claims first within each."""
-    derived = status == VERIFIED and not direct
-    return (0 if derived and m == 1 else 1 if status == UNDECIDED else 2 if derived else 3), -n_columns
+def unit_summary(result: UnitResult) -> dict:
+    """Exact counts of one unit's verdicts: what every rule evaluates."""
+    ncols = len(result.problem.domains)
+    counts = {VERIFIED: 0, UNDECIDED: 0}
+    by_columns: dict[bool, dict[int, int]] = {False: {}, True: {}}  # direct? -> columns -> singletons
+    full = explained = minimal = 0
+    for v in result.verdicts:
+        counts[v.status] = counts.get(v.status, 0) + 1
+        if v.status == VERIFIED:
+            k = len(v.claim.assignment)
+            if v.claim.m == 1:
+                by_columns[v.direct][k] = by_columns[v.direct].get(k, 0) + 1
+                if not v.direct:
+                    explained += bool(v.cells)
+                    minimal += v.minimal
+            if k == ncols:
+                full += v.claim.m
+    derived, direct = (sum(by_columns[d].values()) for d in (False, True))
+    return {"verified": counts[VERIFIED], "undecided": counts[UNDECIDED] + result.omitted, "refuted": result.refuted,
+            "verified_singletons": derived + direct, "derived_singletons": derived,
+            "explained_singletons": explained, "minimal_explanations": minimal, "full_records": full,
+            "singletons_by_columns": {name: {str(k): n for k, n in sorted(by_columns[d].items())}
+                                      for name, d in (("derived", False), ("direct", True))}}
 
 
-def unit_json(result: UnitResult, release: UnitRelease | None = None, cap: int | None = None) -> dict:
-    """One unit's findings (codes as atom labels, i.e. as they appear in the data or as a range).
+def listed(result: UnitResult, cap: int) -> list:
+    """The claims a unit lists, most telling first (most columns, then least likely under the
+    baseline): the first ``cap`` derived singletons, full records and undecided claims."""
+    ncols = len(result.problem.domains)
+    verdicts = result.verdicts
+    width = [len(v.claim.assignment) for v in verdicts]
+    kinds: tuple[list[int], list[int], list[int]] = ([], [], [])
+    for i, v in enumerate(verdicts):
+        if v.status == VERIFIED:
+            if v.claim.m == 1 and not v.direct:
+                kinds[0].append(i)
+            if width[i] == ncols:
+                kinds[1].append(i)
+        elif v.status == UNDECIDED:
+            kinds[2].append(i)
 
-    With ``cap``, at most that many claims are listed (by :func:`claim_rank`); the summary still
-    counts them all and ``claims_omitted`` says how many were left out.
+    def rank(i: int) -> tuple:  # explained claims first among equally wide ones: the report shows their cells
+        return -width[i], not verdicts[i].cells, result.baseline.get(verdicts[i].claim, 1.0), i
+
+    picked: set[int] = set()
+    for kind in kinds:
+        if len(kind) > cap:  # only the widest can be among the first: rank those alone
+            cut = -heapq.nsmallest(cap, (-width[i] for i in kind))[-1]
+            kind = [i for i in kind if width[i] >= cut]
+        picked.update(heapq.nsmallest(cap, kind, key=rank))
+    return [verdicts[i] for i in sorted(picked, key=rank)]
+
+
+def claim_json(verdict, result: UnitResult) -> dict:
+    """One listed claim (codes as atom labels, i.e. as they appear in the data or as a range)."""
+    p = result.problem
+    entry = {"columns": {p.domains[c].name: p.domains[c].labels[a] for c, a in verdict.claim.assignment},
+             "m": verdict.claim.m, "status": verdict.status, "direct": verdict.direct, "cells": list(verdict.cells)}
+    if verdict.status == VERIFIED and not verdict.direct:
+        entry["explained"] = bool(verdict.cells)
+        entry["minimal"] = verdict.minimal
+    if verdict.claim in result.baseline:
+        entry["baseline"] = round(result.baseline[verdict.claim], 6)
+    if verdict.reason:
+        entry["reason"] = verdict.reason
+    return entry
+
+
+def refuted_claims(result: UnitResult, max_columns: int | None) -> list:
+    """The candidate claims the attack refuted (the verdicts keep only their number)."""
+    if not result.refuted or result.problem.truth is None:
+        return []
+    kept = {v.claim for v in result.verdicts}
+    return [c for c in candidates(result.problem.truth, max_columns) if c not in kept]
+
+
+def unit_json(result: UnitResult, release: UnitRelease | None = None, cap: int = LISTED,
+              header: tuple[str, ...] | None = None, max_columns: int | None = None) -> dict:
+    """One unit's entry in findings.json: exact counts and up to ``cap`` claims of each kind.
+
+    With a store ``header``, the unit's every claim (verified, undecided, refuted) is attached as a
+    gzip member under ``"_store"`` (bytes, claims) for the writer to move into the claim store.
     """
     p = result.problem
-    claims = []
-    listed = [v for v in result.verdicts if v.status in (VERIFIED, UNDECIDED)]
-    omitted = 0
-    if cap is not None and len(listed) > cap:
-        ranked = sorted(range(len(listed)), key=lambda i: (claim_rank(listed[i].status, listed[i].direct,
-                                                                      listed[i].claim.m, len(listed[i].claim.assignment)), i))
-        omitted, listed = len(listed) - cap, [listed[i] for i in ranked[:cap]]
-    for v in listed:
-        entry = {"columns": {p.domains[c].name: p.domains[c].labels[a] for c, a in v.claim.assignment},
-                 "m": v.claim.m, "status": v.status, "direct": v.direct, "cells": list(v.cells)}
-        if v.status == VERIFIED and not v.direct:
-            entry["explained"] = bool(v.cells)
-            entry["minimal"] = v.minimal
-        if v.claim in result.baseline:
-            entry["baseline"] = round(result.baseline[v.claim], 6)
-        if v.reason:
-            entry["reason"] = v.reason
-        claims.append(entry)
-    ncols = len(p.domains)
-    verified = result.verified
     out = {
         "geo": "/".join(p.geo), "level": p.level, "rows": p.n_rows[1], "status": result.status,
         "reason": result.reason,
         "solutions": {"count": result.solutions, "exhausted": result.exhausted},
         "reconstructed": result.reconstructed,
-        "summary": {
-            "verified": len(verified), "undecided": len(result.undecided) + result.omitted, "refuted": result.refuted,
-            "verified_singletons": sum(v.claim.singleton for v in verified),
-            "derived_singletons": sum(v.claim.singleton and not v.direct for v in verified),
-            "explained_singletons": sum(v.claim.singleton and not v.direct and bool(v.cells) for v in verified),
-            "minimal_explanations": sum(v.claim.singleton and not v.direct and v.minimal for v in verified),
-            "full_records": sum(v.claim.m for v in verified if len(v.claim.assignment) == ncols),
-            "singletons_by_columns": _by_columns(v for v in verified if v.claim.singleton),
-        },
-        "claims": claims, "refuted": result.refuted, "seconds": round(result.seconds, 3),
-        "notes": list(p.notes),
+        "summary": unit_summary(result),
+        "claims": [claim_json(v, result) for v in listed(result, cap)],
+        "seconds": round(result.seconds, 3), "notes": list(p.notes),
     }
-    if omitted + result.omitted:
-        out["claims_omitted"] = omitted + result.omitted
+    if result.omitted:  # an unfinished unit with too many candidate claims: counted, neither listed nor stored
+        out["not_stored"] = result.omitted
     if release is not None:
         out["cells"] = cells_json(release)
+    if header is not None:
+        refuted = refuted_claims(result, max_columns)
+        out["_store"] = (encode(result, header, refuted), len(result.verdicts) + len(refuted))
     return out
 
 
-def _by_columns(verdicts: Iterable) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for v in verdicts:
-        k = str(len(v.claim.assignment))
-        out[k] = out.get(k, 0) + 1
-    return dict(sorted(out.items(), key=lambda kv: int(kv[0])))
+def store_unit(unit: dict, writer: StoreWriter | None) -> dict:
+    """Move a unit's claims (``"_store"``) into the claim store and record where they lie."""
+    block = unit.pop("_store", None)
+    if writer is not None and block is not None:
+        unit["store"] = writer.add(*block)
+    return unit
 
 
 def run_exact(inputs: Inputs, options: ExactOptions, on_unit: Callable[[dict], None] | None = None,
-              rules=None, run_units: Callable | None = None) -> dict:
+              rules=None, run_units: Callable | None = None, out: Path | None = None, cap: int | None = None,
+              on_total: Callable[[int], None] | None = None) -> dict:
     """Tabulate, attack every unit, and assemble the findings document (verdict from ``rules``, default policy).
 
-    ``run_units(tasks, record)``, when given, runs the units elsewhere (``audit run``: in a worker
-    process, see :func:`audit.scale.bounded_runner`): ``tasks`` yields (problem, prior rows, release)
-    and ``record(unit, release)`` takes each unit's findings; by default they run in this process.
+    With ``out``, the claim store is written to ``out/claims.csv.gz`` as units finish.
+    ``run_units(tasks, record, header, cap)``, when given, runs the units elsewhere (``audit run``: in
+    a worker process, see :func:`audit.scale.bounded_runner`): ``tasks`` yields (problem, prior rows,
+    release), ``record(unit, release)`` takes each unit's findings, and ``header`` and ``cap`` are
+    :func:`unit_json`'s; by default they run in this process.
     """
     start = time.perf_counter()
     releases = inputs.release()
     problems = inputs.problems(releases)
+    if on_total:
+        on_total(len(problems))
     by_unit = {(r.level, r.geo): r for r in releases}
+    header = store_columns(inputs.schema, inputs.schedule, coupled=False)
+    writer = StoreWriter(Path(out) / STORE_FILE, header) if out is not None else None
+    cap = listing_cap(len(problems), cap)
     cache: dict = {}
     tasks = ((p, prior_rows(inputs.frame, inputs, p, cache), by_unit.get((p.level, p.geo))) for p in problems)
     units = []
@@ -141,18 +217,20 @@ def run_exact(inputs: Inputs, options: ExactOptions, on_unit: Callable[[dict], N
     def record(unit: dict, release: UnitRelease | None) -> None:
         if release is not None:
             unit["cells"] = cells_json(release)
-        units.append(unit)
+        units.append(store_unit(unit, writer))
         if on_unit:
             on_unit(unit)
 
+    stored = header if writer is not None else None
     if run_units is None:
         for problem, prior, release in tasks:
-            record(unit_json(audit_unit(problem, options, prior)), release)
+            record(unit_json(audit_unit(problem, options, prior), None, cap, stored, options.max_columns), release)
     else:
-        run_units(tasks, record)
+        run_units(tasks, record, stored, cap)
     order = {(p.level, "/".join(p.geo)): i for i, p in enumerate(problems)}
     units.sort(key=lambda u: order[(u["level"], u["geo"])])
-    return document(inputs, options, units, time.perf_counter() - start, rules)
+    store = writer.close() if writer is not None else None
+    return document(inputs, options, units, time.perf_counter() - start, rules, store)
 
 
 def schema_json(schema) -> dict:
@@ -163,43 +241,196 @@ def schema_json(schema) -> dict:
     return {"unit": schema.unit, "geography": list(schema.geography), "columns": cols}
 
 
-def cell_labels(inputs: Inputs, units: list[dict]) -> dict[str, str]:
-    """'table:cell' -> 'table title: cell label' for every cell that explains a claim."""
-    used = {k for u in units for c in u["claims"] for k in c.get("cells", ())}
-    out = {}
-    for table in inputs.schedule.tables:
-        for cell in table.cells:
-            if cell.key in used:
-                out[cell.key] = f"{table.title}: {cell.label}" if cell.label else table.title
-    return out
+def cell_labels(schedule) -> dict[str, str]:
+    """'table:cell' -> 'table title: cell label' for every cell of the schedule."""
+    return {cell.key: f"{table.title}: {cell.label}" if cell.label else table.title
+            for table in schedule.tables for cell in table.cells}
 
 
-def document(inputs: Inputs, options: ExactOptions, units: list[dict], seconds: float, rules=None) -> dict:
+def totals(units: Iterable[dict]) -> dict:
+    """The document's summary: every unit count summed."""
+    total = dict.fromkeys(TOTALS, 0)
+    total.update(units=0, units_reconstructed=0, units_with_derived_singletons=0)
+    by_columns: dict[str, dict[str, int]] = {"derived": {}, "direct": {}}
+    for u in units:
+        s = u["summary"]
+        for k in TOTALS:
+            total[k] += s.get(k, 0)
+        total["units"] += 1
+        total["units_reconstructed"] += bool(u["reconstructed"])
+        total["units_with_derived_singletons"] += s["derived_singletons"] > 0
+        for kind, counts in s["singletons_by_columns"].items():
+            for k, n in counts.items():
+                by_columns[kind][k] = by_columns[kind].get(k, 0) + n
+    total["singletons_by_columns"] = {kind: dict(sorted(c.items(), key=lambda kv: int(kv[0])))
+                                      for kind, c in by_columns.items()}
+    return total
+
+
+def document(inputs: Inputs, options: ExactOptions, units: Sequence[dict], seconds: float, rules=None,
+             store: dict | None = None) -> dict:
     """The findings document around per-unit results, with the verdict of the rules (default policy when None)."""
     from .rules import apply, load_rules
 
-    total = {k: sum(u["summary"].get(k, 0) for u in units) for k in
-             ("verified", "undecided", "refuted", "verified_singletons", "derived_singletons", "explained_singletons",
-              "minimal_explanations", "full_records")}
-    total["units"] = len(units)
-    total["units_reconstructed"] = sum(u["reconstructed"] for u in units)
-    total["units_with_derived_singletons"] = sum(u["summary"]["derived_singletons"] > 0 for u in units)
     doc = {
-        "notice": NOTICE, "confidential": True,
+        "format": FORMAT, "notice": NOTICE, "confidential": True,
         "tool": {"name": "disclosure-audit", "version": __version__, "python": platform.python_version()},
         "inputs": {"data": inputs.data_path, "schema": inputs.schema.source, "tables": inputs.schedule.source,
                    "rows": int(len(inputs.frame)), "unit": inputs.schema.unit},
         "options": {k: v for k, v in asdict(options).items()},
         "verdict": None,
-        "summary": total, "schema": schema_json(inputs.schema), "cell_labels": cell_labels(inputs, units),
-        "units": units, "seconds": round(seconds, 3),
+        "summary": totals(units), "schema": schema_json(inputs.schema), "cell_labels": cell_labels(inputs.schedule),
+        "claim_store": store, "units": units, "seconds": round(seconds, 3),
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
     return apply(doc, rules if rules is not None else load_rules())
 
 
+# -- documents on disk ---------------------------------------------------------------------------------
+LINE_KEYS = ("units", "checks")  # written one item per line, last in the document
+
+
+class JsonLines(Sequence):
+    """A list of JSON objects kept in a file, one per line, read back one at a time.
+
+    ``offsets`` holds where each item starts and where the last ends; a trailing comma (as inside
+    findings.json) is ignored.
+    """
+
+    def __init__(self, fh, offsets: np.ndarray):
+        self.fh, self.offsets = fh, np.asarray(offsets, dtype=np.int64)
+
+    @classmethod
+    def write(cls, items: Iterable[dict], folder: Path | None = None) -> "JsonLines":
+        """Items in an anonymous temporary file (in ``folder``), gone when the list is."""
+        fh = tempfile.TemporaryFile(dir=folder)
+        offsets = [0]
+        for item in items:
+            fh.write(json.dumps(item, separators=(",", ":")).encode("utf-8") + b"\n")
+            offsets.append(fh.tell())
+        fh.flush()
+        return cls(fh, np.array(offsets))
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    def _read(self, i: int) -> dict:
+        start, end = int(self.offsets[i]), int(self.offsets[i + 1])
+        self.fh.seek(start)
+        return json.loads(self.fh.read(end - start).rstrip(b",\r\n "))
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self._read(j) for j in range(*i.indices(len(self)))]
+        if i < 0:
+            i += len(self)
+        if not 0 <= i < len(self):
+            raise IndexError(i)
+        return self._read(i)
+
+    def __iter__(self) -> Iterator[dict]:
+        for i in range(len(self)):
+            yield self._read(i)
+
+
 def write_json(doc: dict, path: Path) -> None:
+    """A JSON document; ``units`` and ``checks`` last, one item per line (see :func:`read_findings`)."""
+    path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(doc, indent=1, sort_keys=False), encoding="utf-8")
+    lines = [k for k in LINE_KEYS if isinstance(doc.get(k), (list, JsonLines))]
+    head = json.dumps({k: v for k, v in doc.items() if k not in lines}, indent=1)
+    with tmp.open("w", encoding="utf-8") as fh:
+        fh.write(head[:-2] if lines else head)
+        for key in lines:
+            fh.write(f',\n "{key}": [\n')
+            first = True
+            for item in doc[key]:
+                fh.write(("" if first else ",\n") + json.dumps(item, separators=(",", ":")))
+                first = False
+            fh.write("\n ]" if not first else " ]")
+        fh.write("\n}\n" if lines else "\n")
     tmp.replace(path)
+
+
+_FORMAT_LINE = re.compile(rb'^ "format": (\d+),?\n$')
+_OPEN = re.compile(rb'^ "(%s)": \[\n$' % "|".join(LINE_KEYS).encode())
+
+
+def read_findings(path: Path) -> dict:
+    """A findings document (format 2); its units and checks are read from the file as they are used."""
+    path = Path(path)
+    try:
+        fh = path.open("rb")
+    except FileNotFoundError:
+        raise AuditError("findings file not found", str(path), "check the path") from None
+    except IsADirectoryError:
+        raise AuditError("is a folder, not a JSON file", str(path), "give the path of the findings file") from None
+    except OSError as exc:
+        raise AuditError(f"findings file cannot be read ({exc.strerror})", str(path), "check the file's permissions") from None
+    fh.readline()
+    match = _FORMAT_LINE.match(fh.readline())
+    doc = _lazy(fh) if match and int(match.group(1)) == FORMAT else None
+    if doc is None:
+        fh.close()
+        doc = read_json(path, "findings file")
+    if "units" not in doc or "summary" not in doc:
+        raise AuditError("not a findings file (no 'units' or 'summary')", str(path),
+                         "pass the findings.json written by audit run")
+    if doc.get("format", 1) != FORMAT:
+        raise AuditError(f"findings file in format {doc.get('format', 1)}; this version of disclosure-audit "
+                         f"reads format {FORMAT}", str(path),
+                         "run audit run (or audit gate) again on the same inputs to write it in this format")
+    return doc
+
+
+def read_json(path: Path, what: str) -> dict:
+    """A JSON object from a file; a missing, unreadable or malformed file is the user's error."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise AuditError(f"{what} not found", str(path), "check the path") from None
+    except IsADirectoryError:
+        raise AuditError("is a folder, not a JSON file", str(path), f"give the path of the {what}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise AuditError(f"{what} is not valid JSON ({exc.__class__.__name__})", str(path),
+                         "pass the findings.json written by audit run") from None
+    if not isinstance(data, dict):
+        raise AuditError(f"{what} must be a JSON object", str(path), "pass the findings.json written by audit run")
+    return data
+
+
+def _lazy(fh) -> dict | None:
+    """The head parsed, the one-per-line arrays indexed; None when the layout is not the writer's."""
+    fh.seek(0)
+    head, arrays, key, offsets = [], {}, None, []
+    while True:
+        at = fh.tell()
+        line = fh.readline()
+        if not line:
+            break
+        if key is not None:
+            if line.startswith(b" ]"):
+                offsets.append(at)
+                arrays[key] = JsonLines(fh, np.array(offsets))
+                key = None
+                head.append(line)
+            elif line.startswith(b"{"):
+                offsets.append(at)
+            else:
+                return None
+            continue
+        opened = _OPEN.match(line)
+        if opened:
+            key, offsets = opened.group(1).decode(), []
+        head.append(line)
+    if key is not None:
+        return None
+    try:
+        doc = json.loads(b"".join(head))
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return None
+    if not isinstance(doc, dict):
+        return None
+    doc.update(arrays)
+    return doc

@@ -409,13 +409,23 @@ def write_schedule_yaml(source: str, out: Path, suppress: dict[str, list[str]] |
     out.write_text("".join(f"# {line}\n" for line in header.splitlines()) + text, encoding="utf-8")
 
 
-def reaudit(data: str, schema_path: str, schedule_path: Path, exact: ExactOptions, rules) -> dict:
-    """``audit run`` on the protected schedule: the findings document, with the rules' verdict."""
+def audited(inputs: Inputs, exact: ExactOptions, rules, label: str, progress: bool = False,
+            out: Path | None = None) -> dict:
+    """``run_exact`` with units done / total shown under ``label`` (claim store in ``out`` if given)."""
     from .findings import run_exact
+    from .progress import Progress
+
+    with Progress(label, quiet=not progress) as bar:
+        return run_exact(inputs, exact, lambda u: bar.update(note=u["geo"]), rules, out, on_total=bar.total)
+
+
+def reaudit(data: str, schema_path: str, schedule_path: Path, exact: ExactOptions, rules, progress: bool = False,
+            out: Path | None = None) -> dict:
+    """``audit run`` on the protected schedule: the findings document, with the rules' verdict."""
     from .inputs import load_inputs
 
     inputs = load_inputs(data, schema_path, schedule_path)
-    return run_exact(inputs, exact, rules=rules)
+    return audited(inputs, exact, rules, "re-audit: units", progress, out)
 
 
 def _failing_units(doc: dict) -> list[str]:
@@ -423,13 +433,15 @@ def _failing_units(doc: dict) -> list[str]:
 
 
 def protect(inputs: Inputs, options: ProtectOptions, rules, out: Path,
-            log: Callable[[str], None] | None = None) -> dict:
-    """Attack, protect and re-audit; write protected.yaml, protection.json and findings.json to ``out``."""
-    from .findings import run_exact, write_json
+            log: Callable[[str], None] | None = None, progress: bool = False) -> dict:
+    """Attack, protect and re-audit; write protected.yaml, protection.json, findings.json and
+    claims.csv.gz to ``out``; with ``progress``, show units done / total of each stage on stderr."""
+    from .findings import write_json
+    from .progress import Progress
 
     start = time.perf_counter()
     policy = Policy.from_rules(rules)
-    before = run_exact(inputs, options.exact, rules=rules)
+    before = audited(inputs, options.exact, rules, "audit: units", progress)
     failing_units = set(_failing_units(before))
     report: dict[str, Any] = {
         "strategy": options.strategy,
@@ -444,12 +456,14 @@ def protect(inputs: Inputs, options: ProtectOptions, rules, out: Path,
     sched_path = out / "protected.yaml"
     if options.strategy == "suppress":
         units = []
-        for ctx in unit_contexts(inputs):
-            if geo_key(ctx.geo) not in failing_units:
-                continue
-            if log:
-                log(f"unit {geo_key(ctx.geo)}: protecting")
-            units.append(suppress_unit(ctx, policy, options, log))
+        todo = [ctx for ctx in unit_contexts(inputs) if geo_key(ctx.geo) in failing_units]
+        with Progress("protect: units", quiet=not progress) as bar:
+            bar.total(len(todo))
+            for ctx in todo:
+                if log:
+                    log(f"unit {geo_key(ctx.geo)}: protecting")
+                units.append(suppress_unit(ctx, policy, options, log))
+                bar.update(note=geo_key(ctx.geo))
         suppress = {geo_key(u.geo): u.cells for u in units if u.cells and u.status in ("protected", "pass")}
         header = (f"Protected by `audit protect --strategy suppress` from {inputs.schedule.source}.\n"
                   "suppress: cells hidden in one geographic unit only (the attacker sees them as [0, N]).")
@@ -474,7 +488,7 @@ def protect(inputs: Inputs, options: ProtectOptions, rules, out: Path,
                             header="Strategy noise: the tables are unchanged here; publish them with the Laplace "
                                    "noise scale in protection.json (noise is not a schedule option).")
     if options.strategy in ("suppress", "round") and not (options.strategy == "round" and report["round_to"] is None):
-        after = reaudit(inputs.data_path, inputs.schema.source, sched_path, options.exact, rules)
+        after = reaudit(inputs.data_path, inputs.schema.source, sched_path, options.exact, rules, progress, out)
     else:
         after = report.pop("_after", None) or before
     write_json(after, out / "findings.json")

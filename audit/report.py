@@ -7,6 +7,7 @@ the findings: ``rank.json`` (ranking attack), ``linear.json`` (linear attack and
 """
 from __future__ import annotations
 
+import heapq
 import importlib.resources
 import json
 import re
@@ -17,7 +18,7 @@ from typing import Any, Mapping
 from markupsafe import Markup
 
 from ._svg import PALETTE, _fmt, _ticks, line_chart
-from .errors import AuditError
+from .findings import read_json
 
 TOP_UNITS = 200          # rows of the unit table
 DETAIL_UNITS = 20        # units whose claims are written out
@@ -26,29 +27,6 @@ RECORDS_PER_UNIT = 10    # reconstructed records shown per unit
 
 
 # ----------------------------------------------------------------------------------------- loading
-
-def read_json(path: Path, what: str) -> dict:
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise AuditError(f"{what} not found", str(path), "check the path") from None
-    except IsADirectoryError:
-        raise AuditError("is a folder, not a JSON file", str(path), f"give the path of the {what}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise AuditError(f"{what} is not valid JSON ({exc.__class__.__name__})", str(path),
-                         "pass the findings.json written by audit run") from None
-    if not isinstance(data, dict):
-        raise AuditError(f"{what} must be a JSON object", str(path), "pass the findings.json written by audit run")
-    return data
-
-
-def read_findings(path: Path) -> dict:
-    doc = read_json(path, "findings file")
-    if "units" not in doc or "summary" not in doc:
-        raise AuditError("not a findings file (no 'units' or 'summary')", str(path),
-                         "pass the findings.json written by audit run")
-    return doc
-
 
 def extras_beside(folder: Path) -> dict[str, dict]:
     """rank.json, linear.json and protection.json found in ``folder`` (absent ones are left out)."""
@@ -159,66 +137,80 @@ def _histogram(values: list[int], bins: int = 12) -> dict[str, dict[str, float]]
 
 # ----------------------------------------------------------------------------------------------- context
 
-def _unit_rows(doc: Mapping) -> list[dict]:
+def _unit_rows(doc: Mapping) -> tuple[list[dict], list[int]]:
+    """The TOP_UNITS riskiest units' rows (each with its position in ``doc["units"]``), and every
+    unit's number of derived singletons."""
     failing: dict[str, list[str]] = {}
     for c in doc.get("checks", ()):
         if c["outcome"] == "fail":
             failing.setdefault(c["unit"], []).append(c["rule"])
-    rows = []
-    for u in doc["units"]:
-        s = u["summary"]
-        small = len((u.get("cells") or {}).get("small", ()))
-        threshold = ((doc.get("rules") or {}).get("rules", {}).get("small_cells") or {}).get("threshold")
-        if threshold:
-            small = sum(1 for c in (u.get("cells") or {}).get("small", ()) if c["value"] < threshold)
-        rows.append({"geo": u["geo"], "level": u.get("level", ""), "rows": u.get("rows"), "status": u.get("status"),
-                     "derived": s.get("derived_singletons", 0), "singletons": s.get("verified_singletons", 0),
-                     "verified": s.get("verified", 0), "records": s.get("full_records", 0),
-                     "undecided": s.get("undecided", 0), "small": small,
-                     "solutions": f"{(u.get('solutions') or {}).get('count', '?')}"
-                                  f"{'' if (u.get('solutions') or {}).get('exhausted') else '+'}",
-                     "reconstructed": bool(u.get("reconstructed")), "failing": failing.get(u["geo"], []),
-                     "seconds": u.get("seconds")})
-    rows.sort(key=lambda r: (-len(r["failing"]), -r["records"], -r["derived"], -r["undecided"], r["geo"]))
-    return rows
+    threshold = ((doc.get("rules") or {}).get("rules", {}).get("small_cells") or {}).get("threshold")
+    derived: list[int] = []
+
+    def rows():
+        for i, u in enumerate(doc["units"]):
+            s = u["summary"]
+            small = (u.get("cells") or {}).get("small", {})
+            derived.append(s.get("derived_singletons", 0))
+            yield {"index": i, "geo": u["geo"], "level": u.get("level", ""), "rows": u.get("rows"),
+                   "status": u.get("status"), "derived": s.get("derived_singletons", 0),
+                   "singletons": s.get("verified_singletons", 0), "verified": s.get("verified", 0),
+                   "records": s.get("full_records", 0), "undecided": s.get("undecided", 0),
+                   "small": sum(1 for v in small.values() if v < threshold) if threshold else len(small),
+                   "solutions": f"{(u.get('solutions') or {}).get('count', '?')}"
+                                f"{'' if (u.get('solutions') or {}).get('exhausted') else '+'}",
+                   "reconstructed": bool(u.get("reconstructed")), "failing": failing.get(u["geo"], []),
+                   "seconds": u.get("seconds")}
+
+    top = heapq.nsmallest(TOP_UNITS, rows(), key=lambda r: (-len(r["failing"]), -r["records"], -r["derived"],
+                                                             -r["undecided"], r["geo"]))
+    return top, derived
 
 
 def _claims_by_columns(doc: Mapping) -> dict[str, dict[str, float]]:
-    out: dict[int, dict[str, float]] = {}
-    for u in doc["units"]:
-        for c in u.get("claims", ()):
-            if c["status"] != "verified" or c["m"] != 1:
-                continue
-            k = len(c["columns"])
-            name = "published directly" if c.get("direct") else "derived"
-            out.setdefault(k, {"derived": 0, "published directly": 0})[name] += 1
-    return {str(k): out[k] for k in sorted(out)}
+    """Verified singleton claims by number of columns, derived and published directly (exact counts)."""
+    by = (doc.get("summary") or {}).get("singletons_by_columns") or {}
+    ks = sorted({int(k) for counts in by.values() for k in counts})
+    return {str(k): {"derived": by.get("derived", {}).get(str(k), 0),
+                     "published directly": by.get("direct", {}).get(str(k), 0)} for k in ks}
 
 
-def _detail(doc: Mapping, rows: list[dict], cell_labels: Mapping[str, str]) -> list[dict]:
+def _detail(doc: Mapping, rows: list[dict], cell_labels: Mapping[str, str], store=None) -> list[dict]:
+    """The claims and records of the riskiest units: from the claim store when there is one, else
+    those findings.json lists."""
     schema = doc.get("schema") or {}
-    by_geo = {u["geo"]: u for u in doc["units"]}
     ncols = len((schema.get("columns") or {})) or None
     out = []
     for r in rows:
         if len(out) >= DETAIL_UNITS:
             break
-        u = by_geo[r["geo"]]
-        singles = [c for c in u.get("claims", ()) if c["status"] == "verified" and c["m"] == 1 and not c.get("direct")]
-        records = [c for c in u.get("claims", ()) if c["status"] == "verified" and ncols and len(c["columns"]) == ncols]
+        if not r["derived"] and not r["records"]:
+            continue
+        u = doc["units"][r["index"]]
+        claims = store.claims(u["store"]) if store is not None and u.get("store") else u.get("claims", ())
+        singles, records = [], []
+        for c in claims:
+            if c["status"] != "verified":
+                continue
+            if c["m"] == 1 and not c.get("direct"):
+                singles.append(c)
+            if ncols and len(c["columns"]) == ncols and len(records) < RECORDS_PER_UNIT:
+                records.append(c)
         if not singles and not records:
             continue
-        singles.sort(key=lambda c: (-len(c["columns"]), not c.get("cells"), c.get("baseline", 1.0)))
+        singles = heapq.nsmallest(CLAIMS_PER_UNIT, singles,
+                                  key=lambda c: (-len(c["columns"]), not c.get("cells"), c.get("baseline", 1.0)))
         shown = [{"text": claim_text(c, schema, u), "columns": len(c["columns"]),
                   "cells": [{"key": k, "label": cell_labels.get(k, "")} for k in c.get("cells", ())],
                   "explained": c.get("explained", bool(c.get("cells"))), "minimal": c.get("minimal", False),
-                  "baseline": c.get("baseline")} for c in singles[:CLAIMS_PER_UNIT]]
+                  "baseline": c.get("baseline")} for c in singles]
         recs = [{"m": c["m"], "values": [describe_value(schema, k, str(v)) for k, v in c["columns"].items()]}
-                for c in records[:RECORDS_PER_UNIT]]
+                for c in records]
+        total = u["summary"].get("derived_singletons", len(singles))
         out.append({"geo": u["geo"], "level": u.get("level", ""), "claims": shown,
-                    "more": max(len(singles) - CLAIMS_PER_UNIT, 0), "total": len(singles),
+                    "more": max(total - len(shown), 0), "total": total,
                     "records": recs, "record_columns": [column_title(schema, c) for c in (schema.get("columns") or {})],
-                    "more_records": max(len(records) - RECORDS_PER_UNIT, 0)})
+                    "more_records": max(u["summary"].get("full_records", 0) - sum(c["m"] for c in records), 0)})
     return out
 
 
@@ -317,27 +309,29 @@ def _protection_section(prot: Mapping | None) -> dict | None:
             "compare": compare, "facts": facts}
 
 
-def context(doc: Mapping, extras: Mapping[str, Mapping] | None = None) -> dict:
-    """Everything the template shows, computed from the findings (and optional rank/linear/protection)."""
+def context(doc: Mapping, extras: Mapping[str, Mapping] | None = None, store=None) -> dict:
+    """Everything the template shows, computed from the findings (and optional rank/linear/protection;
+    the riskiest units' claims from the claim store ``store`` when given)."""
     extras = dict(extras or {})
     rules = doc.get("rules") or {}
-    rows = _unit_rows(doc)
+    rows, derived = _unit_rows(doc)
+    n_units = len(derived)
     cell_labels = doc.get("cell_labels") or {}
     by_cols = _claims_by_columns(doc)
-    derived = [r["derived"] for r in rows]
     charts = {}
     if by_cols:
         charts["by_columns"] = Markup(bar_chart(by_cols, title="Verified singleton claims by number of attributes",
                                                 xlabel="number of attributes in the claim", ylabel="claims"))
-    if len(rows) > 5:
+    if n_units > 5:
         charts["distribution"] = Markup(bar_chart(_histogram(derived), title="Units by number of derived singletons",
                                                   xlabel="derived singleton claims in the unit", ylabel="units"))
     return {
         "doc": doc, "verdict": doc.get("verdict") or "not evaluated", "failing": doc.get("failing") or [],
         "warnings": doc.get("warnings") or [], "summary": doc.get("summary") or {}, "rules": rules,
-        "rule_titles": _rule_titles(), "units": rows[:TOP_UNITS], "more_units": max(len(rows) - TOP_UNITS, 0),
-        "n_units": len(rows), "charts": charts,
-        "structural": sum((u.get("cells") or {}).get("structural", 0) for u in doc["units"]), "detail": _detail(doc, rows, cell_labels),
+        "rule_titles": _rule_titles(), "units": rows, "more_units": max(n_units - TOP_UNITS, 0),
+        "n_units": n_units, "charts": charts,
+        "structural": sum((u.get("cells") or {}).get("structural", 0) for u in doc["units"]),
+        "detail": _detail(doc, rows, cell_labels, store), "claim_store": (doc.get("claim_store") or {}).get("file"),
         "detail_limit": DETAIL_UNITS, "claims_limit": CLAIMS_PER_UNIT,
         "schema": doc.get("schema") or {}, "rank": _rank_section(extras.get("rank"), rules),
         "linear": _linear_section(extras.get("linear")), "protection": _protection_section(extras.get("protection")),
@@ -397,17 +391,17 @@ def _environment():
     return env
 
 
-def render(doc: Mapping, extras: Mapping[str, Mapping] | None = None) -> str:
+def render(doc: Mapping, extras: Mapping[str, Mapping] | None = None, store=None) -> str:
     """The report as one HTML string."""
     env = _environment()
     css = (importlib.resources.files("reports") / "report.css").read_text(encoding="utf-8")
-    return env.get_template("report.html.j2").render(css=Markup(css), **context(doc, extras))
+    return env.get_template("report.html.j2").render(css=Markup(css), **context(doc, extras, store))
 
 
-def write_report(doc: Mapping, path: Path, extras: Mapping[str, Mapping] | None = None) -> Path:
+def write_report(doc: Mapping, path: Path, extras: Mapping[str, Mapping] | None = None, store=None) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(render(doc, extras), encoding="utf-8")
+    tmp.write_text(render(doc, extras, store), encoding="utf-8")
     tmp.replace(path)
     return path

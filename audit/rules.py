@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib.resources
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterable, Iterator, Mapping
 
 from ._yaml import Located, load_yaml
 from .errors import AuditError
@@ -163,14 +163,14 @@ def _plural(n: int, word: str) -> str:
 
 def _singletons(rule: Rule, unit: dict, direct: bool) -> dict:
     k = rule.settings["min_columns"]
-    hits = [c for c in unit.get("claims", ()) if c["status"] == "verified" and c["m"] == 1
-            and bool(c.get("direct")) == direct and len(c["columns"]) >= k]
+    by_columns = unit["summary"]["singletons_by_columns"]["direct" if direct else "derived"]
+    hits = {int(c): n for c, n in by_columns.items() if int(c) >= k and n}
     kind = "published count of one" if direct else "derived singleton claim"
     if not hits:
         return _check(rule, unit["geo"], False, f"no verified {kind} over {k} or more columns")
-    widest = max(len(c["columns"]) for c in hits)
-    return _check(rule, unit["geo"], True, f"{_plural(len(hits), 'verified ' + kind)} over {k} or more columns "
-                                           f"(widest: {widest} columns)", len(hits))
+    n = sum(hits.values())
+    return _check(rule, unit["geo"], True, f"{_plural(n, 'verified ' + kind)} over {k} or more columns "
+                                           f"(widest: {max(hits)} columns)", n)
 
 
 def _unit_check(rule: Rule, unit: dict, rank_units: dict | None) -> dict:
@@ -192,11 +192,11 @@ def _unit_check(rule: Rule, unit: dict, rank_units: dict | None) -> dict:
         cells = unit.get("cells")
         if cells is None:
             return _check(rule, geo, None, "the findings do not list published cell values (re-run audit run)")
-        small = [c for c in cells.get("small", ()) if 1 <= c["value"] < t]
+        small = [(cell, v) for cell, v in cells.get("small", {}).items() if 1 <= v < t]
         if not small:
             return _check(rule, geo, False, f"no published exact count below {t}")
         return _check(rule, geo, True, f"{_plural(len(small), 'published count')} below {t} (e.g. "
-                      f"{', '.join(c['cell'] + ' = ' + str(c['value']) for c in small[:3])})", len(small))
+                      f"{', '.join(f'{cell} = {v}' for cell, v in small[:3])})", len(small))
     if rule.id == "undecided":
         n = unit["summary"].get("undecided", 0)
         why = f" ({unit['reason']})" if n and unit.get("reason") else ""
@@ -253,45 +253,62 @@ def _linear_check(rule: Rule, linear: Mapping | None) -> dict:
 
 
 def evaluate(doc: Mapping, rules: Rules, rank: Mapping | None = None, linear: Mapping | None = None) -> list[dict]:
-    """One check per rule per unit (release-wide rules: one check for the release)."""
+    """One check per rule per unit (release-wide rules: one check for the release), rule by rule."""
+    return list(checks_of(doc, rules, rank, linear))
+
+
+def checks_of(doc: Mapping, rules: Rules, rank: Mapping | None = None, linear: Mapping | None = None
+              ) -> Iterator[dict]:
+    """:func:`evaluate`, one check at a time (units are read once per rule)."""
     rank_units = None
     if rank is not None:
         pooled = rank.get("pooled") or {}
         rank_units = {u.get("geo"): u for u in rank.get("units") or ()}
         rank_units["__k_over_u__"] = pooled.get("k_over_u")
-    checks = []
     for rule in rules.rules:
         if rule.id == "linear_accuracy":
-            checks.append(_linear_check(rule, linear))
+            yield _linear_check(rule, linear)
             continue
         if rule.id == "rank_lift" and rank_units is not None and not rank.get("units") and rank.get("pooled"):
-            checks.append(_lift_check(rule, RELEASE, rank["pooled"], None))
+            yield _lift_check(rule, RELEASE, rank["pooled"], None)
             continue
         for unit in doc.get("units", ()):
-            checks.append(_unit_check(rule, unit, rank_units))
-    return checks
+            yield _unit_check(rule, unit, rank_units)
 
 
-def summarize(checks: list[dict], rules: Rules) -> tuple[str, list[dict], list[dict]]:
+UNIT_LIST = 50  # units named per failing rule
+
+
+def summarize(checks: Iterable[dict], rules: Rules) -> tuple[str, list[dict], list[dict]]:
     """The verdict and, per failing (and warning) rule, how many units and an example message."""
-    by_rule: dict[tuple[str, str], list[dict]] = {}
-    for c in checks:
-        if c["outcome"] in (FAIL, WARN):
-            by_rule.setdefault((c["rule"], c["outcome"]), []).append(c)
     titles = {r.id: r.title for r in rules.rules}
-    rows = [{"rule": rid, "title": titles.get(rid, rid), "outcome": outcome, "units": len(cs),
-             "scope": "release" if cs[0]["unit"] == RELEASE else "units", "count": sum(c["count"] for c in cs),
-             "example": cs[0]["message"] if cs[0]["unit"] == RELEASE else f"{cs[0]['unit']}: {cs[0]['message']}",
-             "unit_list": [c["unit"] for c in cs][:50]}
-            for (rid, outcome), cs in by_rule.items()]
-    failing = [r for r in rows if r["outcome"] == FAIL]
-    warnings = [r for r in rows if r["outcome"] == WARN]
+    rows: dict[tuple[str, str], dict] = {}
+    for c in checks:
+        if c["outcome"] not in (FAIL, WARN):
+            continue
+        row = rows.get((c["rule"], c["outcome"]))
+        if row is None:
+            release = c["unit"] == RELEASE
+            row = rows[(c["rule"], c["outcome"])] = {
+                "rule": c["rule"], "title": titles.get(c["rule"], c["rule"]), "outcome": c["outcome"], "units": 0,
+                "scope": "release" if release else "units", "count": 0,
+                "example": c["message"] if release else f"{c['unit']}: {c['message']}", "unit_list": []}
+        row["units"] += 1
+        row["count"] += c["count"]
+        if len(row["unit_list"]) < UNIT_LIST:
+            row["unit_list"].append(c["unit"])
+    failing = [r for r in rows.values() if r["outcome"] == FAIL]
+    warnings = [r for r in rows.values() if r["outcome"] == WARN]
     return ("fail" if failing else "pass"), failing, warnings
 
 
 def apply(doc: dict, rules: Rules, rank: Mapping | None = None, linear: Mapping | None = None) -> dict:
-    """Evaluate the rules and write verdict, failing rules and every check into the findings document."""
-    checks = evaluate(doc, rules, rank, linear)
+    """Evaluate the rules and write verdict, failing rules and every check into the findings document
+    (checks kept on disk, like the units, when the units are)."""
+    from .findings import JsonLines
+
+    checks = checks_of(doc, rules, rank, linear)
+    checks = JsonLines.write(checks) if isinstance(doc.get("units"), JsonLines) else list(checks)
     verdict, failing, warnings = summarize(checks, rules)
     doc["rules"] = rules.to_dict()
     doc["verdict"] = verdict

@@ -6,9 +6,12 @@ geography (:mod:`audit.stream`), tabulates and builds problems chunk by chunk, a
 only what one unit needs: the :class:`~audit.problem.Problem` (with its true rows) and the prior
 rows of its parent unit. Each finished unit is appended as one JSON line to ``OUT/parts/`` at once,
 so an interrupted run resumes where it stopped (``--resume``); a partly written last line is
-ignored and that unit is redone. The final merge writes ``findings.json`` with
-:func:`audit.findings.document`. Claims listed per unit are capped in the worker (the most telling
-first; the summary counts them all), which keeps parts small and the merge fast, and it adds a ``scale`` section that summarises the run (distributions, worst units).
+ignored and that unit is redone. The worker lists a bounded number of claims per unit (the most
+telling first; the summary counts them all) and encodes every claim as a gzip member of the claim
+store (:mod:`audit.claimstore`), appended to ``part-N.claims`` beside the unit's line. The final
+merge streams the parts in unit order: it copies each unit's member into ``claims.csv.gz`` and its
+entry to a file, and builds the document (:func:`audit.findings.document`) and a ``scale`` section
+(distributions, worst units) from them, so its memory does not grow with the claims.
 
 Bounds per unit: the exact attack's own (``unit_seconds`` over the whole unit, conflict budgets,
 ``max_rows``, ``memory_mb`` as an estimate checked before anything large is built), a hard
@@ -19,6 +22,7 @@ worker failed or died, is reported with its status and reason and every candidat
 """
 from __future__ import annotations
 
+import heapq
 import json
 import os
 import signal
@@ -27,19 +31,20 @@ import time
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures import TimeoutError as FutureTimeout
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import numpy as np
 import pandas as pd
 
+from .claimstore import FILE as STORE_FILE
+from .claimstore import StoreWriter, store_columns
 from .coupled import build_coupled_problems, coupled_levels
 from .engines._explain import WORK_PER_SECOND
 from .errors import AuditError, OptionalDependencyMissing
-from .terminal import printable
 from .exact import ExactOptions, audit_unit, unfinished
-from .findings import cells_json, claim_rank, document, prior_rows, unit_json
+from .findings import JsonLines, cells_json, document, listing_cap, prior_rows, unit_json
 from .inputs import Inputs
 from .problem import Problem, build_problems
 from .provenance import file_digest
@@ -48,8 +53,6 @@ from .schema import Schema
 from .stream import DEFAULT_CHUNK_ROWS, _keys, count_units, stream_chunks
 from .tabulate import tabulate
 
-AUTO_CAP_UNITS = 200  # runs with more units list at most DEFAULT_CAP claims per unit in findings.json
-DEFAULT_CAP = 25
 PIECE_UNITS = 16  # units whose problems are built together
 HARD_GRACE = 30.0  # seconds past the hard limit before the parent kills a worker that has not answered
 RETRIED = ("error", "timeout", "out-of-memory")  # statuses --resume redoes: they depend on the machine, not the data
@@ -62,7 +65,8 @@ class Limits:
     memory_mb: int | None = None
     hard_seconds: float | None = None
     parent_pid: int = 0
-    claims_cap: int | None = None  # claims listed per unit (the rest are counted, not written)
+    claims_cap: int | None = None  # claims of each kind listed per unit (all are counted and stored); None: LISTED
+    header: tuple[str, ...] = ()  # the claim store's columns
     input_errors: bool = False  # raise the user's input errors (an inconsistent release) instead of an error unit
 
 
@@ -73,7 +77,7 @@ class ScaleOptions:
     workers: int = 1  # 1: in this process; N > 1: a local pool of N processes
     scheduler: Any = None  # a Dask scheduler address (or a distributed.Client)
     resume: bool = False
-    claims_cap: int | None = None  # claims listed per unit in findings.json; None: all up to 200 units, else 25
+    claims_cap: int | None = None  # claims of each kind listed per unit; None: 10 up to 200 units, else 3
     chunk_rows: int = DEFAULT_CHUNK_ROWS
     memory_mb: int | None = None
     hard_seconds: float | None = None  # default: 2 x unit_seconds + 2 x explain_budget / WORK_PER_SECOND + 60
@@ -157,7 +161,8 @@ def audit_task(problem: Problem, options: ExactOptions, prior: np.ndarray | None
             signal.signal(signal.SIGALRM, _on_alarm)
             signal.setitimer(signal.ITIMER_REAL, limits.hard_seconds)
         try:
-            return unit_json(audit_unit(problem, options, prior), cap=limits.claims_cap)
+            return unit_json(audit_unit(problem, options, prior), None, _cap(limits), limits.header or None,
+                             options.max_columns)
         finally:
             if alarm:
                 signal.setitimer(signal.ITIMER_REAL, 0)
@@ -166,27 +171,37 @@ def audit_task(problem: Problem, options: ExactOptions, prior: np.ndarray | None
             raise
         unit = _error_unit(problem, options, exc, start)
     except _HardTimeout:
-        unit = failed_unit(problem, options, "timeout", f"hard time limit of {limits.hard_seconds:g} s per unit reached", start)
+        return failed_unit(problem, options, "timeout", f"hard time limit of {limits.hard_seconds:g} s per unit reached",
+                           start, limits)
     except MemoryError:
-        unit = failed_unit(problem, options, "out-of-memory", f"memory limit of {limits.memory_mb} MB per worker reached", start)
+        return failed_unit(problem, options, "out-of-memory", f"memory limit of {limits.memory_mb} MB per worker reached",
+                           start, limits)
     except Exception as exc:  # noqa: BLE001 -- one unit's failure must not stop the run
-        unit = _error_unit(problem, options, exc, start)
-    return cap_claims(unit, limits.claims_cap)
+        unit = _error_unit(problem, options, exc, start, limits)
+    return unit
 
 
-def _error_unit(problem: Problem, options: ExactOptions, exc: BaseException, start: float | None = None) -> dict:
+def _error_unit(problem: Problem, options: ExactOptions, exc: BaseException, start: float | None = None,
+                limits: Limits | None = None) -> dict:
     """A unit whose task raised: status error, the exception's first line as the reason."""
     text = str(exc).splitlines()[0] if str(exc) else ""
-    return failed_unit(problem, options, "error", f"{type(exc).__name__}: {text}", start)
+    return failed_unit(problem, options, "error", f"{type(exc).__name__}: {text}", start, limits)
 
 
 def _main_thread() -> bool:
     return threading.current_thread() is threading.main_thread()
 
 
-def failed_unit(problem: Problem, options: ExactOptions, status: str, reason: str, start: float | None = None) -> dict:
-    """A unit the attack could not finish: every true claim undecided (listed if not too many)."""
-    return unit_json(unfinished(problem, options, status, reason, start))
+def failed_unit(problem: Problem, options: ExactOptions, status: str, reason: str, start: float | None = None,
+                limits: Limits | None = None) -> dict:
+    """A unit the attack could not finish: every true claim undecided (listed and stored if not too many)."""
+    limits = limits or Limits()
+    return unit_json(unfinished(problem, options, status, reason, start), None, _cap(limits), limits.header or None,
+                     options.max_columns)
+
+
+def _cap(limits: Limits) -> int:
+    return listing_cap(0, limits.claims_cap)
 
 
 # -- parts on disk ----------------------------------------------------------------------------------
@@ -196,17 +211,27 @@ def unit_key(unit: dict) -> tuple[str, str]:
 
 def read_parts(parts: Path) -> Iterator[dict]:
     """Every complete unit line in the part files (a partly written line is skipped)."""
+    for _, _, unit in _part_lines(parts):
+        yield unit
+
+
+def _part_lines(parts: Path) -> Iterator[tuple[Path, int, dict]]:
+    """(part file, offset, unit) of every complete unit line."""
     for path in sorted(parts.glob("part-*.jsonl")):
-        with path.open("r", encoding="utf-8") as fh:
-            for line in fh:
-                if not line.endswith("\n"):
+        with path.open("rb") as fh:
+            while True:
+                at = fh.tell()
+                line = fh.readline()
+                if not line:
+                    break
+                if not line.endswith(b"\n"):
                     continue  # cut off mid-write: that unit is redone
                 try:
                     unit = json.loads(line)
-                except json.JSONDecodeError:
+                except (json.JSONDecodeError, UnicodeDecodeError):
                     continue
                 if isinstance(unit, dict) and "geo" in unit and "level" in unit:
-                    yield unit
+                    yield path, at, unit
 
 
 def finished_units(parts: Path) -> set[tuple[str, str]]:
@@ -215,7 +240,8 @@ def finished_units(parts: Path) -> set[tuple[str, str]]:
     return {k for k, status in last.items() if status not in RETRIED}
 
 
-def _fingerprint(source, schema: Schema, schedule: Schedule, options: ExactOptions, coupled: bool) -> dict:
+def _fingerprint(source, schema: Schema, schedule: Schedule, options: ExactOptions, coupled: bool,
+                 claims_cap: int | None) -> dict:
     """What a resumed run must share with the interrupted one (the data by path, size and time: cheap)."""
     if isinstance(source, pd.DataFrame):
         data = {"frame_rows": len(source)}
@@ -223,30 +249,39 @@ def _fingerprint(source, schema: Schema, schedule: Schedule, options: ExactOptio
         st = Path(source).stat()
         data = {"path": str(Path(source).resolve()), "bytes": st.st_size, "mtime": int(st.st_mtime)}
     return {"data": data, "schema": file_digest(schema.source), "tables": file_digest(schedule.source),
-            "options": asdict(options), "coupled": coupled}
+            "options": asdict(options), "coupled": coupled, "claims_cap": claims_cap}
 
 
 class _PartWriter:
-    """Appends one JSON line per finished unit to a fresh part file of this run (never to an old one)."""
+    """Appends one JSON line per finished unit to a fresh part file of this run (never to an old one),
+    and the unit's claim-store member to the part's ``.claims`` file before it (the line says where)."""
 
     def __init__(self, parts: Path):
         parts.mkdir(parents=True, exist_ok=True)
         n = len(list(parts.glob("part-*.jsonl")))
         self.path = parts / f"part-{n:05d}.jsonl"
         self.fh = self.path.open("a", encoding="utf-8")
+        self.claims = self.path.with_suffix(".claims").open("ab")
         self.synced = time.monotonic()
 
     def write(self, unit: dict) -> None:
+        block = unit.pop("_store", None)
+        if block is not None:
+            unit = {**unit, "block": [self.claims.tell(), len(block[0]), block[1]]}
+            self.claims.write(block[0])
+            self.claims.flush()
         self.fh.write(json.dumps(unit, separators=(",", ":")) + "\n")
         self.fh.flush()
         if time.monotonic() - self.synced > 5:
+            os.fsync(self.claims.fileno())
             os.fsync(self.fh.fileno())
             self.synced = time.monotonic()
 
     def close(self) -> None:
-        self.fh.flush()
-        os.fsync(self.fh.fileno())
-        self.fh.close()
+        for fh in (self.claims, self.fh):
+            fh.flush()
+            os.fsync(fh.fileno())
+            fh.close()
 
 
 # -- producing tasks from the stream ------------------------------------------------------------------
@@ -302,7 +337,7 @@ def run_scaled(source, schema: Schema, schedule: Schedule, options: ExactOptions
     parts = out / "parts"
     manifest = parts / "run.json"
     coupled = bool(scale.coupled and coupled_levels(schema, schedule))
-    print_ = _fingerprint(source, schema, schedule, options, coupled)
+    print_ = _fingerprint(source, schema, schedule, options, coupled, scale.claims_cap)
     if scale.resume and manifest.exists():
         old = json.loads(manifest.read_text(encoding="utf-8"))
         if old != json.loads(json.dumps(print_)):
@@ -310,7 +345,7 @@ def run_scaled(source, schema: Schema, schedule: Schedule, options: ExactOptions
             raise AuditError(f"cannot resume: the {', '.join(changed)} differ from the interrupted run's",
                              str(manifest), "rerun with the same inputs and options, or without --resume")
     elif parts.exists():
-        for p in parts.glob("part-*.jsonl"):
+        for p in parts.glob("part-*"):
             p.unlink()
     parts.mkdir(parents=True, exist_ok=True)
     manifest.write_text(json.dumps(print_, indent=1, default=str), encoding="utf-8")
@@ -322,8 +357,8 @@ def run_scaled(source, schema: Schema, schedule: Schedule, options: ExactOptions
         on_total(total, already)
     stats = {"rows": 0}
     tasks = _tasks(source, schema, schedule, scale, done, stats)
-    cap = scale.claims_cap if scale.claims_cap is not None else (None if total <= AUTO_CAP_UNITS else DEFAULT_CAP)
-    limits = Limits(scale.memory_mb, scale.hard_seconds or hard_limit(options), os.getpid(), cap)
+    limits = Limits(scale.memory_mb, scale.hard_seconds or hard_limit(options), os.getpid(),
+                    listing_cap(total, scale.claims_cap), store_columns(schema, schedule, coupled))
     writer = _PartWriter(parts)
     finished = already
 
@@ -350,7 +385,7 @@ def run_scaled(source, schema: Schema, schedule: Schedule, options: ExactOptions
         raise Interrupted(finished, total, parts) from None
     writer.close()
     return merge(parts, schema, schedule, options, scale, data_path or _name(source), stats["rows"],
-                 time.perf_counter() - start, rules)
+                 time.perf_counter() - start, rules, out)
 
 
 def hard_limit(options: ExactOptions) -> float:
@@ -367,7 +402,10 @@ def bounded_runner(options: ExactOptions, memory_mb: int | None):
     scale = ScaleOptions(workers=1, memory_mb=memory_mb)
     pool = _new_pool(1, limits)
     pool.submit(int)  # start the worker now: its imports overlap the caller's loading and tabulating
-    return lambda tasks, record: _run_pool(tasks, options, limits, scale, record, pool)
+
+    def run(tasks, record, header: tuple[str, ...] | None, cap: int | None) -> None:
+        _run_pool(tasks, options, replace(limits, header=header or (), claims_cap=cap), scale, record, pool)
+    return run
 
 
 def _name(source) -> str:
@@ -448,10 +486,11 @@ def _isolated(new_pool, task, problem: Problem, options: ExactOptions, prior, li
         return solo.submit(task, problem, options, prior, limits).result(timeout=stuck_after)
     except BrokenProcessPool:
         return failed_unit(problem, options, "error",
-                           "the worker process died on this unit (killed for memory, or a crash in the solver)")
+                           "the worker process died on this unit (killed for memory, or a crash in the solver)",
+                           limits=limits)
     except FutureTimeout:
         return failed_unit(problem, options, "timeout", f"hard time limit of {limits.hard_seconds:g} s per unit "
-                           "reached (the worker did not answer and was killed)")
+                           "reached (the worker did not answer and was killed)", limits=limits)
     finally:
         _kill(solo)
 
@@ -499,7 +538,7 @@ def _run_dask(tasks, options: ExactOptions, limits: Limits, scale: ScaleOptions,
             try:
                 unit = fut.result()
             except Exception as exc:  # noqa: BLE001 -- e.g. KilledWorker: the unit is an error, the run goes on
-                unit = _error_unit(problem, options, exc)
+                unit = _error_unit(problem, options, exc, limits=limits)
             fut.release()
             record(unit, cells)
             top_up()
@@ -512,21 +551,11 @@ def _run_dask(tasks, options: ExactOptions, limits: Limits, scale: ScaleOptions,
 
 
 # -- merge ----------------------------------------------------------------------------------------------
-def cap_claims(unit: dict, cap: int | None) -> dict:
-    """The unit with at most ``cap`` claims listed (most telling first) and the number omitted."""
-    claims = unit.get("claims", [])
-    if cap is None or len(claims) <= cap:
-        return unit
-    rank = [claim_rank(c["status"], bool(c.get("direct")), c["m"], len(c["columns"])) for c in claims]
-    kept = [claims[i] for i in sorted(range(len(claims)), key=lambda i: (rank[i], i))[:cap]]
-    return {**unit, "claims": kept, "claims_omitted": unit.get("claims_omitted", 0) + len(claims) - len(kept)}
-
-
 _SIZE_BINS = [(1, 1), (2, 2), (3, 4), (5, 9), (10, 19), (20, 49), (50, 99), (100, 199), (200, None)]
 
 
-def _quantiles(values: list[float]) -> dict:
-    if not values:
+def _quantiles(values) -> dict:
+    if not len(values):
         return {}
     a = np.asarray(values, dtype=float)
     return {"p50": round(float(np.quantile(a, .5)), 3), "p90": round(float(np.quantile(a, .9)), 3),
@@ -535,49 +564,84 @@ def _quantiles(values: list[float]) -> dict:
 
 
 def merge(parts: Path, schema: Schema, schedule: Schedule, options: ExactOptions, scale: ScaleOptions,
-          data_path: str, rows: int, seconds: float, rules=None) -> dict:
-    """Read the parts back (last line per unit wins), cap claims, and build the findings document."""
-    n = len({unit_key(u) for u in read_parts(parts)})  # first pass: keys only
-    cap = scale.claims_cap if scale.claims_cap is not None else (None if n <= AUTO_CAP_UNITS else DEFAULT_CAP)
-    latest: dict = {}
-    for unit in read_parts(parts):  # second pass: only capped units are held
-        latest[unit_key(unit)] = cap_claims(unit, cap)
+          data_path: str, rows: int, seconds: float, rules=None, out: Path | None = None) -> dict:
+    """Stream the parts (last line per unit wins) in unit order into the claim store and the document.
+
+    Memory holds one part offset per unit; claims go from the parts to ``claims.csv.gz`` and unit
+    entries to a temporary file that the document reads them back from (:class:`JsonLines`).
+    """
+    out = Path(out) if out is not None else parts.parent
+    latest: dict[tuple[str, str], tuple[Path, int]] = {}
+    for path, at, unit in _part_lines(parts):
+        latest[unit_key(unit)] = (path, at)
     order = {lv: i for i, lv in enumerate(schedule.levels)}
-    units = [latest[k] for k in sorted(latest, key=lambda k: (order.get(k[0], 99), k[1].split("/")))]
-    latest.clear()
-    doc = document(Inputs(schema, schedule, pd.DataFrame(), data_path), options, units, seconds, rules)
+    keys = sorted(latest, key=lambda k: (order.get(k[0], 99), k[1].split("/")))
+    coupled = bool(scale.coupled and coupled_levels(schema, schedule))
+    writer = StoreWriter(out / STORE_FILE, store_columns(schema, schedule, coupled))
+    files: dict[Path, Any] = {}
+
+    def read(path: Path, at: int, size: int | None = None) -> bytes:
+        if path not in files:
+            files[path] = path.open("rb")
+        fh = files[path]
+        fh.seek(at)
+        return fh.readline() if size is None else fh.read(size)
+
+    def units() -> Iterator[dict]:
+        for key in keys:
+            path, at = latest.pop(key)
+            unit = json.loads(read(path, at))
+            block = unit.pop("block", None)
+            if block is not None:
+                unit["store"] = writer.add(read(path.with_suffix(".claims"), block[0], block[1]), block[2])
+            yield unit
+
+    try:
+        entries = JsonLines.write(units(), out)
+    finally:
+        for fh in files.values():
+            fh.close()
+    store = writer.close()
+    doc = document(Inputs(schema, schedule, pd.DataFrame(), data_path), options, entries, seconds, rules, store)
     doc.setdefault("inputs", {})["rows"] = int(rows)
-    doc["scale"] = summarise(units, cap, parts)
+    doc["scale"] = summarise(entries, listing_cap(len(entries), scale.claims_cap), parts)
     return doc
 
 
-def summarise(units: list[dict], cap: int | None, parts: Path, worst: int = 20) -> dict:
-    """Distributions and worst units: what a reader of a large run needs instead of every claim."""
+def summarise(units, cap: int, parts: Path, worst: int = 20) -> dict:
+    """Distributions and worst units, in one pass over the units: what a reader of a large run needs."""
     by_status: dict[str, int] = {}
+    bins = [{"units": 0, "reconstructed": 0, "with_derived_singletons": 0, "undecided_units": 0} for _ in _SIZE_BINS]
+    seconds, derived, ranked, not_finished = [], [], [], []
     for u in units:
+        s = u["summary"]
         by_status[u["status"]] = by_status.get(u["status"], 0) + 1
-    sizes = []
-    for lo, hi in _SIZE_BINS:
-        inside = [u for u in units if u["rows"] >= lo and (hi is None or u["rows"] <= hi)]
-        if inside:
-            sizes.append({"rows": f"{lo}" if lo == hi else (f"{lo}+" if hi is None else f"{lo}-{hi}"),
-                          "units": len(inside), "reconstructed": sum(u["reconstructed"] for u in inside),
-                          "with_derived_singletons": sum(u["summary"]["derived_singletons"] > 0 for u in inside),
-                          "undecided_units": sum(u["summary"]["undecided"] > 0 for u in inside)})
-    ranked = sorted(units, key=lambda u: (-u["summary"]["derived_singletons"], -u["summary"]["full_records"], u["geo"]))
+        for (lo, hi), b in zip(_SIZE_BINS, bins):
+            if u["rows"] >= lo and (hi is None or u["rows"] <= hi):
+                b["units"] += 1
+                b["reconstructed"] += bool(u["reconstructed"])
+                b["with_derived_singletons"] += s["derived_singletons"] > 0
+                b["undecided_units"] += s["undecided"] > 0
+        seconds.append(u["seconds"])
+        derived.append(s["derived_singletons"])
+        ranked.append(((-s["derived_singletons"], -s["full_records"], u["geo"]),
+                       {"geo": u["geo"], "level": u["level"], "rows": u["rows"],
+                        "derived_singletons": s["derived_singletons"], "full_records": s["full_records"],
+                        "reconstructed": u["reconstructed"], "status": u["status"]}))
+        if len(ranked) > 10 * worst:
+            ranked = heapq.nsmallest(worst, ranked, key=lambda r: r[0])
+        if u["status"] != "done" and len(not_finished) < 100:
+            not_finished.append({"geo": u["geo"], "level": u["level"], "status": u["status"], "reason": u["reason"]})
+    sizes = [{"rows": f"{lo}" if lo == hi else (f"{lo}+" if hi is None else f"{lo}-{hi}"), **b}
+             for (lo, hi), b in zip(_SIZE_BINS, bins) if b["units"]]
     return {
         "units_by_status": by_status,
         "by_size": sizes,
-        "seconds_per_unit": _quantiles([u["seconds"] for u in units]),
-        "derived_singletons_per_unit": _quantiles([u["summary"]["derived_singletons"] for u in units]),
-        "worst_units": [{"geo": u["geo"], "level": u["level"], "rows": u["rows"],
-                         "derived_singletons": u["summary"]["derived_singletons"],
-                         "full_records": u["summary"]["full_records"], "reconstructed": u["reconstructed"],
-                         "status": u["status"]} for u in ranked[:worst]],
-        "not_finished": [{"geo": u["geo"], "level": u["level"], "status": u["status"], "reason": u["reason"]}
-                         for u in units if u["status"] not in ("done",)][:100],
-        "claims_cap": cap,
-        "claims_omitted": sum(u.get("claims_omitted", 0) for u in units),
+        "seconds_per_unit": _quantiles(seconds),
+        "derived_singletons_per_unit": _quantiles(derived),
+        "worst_units": [r for _, r in heapq.nsmallest(worst, ranked, key=lambda r: r[0])],
+        "not_finished": not_finished,
+        "claims_listed_per_kind": cap,
         "parts": str(parts),
     }
 
@@ -587,10 +651,7 @@ def run_cli(data: Path, schema: Path | None, tables: Path, options: ExactOptions
             rules=None, infer_schema: bool = False, geography: str | None = None, quiet: bool = False,
             on_unit: Callable[[dict], None] | None = None) -> dict:
     """``audit run`` at scale: stream ``data``, show units done / total, rate and ETA (unless quiet)."""
-    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, ProgressColumn, TextColumn,
-                               TimeElapsedColumn, TimeRemainingColumn)
-    from rich.text import Text
-
+    from .progress import Progress
     from .schedule import load_schedule
     from .schema import load_schema
 
@@ -605,20 +666,10 @@ def run_cli(data: Path, schema: Path | None, tables: Path, options: ExactOptions
         the_schema = load_schema(schema)
         schedule, source = load_schedule(tables, the_schema), data
 
-    class Rate(ProgressColumn):
-        def render(self, task) -> Text:
-            return Text(f"{task.speed:.2f} units/s" if task.speed else "- units/s")
-
-    with Progress(TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(), Rate(),
-                  TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(), disable=quiet, transient=True) as bar:
-        task = bar.add_task("units", total=None)
-
-        def total(n: int, already: int) -> None:
-            bar.reset(task, total=n, completed=already)
-
+    with Progress("units", quiet) as progress:
         def tick(unit: dict, done: int, n: int) -> None:
-            bar.update(task, completed=done, description=printable(f"unit {unit['geo']}"))
+            progress.update(done, f"unit {unit['geo']}")
             if on_unit:
                 on_unit(unit)
 
-        return run_scaled(source, the_schema, schedule, options, scale, out, str(data), tick, total, rules)
+        return run_scaled(source, the_schema, schedule, options, scale, out, str(data), tick, progress.total, rules)

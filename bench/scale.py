@@ -6,8 +6,9 @@ samples/sf1/convert.py, keeps every k-th block when ``--blocks`` is given (the s
 whole file), and runs :func:`audit.scale.run_scaled` on a process pool. Explanations are off by
 default (``--explain none``): they are the slow part and do not change which claims are verified.
 Prints wall time, units per second, peak memory (parent: ru_maxrss and tracemalloc; workers:
-ru_maxrss of the largest child), the share of blocks uniquely reconstructed, the per-unit time
-distribution by block size, and the extrapolation to all 8,530 blocks when a subset was run.
+ru_maxrss of the largest child), the size of the claim store, the share of blocks uniquely
+reconstructed, the per-unit time distribution by block size, and the extrapolation to all 8,530
+blocks when a subset was run.
 """
 from __future__ import annotations
 
@@ -84,7 +85,9 @@ def main(argv: list[str] | None = None) -> int:
             ("uniquely reconstructed", f"{s['units_reconstructed']} ({s['units_reconstructed'] / n:.1%})"),
             ("with derived singletons", f"{s['units_with_derived_singletons']} ({s['units_with_derived_singletons'] / n:.1%})"),
             ("units by status", ", ".join(f"{k} {v}" for k, v in sc["units_by_status"].items())),
-            ("undecided claims", str(s["undecided"]))]
+            ("undecided claims", str(s["undecided"])),
+            ("claim store (claims.csv.gz)", f"{doc['claim_store']['claims']} claims, "
+                                            f"{doc['claim_store']['bytes'] / 2**20:.1f} MB")]
     if n < total_blocks:
         rows.append((f"extrapolated to {total_blocks} blocks", f"{wall * total_blocks / n / 60:.1f} min"))
     width = max(len(k) for k, _ in rows)

@@ -61,7 +61,7 @@ def test_gate_prints_failing_rules_and_json(failing, capsys):
     assert run(["gate", *unprotected("-o", str(failing), "--json")]) == 1
     doc = json.loads(capsys.readouterr().out)
     assert doc["verdict"] == "fail" and "derived_singletons" in {f["rule"] for f in doc["failing"]}
-    assert set(doc["outputs"]) == {"findings", "junit"}
+    assert set(doc["outputs"]) == {"findings", "claims", "junit"}
 
 
 @pytest.mark.skipif(importlib.util.find_spec("audit.engines._numeric") is None,
@@ -73,16 +73,34 @@ def test_gate_fails_the_seven_person_block(tmp_path, capsys):
     assert "FAIL derived_singletons" in out and "FAIL full_records" in out
 
 
-def test_junit_has_one_testcase_per_rule_per_unit(failing):
+def test_junit_has_a_testcase_per_rule_and_per_failing_unit(failing):
     doc = json.loads((failing / "findings.json").read_text())
     root = ET.parse(failing / "junit.xml").getroot()
     cases = root.findall(".//testcase")
     unit_rules = [r for r in doc["rules"]["rules"] if r != "linear_accuracy"]
-    assert len(cases) == len(unit_rules) * len(doc["units"]) + 1  # linear_accuracy: one case for the release
+    failing_checks = [c for c in doc["checks"] if c["outcome"] == "fail"]
+    # one case per rule over all units (linear_accuracy: one for the release), one per failing unit
+    assert len(cases) == len(unit_rules) + 1 + len(failing_checks)
     failed = {(c.get("classname"), c.get("name")) for c in cases if c.find("failure") is not None}
     assert ("disclosure.derived_singletons", doc["units"][0]["geo"]) in failed
-    assert int(root.get("failures")) == len(failed) == sum(c["outcome"] == "fail" for c in doc["checks"])
+    assert ("disclosure.derived_singletons", "(all units)") in failed
+    rules_failing = {c["rule"] for c in failing_checks}
+    assert int(root.get("failures")) == len(failed) == len(failing_checks) + len(rules_failing)
     assert root.find(".//testcase[@classname='disclosure.rank_lift']/skipped") is not None
+
+
+def test_junit_stays_small_and_names_every_failing_unit():
+    from audit.junit import UNIT_CASES, junit_xml
+
+    geos = [f"01/{i:05d}" for i in range(3 * UNIT_CASES)]
+    checks = [{"rule": "full_records", "unit": g, "outcome": "fail" if i % 2 else "pass", "count": 1,
+               "message": "1 record reconstructed over every column"} for i, g in enumerate(geos)]
+    root = ET.fromstring(junit_xml({"checks": checks, "rules": {"name": "default", "rules": {}}}).split("\n", 1)[1])
+    cases = root.findall(".//testcase")
+    assert len(cases) == 1 + UNIT_CASES  # the rule, then the first failing units
+    every = cases[0].find("failure")
+    assert every.get("message") == f"{len(geos) // 2} of {len(geos)} units fail"
+    assert every.text.split("\n")[1:] == geos[1::2]  # every failing unit is named
 
 
 def test_run_writes_everything_and_exits_1_on_failure(tmp_path, capsys):

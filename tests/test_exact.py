@@ -191,7 +191,7 @@ def test_run_writes_findings_with_documented_keys(tmp_path):
     assert code in (0, 1)
     assert doc["confidential"] is True
     unit = doc["units"][0]
-    assert {"geo", "rows", "solutions", "claims", "refuted"} <= set(unit)
+    assert {"geo", "rows", "solutions", "claims", "summary", "store"} <= set(unit)
     assert {"count", "exhausted"} == set(unit["solutions"])
     claim = unit["claims"][0]
     assert {"columns", "m", "status", "direct", "cells"} <= set(claim)

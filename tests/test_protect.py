@@ -169,6 +169,6 @@ def test_block7_suppression_leaves_no_singleton_over_two_columns(tmp_path):
     d = SAMPLES / "block7"
     report = _protect_cli(tmp_path, d / "data.csv", d / "schema.yaml", d / "tables.yaml")
     findings = json.loads((tmp_path / "out" / "findings.json").read_text())
-    assert not [c for u in findings["units"] for c in u["claims"]
-                if c["status"] == "verified" and c["m"] == 1 and len(c["columns"]) >= 2]
+    by_columns = findings["summary"]["singletons_by_columns"]  # exact counts, derived and direct
+    assert not [k for kind in by_columns.values() for k, n in kind.items() if int(k) >= 2 and n]
     assert report["totals"]["cells_suppressed"] == len(report["recommendation"]["cells"]["0001"])

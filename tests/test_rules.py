@@ -11,12 +11,19 @@ from audit.rules import RULES, apply, builtin_names, evaluate, load_rules, rank_
 
 
 def unit(geo="1001", claims=(), **summary):
-    s = {"verified": len(claims), "undecided": 0, "refuted": 0, "verified_singletons": 0, "derived_singletons": 0,
-         "full_records": 0, "singletons_by_columns": {}}
+    """A unit whose summary counts its claims (as findings.unit_summary does), then ``summary``'s overrides."""
+    singles = [c for c in claims if c["status"] == "verified" and c["m"] == 1]
+    by_columns = {"derived": {}, "direct": {}}
+    for c in singles:
+        kind = by_columns["direct" if c["direct"] else "derived"]
+        kind[str(len(c["columns"]))] = kind.get(str(len(c["columns"])), 0) + 1
+    s = {"verified": sum(c["status"] == "verified" for c in claims), "undecided": 0, "refuted": 0,
+         "verified_singletons": len(singles), "derived_singletons": sum(by_columns["derived"].values()),
+         "full_records": 0, "singletons_by_columns": by_columns}
     s.update(summary)
     return {"geo": geo, "level": "block", "rows": 5, "status": "done", "reason": "", "reconstructed": False,
             "solutions": {"count": 100, "exhausted": False}, "summary": s, "claims": list(claims),
-            "cells": {"values": 10, "suppressed": 0, "rounded": 0, "small": []}}
+            "cells": {"values": 10, "suppressed": 0, "rounded": 0, "small": {}}}
 
 
 def claim(m=1, direct=False, ncols=2, status="verified"):
@@ -90,10 +97,10 @@ def test_records_units_small_cells_and_undecided(tmp_path):
     b = unit("b")
     b["reconstructed"] = True
     c = unit("c")
-    c["cells"]["small"] = [{"cell": "T:x", "value": 3}, {"cell": "T:y", "value": 2}]
+    c["cells"]["small"] = {"T:x": 3, "T:y": 2}
     e = unit("e", undecided=4)
     f = unit("f")
-    f["cells"]["small"] = [{"cell": "T:x", "value": 3}]
+    f["cells"]["small"] = {"T:x": 3}
     checks = evaluate(doc(a, b, c, e, f), rules)
     assert outcomes(checks, "full_records") == ["fail", "pass", "pass", "pass", "pass"]
     assert outcomes(checks, "reconstructed_units") == ["pass", "fail", "pass", "pass", "pass"]

@@ -9,7 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from audit.claims import VERIFIED, candidates
+from audit.claims import UNDECIDED, VERIFIED, candidates
+from audit.claimstore import ClaimStore
 from audit.coupled import build_coupled_problems
 from audit.exact import ExactOptions, audit_unit
 from audit.findings import run_exact
@@ -42,12 +43,26 @@ def spec():
 
 
 @pytest.fixture(scope="module")
-def sequential(small) -> dict:
-    return run_exact(load_inputs(small, SF1 / "schema.yaml", SF1 / "tables.yaml"), OPTIONS)
+def sequential(small, tmp_path_factory) -> dict:
+    out = tmp_path_factory.mktemp("sequential")
+    doc = run_exact(load_inputs(small, SF1 / "schema.yaml", SF1 / "tables.yaml"), OPTIONS, out=out)
+    doc["_store"] = ClaimStore(out / "claims.csv.gz")
+    return doc
 
 
 def _units(doc: dict) -> list[dict]:
-    return [{k: v for k, v in u.items() if k != "seconds"} for u in doc["units"]]
+    return [{k: v for k, v in u.items() if k not in ("seconds", "store")} for u in doc["units"]]
+
+
+def _stored(doc: dict, store: ClaimStore) -> list[list[dict]]:
+    """Every unit's claims in the claim store, read unit by unit from the offsets findings.json keeps."""
+    return [list(store.claims(u["store"])) for u in doc["units"]]
+
+
+def _same_claims(doc: dict, out: Path, sequential: dict) -> None:
+    store = ClaimStore(out / "claims.csv.gz")
+    assert _stored(doc, store) == _stored(sequential, sequential["_store"])
+    assert list(store.claims()) == list(sequential["_store"].claims())  # the file read as one CSV
 
 
 def test_chunks_give_the_same_problems_as_the_whole_frame(small, spec):
@@ -77,6 +92,7 @@ def test_in_process_stream_equals_sequential(small, spec, sequential, tmp_path):
     schema, schedule = spec
     doc = run_scaled(small, schema, schedule, OPTIONS, ScaleOptions(chunk_rows=3), tmp_path)
     assert _units(doc) == _units(sequential)
+    _same_claims(doc, tmp_path, sequential)
     assert doc["summary"] == sequential["summary"] and doc["verdict"] == sequential["verdict"]
     assert doc["inputs"]["rows"] == sequential["inputs"]["rows"]
     assert doc["scale"]["units_by_status"] == {"done": len(sequential["units"])}
@@ -86,6 +102,7 @@ def test_process_pool_equals_sequential(small, spec, sequential, tmp_path):
     schema, schedule = spec
     doc = run_scaled(small, schema, schedule, OPTIONS, ScaleOptions(workers=2), tmp_path)
     assert _units(doc) == _units(sequential)
+    _same_claims(doc, tmp_path, sequential)
 
 
 def test_dask_local_cluster_equals_sequential(small, spec, sequential, tmp_path):
@@ -109,6 +126,7 @@ def test_resume_after_an_interrupted_run(small, spec, sequential, tmp_path):
                      on_unit=lambda u, done, total: seen.append(u["geo"]))
     assert len(seen) == len(lines) - 2  # only the units not fully written were redone
     assert _units(doc) == _units(sequential)
+    _same_claims(doc, tmp_path, sequential)
     assert len({(u["level"], u["geo"]) for u in read_parts(parts)}) == len(lines)
 
 
@@ -121,14 +139,24 @@ def test_resume_refuses_other_options(small, spec, tmp_path):
         run_scaled(small, schema, schedule, ExactOptions(explain="none", max_columns=1), ScaleOptions(resume=True), tmp_path)
 
 
-def test_claims_cap_keeps_counts_and_full_parts(small, spec, sequential, tmp_path):
+def test_claims_cap_keeps_counts_and_every_claim_in_the_store(small, spec, sequential, tmp_path):
     schema, schedule = spec
     doc = run_scaled(small, schema, schedule, OPTIONS, ScaleOptions(claims_cap=3), tmp_path)
     assert doc["summary"] == sequential["summary"]
+    ncols = len(doc["schema"]["columns"])
     for u, full in zip(doc["units"], sequential["units"]):
-        assert len(u["claims"]) == min(3, len(full["claims"]))
-        assert u.get("claims_omitted", 0) == len(full["claims"]) - len(u["claims"])
-        assert all(c["status"] == VERIFIED and not c["direct"] and c["m"] == 1 for c in u["claims"])
+        assert u["summary"] == full["summary"]
+        kinds = [[c for c in u["claims"] if c["status"] == VERIFIED and c["m"] == 1 and not c["direct"]],
+                 [c for c in u["claims"] if c["status"] == VERIFIED and len(c["columns"]) == ncols],
+                 [c for c in u["claims"] if c["status"] == UNDECIDED]]
+        assert all(len(k) <= 3 for k in kinds) and len(kinds[0]) == min(3, u["summary"]["derived_singletons"])
+        widest = max(map(int, u["summary"]["singletons_by_columns"]["derived"]), default=0)
+        assert all(len(c["columns"]) == widest for c in kinds[0][:1])  # most telling first
+    _same_claims(doc, tmp_path, sequential)
+    store = ClaimStore(tmp_path / "claims.csv.gz")
+    for u in doc["units"]:
+        stored = [{k: v for k, v in c.items() if k not in ("level", "geo")} for c in store.claims(u["store"])]
+        assert all(c in stored for c in u["claims"])
     parts = {u["geo"]: u for u in read_parts(tmp_path / "parts")}
     assert all(parts[u["geo"]]["claims"] == u["claims"] for u in doc["units"])
 
@@ -158,7 +186,7 @@ def test_a_worker_crash_is_an_error_unit_not_a_dead_run(small, spec, sequential,
     doc = run_scaled(small, schema, schedule, OPTIONS, ScaleOptions(workers=2, task=_crash_on_nine), tmp_path)
     by_geo = {u["geo"]: u for u in doc["units"]}
     for u in _units(sequential):
-        got = {k: v for k, v in by_geo[u["geo"]].items() if k != "seconds"}
+        got = {k: v for k, v in by_geo[u["geo"]].items() if k not in ("seconds", "store")}
         if u["rows"] == 9:
             assert got["status"] == "error" and "died" in got["reason"]
             assert got["summary"]["undecided"] == u["summary"]["verified"] and got["summary"]["verified"] == 0

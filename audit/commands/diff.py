@@ -24,8 +24,9 @@ def register(app: typer.Typer) -> None:
         quiet: QuietOpt = False,
     ) -> None:
         """Compare two findings: units and claims newly verified, rules newly failing. Exit 1 if a rule newly fails."""
+        from ..claimstore import store_beside
         from ..diff import compare
-        from ..report import read_findings
+        from ..findings import read_findings
         from ..rules import apply, load_rules
 
         if out is not None:
@@ -35,7 +36,7 @@ def register(app: typer.Typer) -> None:
             policy = load_rules(rules)
             apply(a, policy)
             apply(b, policy)
-        result = compare(a, b)
+        result = compare(a, b, store_beside(old, a), store_beside(new, b))
         if out is not None:
             out.parent.mkdir(parents=True, exist_ok=True)
             out.write_text(json.dumps(result, indent=1), encoding="utf-8")

@@ -44,7 +44,7 @@ def register(app: typer.Typer) -> None:
         options = ProtectOptions(strategy=strategy, exact=exact, hitting=hitting, primary=primary,
                                  complementary=complementary, alpha=alpha, rank=rank)
         log = None if quiet else (lambda msg: echo(msg, err=True))
-        report = run_protect(inputs, options, policy, out, log)
+        report = run_protect(inputs, options, policy, out, log, progress=not quiet)
         rec = report["recommendation"]
         if not quiet:
             before, after = report["before"], report["after"]

@@ -21,9 +21,11 @@ def register(app: typer.Typer) -> None:
         quiet: QuietOpt = False,
     ) -> None:
         """Re-render report.html from findings.json; rank/linear/protection.json beside it are included."""
+        from ..claimstore import store_beside
+        from ..findings import read_findings
         from ..junit import write_junit
         from ..provenance import select
-        from ..report import extras_beside, read_findings, write_report
+        from ..report import extras_beside, write_report
         from ..rules import apply, load_rules
 
         out = output_file(out or findings.parent / "report.html")
@@ -35,7 +37,7 @@ def register(app: typer.Typer) -> None:
             typer.echo(f"warning: {findings.parent / line}", err=True)
         if rules is not None:
             apply(doc, load_rules(rules), extras.get("rank"), extras.get("linear"))
-        path = write_report(doc, out, extras)
+        path = write_report(doc, out, extras, store_beside(findings, doc))
         if junit is not None:
             write_junit(doc, junit)
         if not quiet:

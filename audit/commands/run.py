@@ -15,7 +15,7 @@ from typing import Annotated, Callable, Optional
 import typer
 
 from ..engines._explain import EXPLAIN_BUDGET, WORK_PER_SECOND
-from ..terminal import echo, printable
+from ..terminal import echo
 from . import (GeographyOpt, InferOpt, OutOpt, QuietOpt, SchemaOpt, SeedOpt, TablesOpt, inputs_from,
                output_folder)
 
@@ -109,7 +109,7 @@ def pipeline(data: Path, tables: Path, schema: Optional[Path], out: Path, *, rul
              linear_results: Optional[Path] = None, report: bool = True, quiet: bool = False, progress: bool = True,
              use_existing: bool = True, on_unit: Callable[[dict], None] | None = None, scale=None,
              published: Optional[Path] = None) -> dict:
-    """Attack, apply the rules, write findings.json, junit.xml and report.html; return the findings.
+    """Attack, apply the rules, write findings.json, claims.csv.gz, junit.xml and report.html; return the findings.
 
     ``scale`` (:class:`audit.scale.ScaleOptions`): stream the data, run units on a pool or Dask, write
     parts to ``out/parts`` (resumable) and cap the claims listed per unit; None: the whole frame in
@@ -118,8 +118,7 @@ def pipeline(data: Path, tables: Path, schema: Optional[Path], out: Path, *, rul
     ``rank_results`` / ``linear_results`` are taken unless they record other inputs.
     ``published``: attack that release file alone (:mod:`audit.published`), with ``data`` None.
     """
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
+    from ..claimstore import store_beside
     from ..errors import AuditError
     from ..exact import ExactOptions
     from ..findings import run_exact, write_json
@@ -172,21 +171,22 @@ def pipeline(data: Path, tables: Path, schema: Optional[Path], out: Path, *, rul
 
         runner = bounded_runner(options, memory_mb)
         inputs = inputs_from(data, schema, tables, infer_schema, geography)
-    with Progress(TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                  disable=quiet or not progress, transient=True) as bar:
-        task = bar.add_task("units", total=None)
+    if scale is None:
+        from ..progress import Progress
 
-        def tick(u: dict) -> None:
-            bar.update(task, advance=1, description=printable(f"unit {u['geo']}"))
-            if on_unit:
-                on_unit(u)
+        with Progress("units", quiet or not progress) as bar:
+            def tick(u: dict) -> None:
+                bar.update(note=f"unit {u['geo']}")
+                if on_unit:
+                    on_unit(u)
 
-        if published is not None:
-            from ..published import run_published
+            if published is not None:
+                from ..published import run_published
 
-            doc = run_published(published, schema, tables, options, on_unit=tick, rules=policy)
-        elif scale is None:
-            doc = run_exact(inputs, options, on_unit=tick, rules=policy, run_units=runner)
+                doc = run_published(published, schema, tables, options, on_unit=tick, rules=policy)
+            else:
+                doc = run_exact(inputs, options, on_unit=tick, rules=policy, run_units=runner, out=out,
+                                on_total=bar.total)
     out.mkdir(parents=True, exist_ok=True)
     fresh: dict[str, dict] = {}
     if rank:
@@ -217,14 +217,14 @@ def pipeline(data: Path, tables: Path, schema: Optional[Path], out: Path, *, rul
     doc["versions"] = _versions()
     doc["run"] = {"started": started, "command": "audit " + " ".join(sys.argv[1:]) if sys.argv else "",
                   "rules_file": policy.source}
-    outputs = {"findings": out / "findings.json", "junit": out / "junit.xml"}
+    outputs = {"findings": out / "findings.json", "claims": out / "claims.csv.gz", "junit": out / "junit.xml"}
     if report:
         outputs["report"] = out / "report.html"
     doc["outputs"] = {k: str(v) for k, v in outputs.items()}
     # findings.json last: the three appear together at the end of a run that succeeded
     _write_atomic(lambda p: write_junit(doc, p), outputs["junit"])
     if report:
-        write_report(doc, outputs["report"], extras)
+        write_report(doc, outputs["report"], extras, store_beside(outputs["findings"], doc))
     write_json(doc, outputs["findings"])
     return doc
 
@@ -280,7 +280,7 @@ def register(app: typer.Typer) -> None:
         workers: Annotated[int, typer.Option("--workers", min=1, help="Units in parallel on a local process pool (1: one worker process).")] = 1,
         scheduler: Annotated[Optional[str], typer.Option("--scheduler", help="Run units on a Dask cluster at this address (needs the 'cluster' extra).")] = None,
         resume: Annotated[bool, typer.Option("--resume", help="Continue an interrupted run: skip the units already in OUT/parts.")] = False,
-        claims_cap: Annotated[Optional[int], typer.Option("--claims-cap", min=0, help="Claims listed per unit in findings.json and OUT/parts (the summary counts them all); default: all up to 200 units, else 25; a large number keeps every claim.")] = None,
+        claims_cap: Annotated[Optional[int], typer.Option("--claims-cap", min=0, help="Claims of each kind (derived singletons, full records, undecided) listed per unit in findings.json; default: 10 up to 200 units, else 3. Counts stay exact and claims.csv.gz holds every claim (audit claims).")] = None,
         published: PublishedOpt = None,
     ) -> None:
         """Attack the release, apply the rules, write findings.json, junit.xml and report.html (exit 1 on failure)."""
