@@ -34,6 +34,7 @@ class ExactOptions:
     explain_seconds: float = 10.0
     max_rows: int = 200
     linear: bool = True  # prove claims that are linear combinations of exact counts without search
+    attacker: object = None  # audit.attacker.AttackerModel: also measure re-identification (audit.reidentify)
 
     def __post_init__(self):
         if self.engine not in ENGINES:
@@ -66,6 +67,7 @@ class UnitResult:
     status: str = "done"  # done | too-large | inconsistent
     reason: str = ""
     baseline: dict = field(default_factory=dict)
+    reidentification: object = None  # audit.reidentify.UnitMeasure, with an attacker model
 
     @property
     def verified(self) -> list[Verdict]:
@@ -143,6 +145,17 @@ def audit_unit(problem: Problem, options: ExactOptions = ExactOptions(),
         engine = make_engine(problem, options)
         certificates = _search(engine, linear, problem, options, result, table, pending, start)
     _explain(engine, result, options, linear, certificates)
+    if options.attacker is not None and problem.level == options.attacker.geography:
+        from .reidentify import measure_exact
+
+        engines = [engine]
+
+        def verify(claim: Claim) -> Verdict:  # what the verdicts leave open, on the same solver
+            if engines[0] is None:
+                engines[0] = make_engine(problem, options)
+            return engines[0].verify(claim, explain="none")
+
+        result.reidentification = measure_exact(result, options.attacker, prior_rows, verify)
     if prior_rows is not None and len(prior_rows) and todo:
         verified = {v.claim for v in result.verified}
         result.baseline = {c: p for c, p in zip(todo, table.baseline(problem.n_rows[1], prior_rows).tolist())

@@ -16,6 +16,7 @@ from .claims import UNDECIDED, VERIFIED
 from .exact import ExactOptions, UnitResult, audit_unit
 from .inputs import Inputs
 from .problem import Problem
+from .reidentify import section as reidentification_section, with_attacker
 from .release import PUBLISHED, STRUCTURAL, SUPPRESSED, UnitRelease
 
 NOTICE = ("CONFIDENTIAL: this file contains records reconstructed from confidential microdata. "
@@ -109,6 +110,8 @@ def unit_json(result: UnitResult, release: UnitRelease | None = None, cap: int |
         out["claims_omitted"] = omitted
     if release is not None:
         out["cells"] = cells_json(release)
+    if result.reidentification is not None:
+        out["reidentification"] = result.reidentification.counts
     return out
 
 
@@ -124,6 +127,7 @@ def run_exact(inputs: Inputs, options: ExactOptions, on_unit: Callable[[dict], N
               rules=None) -> dict:
     """Tabulate, attack every unit, and assemble the findings document (verdict from ``rules``, default policy)."""
     start = time.perf_counter()
+    options = with_attacker(options, inputs.schema)
     releases = inputs.release()
     problems = inputs.problems(releases)
     by_unit = {(r.level, r.geo): r for r in releases}
@@ -170,11 +174,13 @@ def document(inputs: Inputs, options: ExactOptions, units: list[dict], seconds: 
         "tool": {"name": "disclosure-audit", "version": __version__, "python": platform.python_version()},
         "inputs": {"data": inputs.data_path, "schema": inputs.schema.source, "tables": inputs.schedule.source,
                    "rows": int(len(inputs.frame)), "unit": inputs.schema.unit},
-        "options": {k: v for k, v in asdict(options).items()},
+        "options": {k: v for k, v in asdict(options).items()} | (
+            {"attacker": options.attacker.describe()} if options.attacker is not None else {}),
         "verdict": None,
         "summary": total, "schema": schema_json(inputs.schema), "cell_labels": cell_labels(inputs, units),
         "units": units, "seconds": round(seconds, 3),
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "reidentification": reidentification_section(options.attacker, units),
     }
     return apply(doc, rules if rules is not None else load_rules())
 

@@ -40,6 +40,7 @@ from .exact import ExactOptions, UnitResult, audit_unit
 from .findings import cells_json, claim_rank, document, prior_rows, unit_json
 from .inputs import Inputs
 from .problem import Problem, build_problems
+from .reidentify import with_attacker
 from .schedule import Schedule
 from .schema import Schema
 from .stream import DEFAULT_CHUNK_ROWS, _keys, count_units, stream_chunks
@@ -283,6 +284,7 @@ def run_scaled(source, schema: Schema, schedule: Schedule, options: ExactOptions
     total)`` after each unit is written. Raises :class:`Interrupted` on Ctrl-C (parts intact).
     """
     start = time.perf_counter()
+    options = with_attacker(options, schema)
     out = Path(out)
     parts = out / "parts"
     manifest = parts / "run.json"

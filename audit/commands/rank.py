@@ -41,6 +41,11 @@ def register(app: typer.Typer) -> None:
                          "Handle it as the microdata itself.", "confidential": True,
                "inputs": {"data": inputs.data_path, "schema": inputs.schema.source, "tables": inputs.schedule.source},
                **results.to_dict(top)}
+        if inputs.schema.attacker is not None:
+            from ..reidentify import ranking_part
+
+            doc["reidentification"] = ranking_part(results, inputs.frame, inputs.schema.geography,
+                                                   inputs.schema.attacker)
         out.mkdir(parents=True, exist_ok=True)
         write_json(doc, out / "rank.json")
         (out / "rank.svg").write_text(results.svg(), encoding="utf-8")

@@ -107,6 +107,7 @@ def pipeline(data: Path, tables: Path, schema: Optional[Path], out: Path, *, rul
     from ..exact import ExactOptions
     from ..findings import run_exact, write_json
     from ..junit import write_junit
+    from ..reidentify import add_ranking
     from ..report import write_report
     from ..rules import apply, load_rules
 
@@ -152,6 +153,7 @@ def pipeline(data: Path, tables: Path, schema: Optional[Path], out: Path, *, rul
                                "--seed", str(seed), "--out", str(out)])
         fresh.add("linear")
     extras = read_extras(out, None if use_existing else fresh)
+    add_ranking(doc, extras.get("rank"))
     apply(doc, policy, extras.get("rank"), extras.get("linear"))
     doc["attacks"] = ["exact", *[k for k in ("rank", "linear") if k in extras]]
     doc["versions"] = _versions()
