@@ -187,7 +187,8 @@ class _Persons:
         groups: dict[tuple, list[int]] = {}
         for i, t in enumerate(map(tuple, truth[:, self.qi_cols].tolist())):
             groups.setdefault(t, []).append(i)
-        cache: dict = {}
+        zeros: dict[tuple, Verdict] = {}
+        memo: dict[tuple, tuple] = {}
 
         def pin(assign: tuple, m: int) -> Verdict | None:
             v = verified.get(assign)
@@ -196,10 +197,10 @@ class _Persons:
             return Verdict(Claim(assign, m), VERIFIED) if whole and assign else None
 
         def zero(assign: tuple) -> Verdict:
-            """R(assign, 0), asked of the engine once."""
-            if ("zero", assign) not in cache:
-                cache[("zero", assign)] = verify(Claim(assign, 0))
-            return cache[("zero", assign)]
+            """R(assign, 0): true in the one dataset, or asked of the engine once."""
+            if assign not in zeros:
+                zeros[assign] = Verdict(Claim(assign, 0), VERIFIED) if whole else verify(Claim(assign, 0))
+            return zeros[assign]
 
         def counted(t: tuple) -> bool:
             m, base = len(groups.get(t, ())), tuple(zip(self.qi_cols, t))
@@ -218,37 +219,43 @@ class _Persons:
 
         def holds(t: tuple, j: int, code: int) -> tuple[str, Verdict | None]:
             """(proved | not | undecided, a claim the proof rests on) for 'every row in t has this code'."""
-            if (t, j, code) in cache:
-                return cache[(t, j, code)]
+            if (t, j, code) in memo:
+                return memo[(t, j, code)]
             a = self.sensitive[j]
             col, inside = p.index(a.column), self.codes[a.name] == code
-            rows = groups.get(t, [])
-            base = tuple(zip(self.qi_cols, t))
+            rows, base = groups.get(t, []), tuple(zip(self.qi_cols, t))
+            atoms = set(truth[rows, col].tolist())
+            own = pin(tuple(sorted(base + ((col, atoms.pop()),))), len(rows)) \
+                if len(atoms) == 1 and counted(t) else None
+            outside = np.flatnonzero(~inside).tolist()
             if not inside[truth[rows, col]].all():
                 out: tuple = ("not", None)  # a true row in t has another value
-            elif whole or (rows and joint(t) is not None):
-                out = ("proved", joint(t) if rows else None)
-            elif rows and (truth[rows, col] == truth[rows[0], col]).all() and counted(t) and \
-                    pin(tuple(sorted(base + ((col, int(truth[rows[0], col])),))), len(rows)) is not None:
-                out = ("proved", pin(tuple(sorted(base + ((col, int(truth[rows[0], col])),))), len(rows)))
+            elif rows and (joint(t) or own):
+                out = ("proved", joint(t) or own)
+            elif whole:
+                out = ("proved", zero(tuple(sorted(base + ((col, outside[0]),)))) if outside and base else None)
             elif verify is None:
                 out = ("not", None)
             else:
                 out = ("proved", None)
-                for atom in np.flatnonzero(~inside).tolist():
+                for atom in outside:
                     v = zero(tuple(sorted(base + ((col, atom),))))
                     if v.status == REFUTED:
                         out = ("not", None)
                         break
                     out = (out[0] if v.status == VERIFIED else "undecided", out[1] or v)
-            cache[(t, j, code)] = out
+            memo[(t, j, code)] = out
             return out
 
         linked, proved, undecided = np.zeros(n, bool), np.zeros(n, bool), np.zeros(n, bool)
         by_attr = np.zeros((n, len(self.sensitive)), bool)
         pins: list[list[Verdict]] = [[] for _ in range(n)]
+        allowed_of: dict[tuple, tuple] = {}
         for i in range(n):
-            allowed, exact = self._allowed(self.qi[i])
+            key = tuple(self.qi[i].tolist())
+            if key not in allowed_of:
+                allowed_of[key] = self._allowed(self.qi[i])
+            allowed, exact = allowed_of[key]
             if allowed is None:
                 continue
             combos = list(itertools.product(*allowed))
@@ -268,7 +275,7 @@ class _Persons:
                 pins[i] = []
             linked[i] = exact and bool(self.unique[i]) and sum(len(groups.get(t, ())) for t in combos) == 1 \
                 and all(counted(t) for t in combos)
-        held = [v for k, v in cache.items() if k[0] == "zero" and v.status == UNDECIDED]
+        held = [v for v in zeros.values() if v.status == UNDECIDED]
         return {"linked": linked, "proved": proved, "by_attribute": by_attr, "undecided": undecided,
                 "pins": pins, "held": held}
 
