@@ -471,6 +471,9 @@ def add_ranking(doc: dict, rank: Mapping | None) -> None:
         return
     if rank and rank.get("reidentification"):
         reid["ranking"] = rank["reidentification"]
+    elif rank:
+        reid["ranking"] = {"status": "not run", "reason": "rank.json has no re-identification part: run the ranking "
+                           "attack again with this schema (audit run --rank)"}
     else:
         from .engines.rank import torch_available
 
