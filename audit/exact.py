@@ -49,6 +49,7 @@ class ExactOptions:
     linear: bool = True  # prove claims that are linear combinations of exact counts without search
     memory_mb: int | None = 4096  # per unit; a unit estimated above it is too large (None: no bound)
     histogram: bool = True  # sample, refute and prove in histogram space (LP/MIP) before the row-slot engine
+    attacker: object = None  # audit.attacker.AttackerModel: also measure re-identification (audit.reidentify)
 
     def __post_init__(self):
         if self.engine not in ENGINES:
@@ -85,6 +86,7 @@ class UnitResult:
     reason: str = ""
     baseline: dict = field(default_factory=dict)
     omitted: int = 0  # undecided claims counted but not listed (a unit too large to list them)
+    reidentification: object = None  # audit.reidentify.UnitMeasure, with an attacker model
 
     @property
     def verified(self) -> list[Verdict]:
@@ -264,6 +266,17 @@ def audit_unit(problem: Problem, options: ExactOptions = ExactOptions(),
     else:
         engine, certificates = _search(linear, problem, options, result, table, pending, late, deadline)
     _explain(engine, result, options, linear, certificates)
+    if options.attacker is not None and problem.level == options.attacker.geography:
+        from .reidentify import measure_exact
+
+        engines = [engine]
+
+        def verify(claim: Claim) -> Verdict:  # what the verdicts leave open, on the same solver
+            if engines[0] is None:
+                engines[0] = make_engine(problem, options)
+            return engines[0].verify(claim, explain="none")
+
+        result.reidentification = measure_exact(result, options.attacker, prior_rows, verify)
     if prior_rows is not None and len(prior_rows) and todo:
         verified = {v.claim for v in result.verified}
         result.baseline = {c: p for c, p in zip(todo, table.baseline(problem.n_rows[1], prior_rows).tolist())

@@ -28,6 +28,7 @@ from .errors import AuditError
 from .exact import ExactOptions, UnitResult, audit_unit
 from .inputs import Inputs
 from .problem import Problem
+from .reidentify import section as reidentification_section, with_attacker
 from .release import PUBLISHED, STRUCTURAL, SUPPRESSED, UnitRelease
 
 FORMAT = 2
@@ -176,6 +177,8 @@ def unit_json(result: UnitResult, release: UnitRelease | None = None, cap: int =
         out["not_stored"] = result.omitted
     if release is not None:
         out["cells"] = cells_json(release)
+    if result.reidentification is not None:
+        out["reidentification"] = result.reidentification.counts
     if header is not None:
         refuted = refuted_claims(result, max_columns)
         out["_store"] = (encode(result, header, refuted), len(result.verdicts) + len(refuted))
@@ -202,6 +205,7 @@ def run_exact(inputs: Inputs, options: ExactOptions, on_unit: Callable[[dict], N
     :func:`unit_json`'s; by default they run in this process.
     """
     start = time.perf_counter()
+    options = with_attacker(options, inputs.schema)
     releases = inputs.release()
     problems = inputs.problems(releases)
     if on_total:
@@ -277,11 +281,13 @@ def document(inputs: Inputs, options: ExactOptions, units: Sequence[dict], secon
         "tool": {"name": "disclosure-audit", "version": __version__, "python": platform.python_version()},
         "inputs": {"data": inputs.data_path, "schema": inputs.schema.source, "tables": inputs.schedule.source,
                    "rows": int(len(inputs.frame)), "unit": inputs.schema.unit},
-        "options": {k: v for k, v in asdict(options).items()},
+        "options": {k: v for k, v in asdict(options).items()} | (
+            {"attacker": options.attacker.describe()} if options.attacker is not None else {}),
         "verdict": None,
         "summary": totals(units), "schema": schema_json(inputs.schema), "cell_labels": cell_labels(inputs.schedule),
         "claim_store": store, "units": units, "seconds": round(seconds, 3),
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "reidentification": reidentification_section(options.attacker, units),
     }
     return apply(doc, rules if rules is not None else load_rules())
 

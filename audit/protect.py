@@ -41,6 +41,7 @@ from .errors import AuditError, InconsistentRelease
 from .exact import ExactOptions, UnitResult, audit_unit
 from .inputs import Inputs
 from .problem import Problem, build_problems
+from .reidentify import with_attacker
 from .release import PUBLISHED, SUPPRESSED, Constraint, UnitRelease
 from .schedule import Protection, Schedule, rounds_to_zero
 from .tabulate import tabulate, units_of
@@ -61,6 +62,8 @@ class Policy:
     reconstructed: bool = False    # exactly one dataset fits
     small: int | None = None       # published exact counts 1..t-1
     undecided: bool = True         # fail closed
+    reidentification: int | None = None  # persons linked with every sensitive value proved, per unit
+    inference: int | None = None   # persons unlike their unit's majority with their sensitive values proved
 
     @classmethod
     def from_rules(cls, rules) -> "Policy":
@@ -68,7 +71,9 @@ class Policy:
         get = lambda rid, key: on[rid].settings.get(key) if rid in on else None  # noqa: E731
         return cls(derived=get("derived_singletons", "min_columns"), direct=get("direct_singletons", "min_columns"),
                    full_records="full_records" in on, reconstructed="reconstructed_units" in on,
-                   small=get("small_cells", "threshold"), undecided="undecided" in on)
+                   small=get("small_cells", "threshold"), undecided="undecided" in on,
+                   reidentification=get("reidentification", "max_persons"),
+                   inference=get("attribute_inference", "max_persons"))
 
 
 @dataclass(frozen=True)
@@ -118,6 +123,12 @@ def failing(result: UnitResult, policy: Policy) -> tuple[list, list]:
                 or (v.claim.singleton and v.direct and policy.direct is not None and k >= policy.direct)
                 or (policy.full_records and k == ncols)):
             out.append(v)
+    if result.reidentification is not None:  # a person whose sensitive values are proved: the claims pinning them
+        seen = {v.claim for v in out}
+        out += [v for v in result.reidentification.failing(policy.reidentification, policy.inference)
+                if v.claim not in seen]
+        if policy.reidentification is not None or policy.inference is not None:
+            undecided = undecided + result.reidentification.undecided
     return out, undecided
 
 
@@ -416,7 +427,7 @@ def audited(inputs: Inputs, exact: ExactOptions, rules, label: str, progress: bo
     from .progress import Progress
 
     with Progress(label, quiet=not progress) as bar:
-        return run_exact(inputs, exact, lambda u: bar.update(note=u["geo"]), rules, out, on_total=bar.total)
+        return run_exact(inputs, exact, lambda u: bar.update(note=u["geo"]), rules, out=out, on_total=bar.total)
 
 
 def reaudit(data: str, schema_path: str, schedule_path: Path, exact: ExactOptions, rules, progress: bool = False,
@@ -441,11 +452,13 @@ def protect(inputs: Inputs, options: ProtectOptions, rules, out: Path,
 
     start = time.perf_counter()
     policy = Policy.from_rules(rules)
+    options = replace(options, exact=with_attacker(options.exact, inputs.schema))
     before = audited(inputs, options.exact, rules, "audit: units", progress)
     failing_units = set(_failing_units(before))
     report: dict[str, Any] = {
         "strategy": options.strategy,
-        "parameters": {k: v for k, v in asdict(options).items() if k != "exact"} | {"exact": asdict(options.exact)},
+        "parameters": {k: v for k, v in asdict(options).items() if k != "exact"} | {"exact": asdict(options.exact) | {
+            "attacker": options.exact.attacker and options.exact.attacker.describe()}},
         "policy": asdict(policy), "rules": rules.to_dict(),
         "inputs": {"data": inputs.data_path, "schema": inputs.schema.source, "tables": inputs.schedule.source},
         "before": {"verdict": before["verdict"], "summary": before["summary"], "failing": before["failing"]},

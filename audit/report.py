@@ -309,6 +309,40 @@ def _protection_section(prot: Mapping | None) -> dict | None:
             "compare": compare, "facts": facts}
 
 
+def _words(names: list) -> str:
+    names = [str(n) for n in names]
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1] if names else ""
+
+
+def _reid_section(doc: Mapping) -> dict | None:
+    """The re-identification section: what an attacker who knows a person's quasi-identifiers learns."""
+    reid = doc.get("reidentification") or {}
+    if reid.get("status") != "run":
+        return {"parts": [], "reason": reid.get("reason")} if reid else None
+    who = reid.get("attacker") or {}
+    out = {"known": _words([who.get("geography"), *who.get("quasi_identifiers", ())]),
+           "qis": _words(who.get("quasi_identifiers", ())),
+           "geography": who.get("geography"), "sensitive": _words(who.get("sensitive", ())), "parts": []}
+    for key, title in (("exact", "Exact attack (proofs)"), ("ranking", "Ranking attack (best guesses)")):
+        part = reid.get(key) or {}
+        if part.get("status") != "run":
+            out["parts"].append({"title": title, "run": False, "reason": part.get("reason") or "not run"})
+            continue
+        out.setdefault("unique", part["unique"])
+        out.setdefault("unique_sensitive", part["unique_with_sensitive"])
+        inf = part["inference"]
+        rows = [("Putative re-identifications (of all persons)", part["putative"], None),
+                ("Confirmed re-identifications (of all persons)", part["confirmed"], None),
+                ("Precision (confirmed / putative)", part["precision"], None),
+                ("Sensitive values right, all persons", inf["all"]["attack"], inf["all"]["baselines"]),
+                ("Sensitive values right, persons unlike their unit's majority", inf["unlike_majority"]["attack"],
+                 inf["unlike_majority"]["baselines"])]
+        out["parts"].append({"title": title, "run": True, "key": key, "part": part, "rows": rows,
+                             "lift": inf["unlike_majority"]["lift"], "unlike": inf["unlike_majority"]["persons"],
+                             "missing": part.get("units_not_measured", 0), "notes": part.get("notes") or []})
+    return out
+
+
 def context(doc: Mapping, extras: Mapping[str, Mapping] | None = None, store=None) -> dict:
     """Everything the template shows, computed from the findings (and optional rank/linear/protection;
     the riskiest units' claims from the claim store ``store`` when given)."""
@@ -334,6 +368,7 @@ def context(doc: Mapping, extras: Mapping[str, Mapping] | None = None, store=Non
         "detail": _detail(doc, rows, cell_labels, store), "claim_store": (doc.get("claim_store") or {}).get("file"),
         "detail_limit": DETAIL_UNITS, "claims_limit": CLAIMS_PER_UNIT,
         "schema": doc.get("schema") or {}, "rank": _rank_section(extras.get("rank"), rules),
+        "reid": _reid_section(doc),
         "linear": _linear_section(extras.get("linear")), "protection": _protection_section(extras.get("protection")),
         "appendix": _appendix(doc, extras),
     }

@@ -35,8 +35,19 @@ RULES: dict[str, tuple[str, dict[str, tuple[type, Any, str]]]] = {
     "linear_accuracy": ("Linear reconstruction accuracy", {
         "max": (float, None, "largest allowed accuracy of the linear attack, 0 to 1"),
         "max_lift": (float, 0.10, "largest allowed accuracy over the majority-guess baseline, 0 to 1")}),
+    "reidentification": ("Persons re-identified with their sensitive values", {
+        "max_persons": (int, 0, "per unit: fail when more persons than this are linked on the quasi-identifiers "
+                                "with every sensitive value proved (exact attack)"),
+        "max_rate": (float, 0.05, "release: fail when an attack's confirmed re-identification rate (confirmed / "
+                                  "persons) is above this, 0 to 1")}),
+    "attribute_inference": ("Sensitive values inferred beyond the baseline", {
+        "max_persons": (int, 0, "per unit: fail when more persons unlike their unit's majority than this have "
+                                "their sensitive values proved (exact attack)"),
+        "max_lift": (float, 0.10, "release: fail when an attack infers the sensitive values of persons unlike "
+                                  "their unit's majority more often than the best baseline by more than this, 0 to 1")}),
     "undecided": ("Claims the attack could not decide (fail closed)", {}),
 }
+REID_RULES = {"reidentification": ("confirmed", "max_rate"), "attribute_inference": ("inferred_unlike", "max_lift")}
 TOP_KEYS = ("name", "description", *RULES)
 SMALL_MAX = 10  # findings list exact published counts 1..SMALL_MAX-1, so thresholds go up to 10
 
@@ -146,6 +157,14 @@ def _check_ranges(doc: Located, rid: str, s: dict) -> None:
         raise bad("max", "rank_lift needs max", "max: 0.1")
     if rid == "linear_accuracy" and s["max"] is None and s["max_lift"] is None:
         raise bad("max", "linear_accuracy needs max or max_lift", "max_lift: 0.1")
+    if rid in REID_RULES:
+        if s["max_persons"] is not None and s["max_persons"] < 0:
+            raise bad("max_persons", f"{rid}.max_persons must be 0 or more", "max_persons: 0")
+        limit = REID_RULES[rid][1]
+        if s[limit] is not None and not 0 <= s[limit] <= 1:
+            raise bad(limit, f"{rid}.{limit} must be between 0 and 1", f"{limit}: 0.05")
+        if s["max_persons"] is None and s[limit] is None:
+            raise bad("max_persons", f"{rid} needs max_persons or {limit}", "max_persons: 0")
     if rid in ("derived_singletons", "direct_singletons") and s["min_columns"] is None:
         raise bad("min_columns", f"{rid} needs min_columns", "min_columns: 2")
 
@@ -252,6 +271,50 @@ def _linear_check(rule: Rule, linear: Mapping | None) -> dict:
                   int(bool(over)))
 
 
+def _pct(part: Mapping) -> str:
+    lo, hi = part["ci"]
+    return f"{part['rate']:.1%} (95% CI {lo:.1%}-{hi:.1%})" if part.get("rate") is not None else "n/a (nobody)"
+
+
+def _reid_checks(rule: Rule, doc: Mapping) -> list[dict]:
+    """Per unit (exact attack: persons whose values are proved) and for the release (each attack's rate)."""
+    reid = doc.get("reidentification") or {}
+    if reid.get("status") != "run":
+        return [_check(rule, RELEASE, None, reid.get("reason") or "the findings have no re-identification section")]
+    key, limit_key = REID_RULES[rule.id]
+    bound, limit = rule.settings["max_persons"], rule.settings[limit_key]
+    what = ("linked on the quasi-identifiers with every sensitive value proved" if key == "confirmed"
+            else "unlike their unit's majority with their sensitive values proved")
+    out = []
+    for unit in doc.get("units", ()) if bound is not None else ():
+        if unit.get("level") != reid["attacker"]["geography"]:
+            continue
+        counts = unit.get("reidentification")
+        if counts is None:
+            out.append(_check(rule, unit["geo"], None, "not measured: the exact attack did not finish this unit"))
+            continue
+        n, held = counts[key], (counts.get("undecided") or {}).get(key, 0)
+        out.append(_check(rule, unit["geo"], n + held > bound, f"{_plural(n, 'person')} {what}"
+                          + (f", {held} more undecided (not known to be safe)" if held else "")
+                          + (f" (more than {bound})" if n + held > bound else ""), n + held))
+    ran = [(name, reid[name]) for name in ("exact", "ranking") if (reid.get(name) or {}).get("status") == "run"]
+    if limit is not None and ran:
+        if key == "confirmed":
+            values = [(name, part["confirmed"]["rate"] or 0.0, f"{name} attack: confirmed {_pct(part['confirmed'])}")
+                      for name, part in ran]
+        else:
+            values = []
+            for name, part in ran:
+                inf = part["inference"]["unlike_majority"]
+                values.append((name, inf["lift"], f"{name} attack: {_pct(inf['attack'])} of persons unlike their "
+                               f"unit's majority inferred, {inf['lift']:+.1%} over the {inf['best_baseline']} baseline"))
+        over = [v for v in values if v[1] > limit]
+        out.append(_check(rule, RELEASE, bool(over), "; ".join(t for _, _, t in values)
+                          + (f" (above the bound {limit:.0%})" if over else f" (within the bound {limit:.0%})"),
+                          len(over)))
+    return out
+
+
 def evaluate(doc: Mapping, rules: Rules, rank: Mapping | None = None, linear: Mapping | None = None) -> list[dict]:
     """One check per rule per unit (release-wide rules: one check for the release), rule by rule."""
     return list(checks_of(doc, rules, rank, linear))
@@ -266,6 +329,9 @@ def checks_of(doc: Mapping, rules: Rules, rank: Mapping | None = None, linear: M
         rank_units = {u.get("geo"): u for u in rank.get("units") or ()}
         rank_units["__k_over_u__"] = pooled.get("k_over_u")
     for rule in rules.rules:
+        if rule.id in REID_RULES:
+            yield from _reid_checks(rule, doc)
+            continue
         if rule.id == "linear_accuracy":
             yield _linear_check(rule, linear)
             continue

@@ -48,6 +48,7 @@ from .findings import JsonLines, cells_json, document, listing_cap, prior_rows, 
 from .inputs import Inputs
 from .problem import Problem, build_problems
 from .provenance import file_digest
+from .reidentify import with_attacker
 from .schedule import Schedule
 from .schema import Schema
 from .stream import DEFAULT_CHUNK_ROWS, _keys, count_units, stream_chunks
@@ -333,6 +334,7 @@ def run_scaled(source, schema: Schema, schedule: Schedule, options: ExactOptions
     total)`` after each unit is written. Raises :class:`Interrupted` on Ctrl-C (parts intact).
     """
     start = time.perf_counter()
+    options = with_attacker(options, schema)
     out = Path(out)
     parts = out / "parts"
     manifest = parts / "run.json"

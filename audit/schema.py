@@ -10,6 +10,7 @@ from typing import Any, Mapping
 import pandas as pd
 
 from ._yaml import Located, load_yaml
+from .attacker import load_attacker
 from .errors import AuditError
 from .query import Predicate
 
@@ -75,6 +76,7 @@ class Schema:
     recodes: tuple[Recode, ...] = ()
     edits: tuple[Edit, ...] = ()
     source: str = "<schema>"
+    attacker: Any = None  # an audit.attacker.AttackerModel: what an attacker knows and wants (optional)
 
     def __post_init__(self):
         names = [c.name for c in self.columns] + [r.name for r in self.recodes]
@@ -192,10 +194,10 @@ def load_schema(path: str | Path) -> Schema:
     if not isinstance(data, Mapping):
         raise doc.error("a schema must be a mapping with unit, geography and columns"
                         + (" (the file is empty)" if data is None else ""), fix="see the README's 'Schema' section")
-    unknown = set(data) - {"unit", "geography", "columns", "recodes", "constraints"}
+    unknown = set(data) - {"unit", "geography", "columns", "recodes", "constraints", "attacker"}
     if unknown:
         raise doc.error(f"unknown key(s) {sorted(map(str, unknown))}", sorted(unknown, key=str)[0],
-                        fix="allowed: unit, geography, columns, recodes, constraints")
+                        fix="allowed: unit, geography, columns, recodes, constraints, attacker")
     for key in ("unit", "geography", "columns"):
         if key not in data:
             raise doc.error(f"missing required key '{key}'", fix=f"add '{key}:' (see the README)")
@@ -235,7 +237,8 @@ def load_schema(path: str | Path) -> Schema:
         raise doc.error("constraints must be a list of '- forbid: {column: codes, ...}'", "constraints",
                         fix="e.g. constraints: [{forbid: {marital: [M], age: {max: 14}}}]")
     edits = tuple(_load_edit(doc, schema, spec, i) for i, spec in enumerate(constraints))
-    return Schema(schema.unit, schema.geography, schema.columns, schema.recodes, edits, str(doc.file))
+    attacker = load_attacker(doc, schema, data["attacker"]) if "attacker" in data else None
+    return Schema(schema.unit, schema.geography, schema.columns, schema.recodes, edits, str(doc.file), attacker)
 
 
 def _unit(doc: Located, value: Any) -> str:

@@ -30,6 +30,7 @@ import numpy as np  # noqa: E402
 from audit.engines.rank import RankAttack, RankOptions, resolve_device  # noqa: E402
 from audit.inputs import Inputs  # noqa: E402
 from audit.microdata import validate  # noqa: E402
+from audit.reidentify import ranking_part  # noqa: E402
 from audit.schedule import Protection, load_schedule  # noqa: E402
 from audit.schema import load_schema  # noqa: E402
 
@@ -99,6 +100,8 @@ def main(argv: list[str] | None = None) -> int:
         res = RankAttack(problems, full, schema.geography, opts).evaluate()
         results[init] = res
         doc[init] = {"seconds": res.seconds, "blocks_per_minute": res.blocks_per_minute(), "pooled": res.pooled()}
+        if schema.attacker is not None:  # putative / confirmed re-identification from the top-ranked rows
+            doc[init]["reidentification"] = ranking_part(res, full, schema.geography, schema.attacker)
     grid = list(next(iter(results.values())).grid)
     cols = [grid.index(x) for x in SHOW if x in grid]
     print(f"\n{'curve':<22}{'s':>8}{'blocks/min':>12}  " + "".join(f"{'k/u=' + str(grid[c]):>10}" for c in cols))
@@ -113,6 +116,19 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"{'  ' + name + ' (' + str(pooled['baseline_units'][name]) + ')':<42}"
                           + "".join(f"{curve[c]:>10.3f}" for c in cols))
             baselines_done = True
+    for init in results:
+        reid = doc[init].get("reidentification") or {}
+        if reid.get("status") == "run":
+            inf = reid["inference"]
+
+            def pct(r: dict) -> str:
+                return f"{r['rate']:.1%} ({r['ci'][0]:.1%}-{r['ci'][1]:.1%})"
+            print(f"re-identification, {init} start ({reid['persons']} persons): putative {pct(reid['putative'])}, "
+                  f"confirmed {pct(reid['confirmed'])}, precision {pct(reid['precision'])}; race and ethnicity right "
+                  f"{pct(inf['all']['attack'])} (block mode {pct(inf['all']['baselines']['unit_mode'])}, tract mode "
+                  f"{pct(inf['all']['baselines']['parent_mode'])}); persons unlike their block's majority "
+                  f"({inf['unlike_majority']['persons']}) {pct(inf['unlike_majority']['attack'])} (tract mode "
+                  f"{pct(inf['unlike_majority']['baselines']['parent_mode'])})")
     verdict = None
     if "parent" in results:
         pooled = results["parent"].pooled()

@@ -90,6 +90,22 @@ def main(argv: list[str] | None = None) -> int:
                                             f"{doc['claim_store']['bytes'] / 2**20:.1f} MB")]
     if n < total_blocks:
         rows.append((f"extrapolated to {total_blocks} blocks", f"{wall * total_blocks / n / 60:.1f} min"))
+    exact = (doc.get("reidentification") or {}).get("exact") or {}
+    if exact.get("status") == "run":  # the schema's attacker model: block, sex, binned age -> race, ethnicity
+        def pct(r: dict) -> str:
+            return f"{r['count']} of {r['of']} ({r['rate']:.1%}, {r['ci'][0]:.1%}-{r['ci'][1]:.1%})"
+
+        inf = exact["inference"]
+        rows += [("unique on the quasi-identifiers", pct(exact["unique"])),
+                 ("unique with the sensitive columns", pct(exact["unique_with_sensitive"])),
+                 ("putative (linked) / confirmed", f"{pct(exact['putative'])} / {pct(exact['confirmed'])}"),
+                 ("precision", pct(exact["precision"])),
+                 ("sensitive values proved", pct(inf["all"]["attack"])),
+                 ("  baselines unit / parent mode", " / ".join(pct(b) for b in inf["all"]["baselines"].values())),
+                 ("proved, persons unlike the majority", pct(inf["unlike_majority"]["attack"])),
+                 ("  baselines unit / parent mode",
+                  " / ".join(pct(b) for b in inf["unlike_majority"]["baselines"].values())),
+                 ("persons not measured", str(exact["persons_not_measured"]))]
     width = max(len(k) for k, _ in rows)
     print(f"{'measure':<{width}}  value")
     for k, v in rows:

@@ -24,6 +24,10 @@ def write_ranking(inputs, options, out: Path, top: Optional[int] = None, made_fr
            "inputs": {"data": inputs.data_path, "schema": inputs.schema.source, "tables": inputs.schedule.source},
            "fingerprint": {**(made_from or {}), "options": asdict(options)},
            **results.to_dict(top)}
+    if inputs.schema.attacker is not None:
+        from ..reidentify import ranking_part
+
+        doc["reidentification"] = ranking_part(results, inputs.frame, inputs.schema.geography, inputs.schema.attacker)
     out.mkdir(parents=True, exist_ok=True)
     write_json(doc, out / "rank.json")
     (out / "rank.svg").write_text(results.svg(), encoding="utf-8")

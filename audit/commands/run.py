@@ -124,6 +124,7 @@ def pipeline(data: Path, tables: Path, schema: Optional[Path], out: Path, *, rul
     from ..findings import run_exact, write_json
     from ..junit import write_junit
     from ..provenance import fingerprint, select
+    from ..reidentify import add_ranking
     from ..report import extras_beside, write_report
     from ..rules import apply, load_rules
 
@@ -209,6 +210,7 @@ def pipeline(data: Path, tables: Path, schema: Optional[Path], out: Path, *, rul
         write_json(extras[kind], out / f"{kind}.json")
     for line in left_out if not quiet else ():
         typer.echo(f"warning: {out / line}", err=True)
+    add_ranking(doc, extras.get("rank"))
     apply(doc, policy, extras.get("rank"), extras.get("linear"))
     doc["attacks"] = ["exact", *[k for k in ("rank", "linear") if k in extras]]
     doc["inputs"]["fingerprint"] = made_from
