@@ -199,10 +199,10 @@ def run_exact(inputs: Inputs, options: ExactOptions, on_unit: Callable[[dict], N
     """Tabulate, attack every unit, and assemble the findings document (verdict from ``rules``, default policy).
 
     With ``out``, the claim store is written to ``out/claims.csv.gz`` as units finish.
-    ``run_units(tasks, record, header, cap)``, when given, runs the units elsewhere (``audit run``: in
-    a worker process, see :func:`audit.scale.bounded_runner`): ``tasks`` yields (problem, prior rows,
-    release), ``record(unit, release)`` takes each unit's findings, and ``header`` and ``cap`` are
-    :func:`unit_json`'s; by default they run in this process.
+    ``run_units(tasks, options, record, header, cap)``, when given, runs the units elsewhere (``audit
+    run``: in a worker process, see :func:`audit.scale.bounded_runner`): ``tasks`` yields (problem,
+    prior rows, release), ``record(unit, release)`` takes each unit's findings, and ``header`` and
+    ``cap`` are :func:`unit_json`'s; by default they run in this process.
     """
     start = time.perf_counter()
     options = with_attacker(options, inputs.schema)
@@ -230,7 +230,7 @@ def run_exact(inputs: Inputs, options: ExactOptions, on_unit: Callable[[dict], N
         for problem, prior, release in tasks:
             record(unit_json(audit_unit(problem, options, prior), None, cap, stored, options.max_columns), release)
     else:
-        run_units(tasks, record, stored, cap)
+        run_units(tasks, options, record, stored, cap)
     order = {(p.level, "/".join(p.geo)): i for i, p in enumerate(problems)}
     units.sort(key=lambda u: order[(u["level"], u["geo"])])
     store = writer.close() if writer is not None else None

@@ -405,8 +405,8 @@ def bounded_runner(options: ExactOptions, memory_mb: int | None):
     pool = _new_pool(1, limits)
     pool.submit(int)  # start the worker now: its imports overlap the caller's loading and tabulating
 
-    def run(tasks, record, header: tuple[str, ...] | None, cap: int | None) -> None:
-        _run_pool(tasks, options, replace(limits, header=header or (), claims_cap=cap), scale, record, pool)
+    def run(tasks, unit_options: ExactOptions, record, header: tuple[str, ...] | None, cap: int | None) -> None:
+        _run_pool(tasks, unit_options, replace(limits, header=header or (), claims_cap=cap), scale, record, pool)
     return run
 
 
