@@ -145,6 +145,26 @@ def twins(problem: Problem) -> dict[tuple, list[str]]:
     return out
 
 
+PER_ITERATION = 64  # derived claims explained per iteration of the hitting-set loop
+
+
+def _to_explain(bad: list, truth: np.ndarray) -> list:
+    """The failing claims whose explanations an iteration adds: every direct one (free), and up to
+    :data:`PER_ITERATION` derived ones, narrowest first, taken in turn from each record they single
+    out. Any failing claim gives a clause the current suppression does not meet, so the loop still
+    converges; explaining every one of the hundreds of claims about the same few records each
+    iteration is what made it slow."""
+    direct = [v for v in bad if v.direct]
+    by_record: dict[tuple, list] = {}
+    for v in sorted((v for v in bad if not v.direct), key=lambda v: (len(v.claim.assignment), v.claim.assignment)):
+        cols = [c for c, _ in v.claim.assignment]
+        vals = np.array([a for _, a in v.claim.assignment])
+        match = tuple(np.flatnonzero((truth[:, cols] == vals).all(axis=1)).tolist()) if len(truth) else ()
+        by_record.setdefault(match, []).append(v)
+    picked = [v for turn in itertools.zip_longest(*by_record.values()) for v in turn if v is not None]
+    return direct + picked[:PER_ITERATION]
+
+
 def _explain(engine, claim: Claim, hidden: set[str]) -> frozenset:
     cells, _ = engine.explain(claim)
     if not cells:  # explanation budget spent: every published cell together still implies the claim
@@ -327,7 +347,7 @@ def suppress_unit(ctx: UnitContext, policy: Policy, options: ProtectOptions,
         engine.explainer(options.exact.explain_budget)
         hidden = chosen | set(ctx.already)
         new = []
-        for v in bad:
+        for v in _to_explain(bad, result.problem.truth):
             if v.direct:
                 new.append((frozenset(v.cells), frozenset()))
                 continue
@@ -472,11 +492,17 @@ def protect(inputs: Inputs, options: ProtectOptions, rules, out: Path,
         todo = [ctx for ctx in unit_contexts(inputs) if geo_key(ctx.geo) in failing_units]
         with Progress("protect: units", quiet=not progress) as bar:
             bar.total(len(todo))
-            for ctx in todo:
-                if log:
-                    log(f"unit {geo_key(ctx.geo)}: protecting")
-                units.append(suppress_unit(ctx, policy, options, log))
-                bar.update(note=geo_key(ctx.geo))
+            try:
+                for ctx in todo:
+                    if log:
+                        log(f"unit {geo_key(ctx.geo)}: protecting")
+                    units.append(suppress_unit(ctx, policy, options, log))
+                    bar.update(note=geo_key(ctx.geo))
+            except KeyboardInterrupt:
+                partial = out / "protection.partial.json"
+                write_json({**report, "interrupted": True, "units_total": len(todo),
+                            "units": [u.to_dict() for u in units]}, partial)
+                raise ProtectInterrupted(len(units), len(todo), partial) from None
         suppress = {geo_key(u.geo): u.cells for u in units if u.cells and u.status in ("protected", "pass")}
         header = (f"Protected by `audit protect --strategy suppress` from {inputs.schedule.source}.\n"
                   "suppress: cells hidden in one geographic unit only (the attacker sees them as [0, N]).")
@@ -510,6 +536,15 @@ def protect(inputs: Inputs, options: ProtectOptions, rules, out: Path,
     report["seconds"] = round(time.perf_counter() - start, 3)
     write_json(report, out / "protection.json")
     return report
+
+
+class ProtectInterrupted(Exception):
+    """Ctrl-C during ``audit protect``: the units protected so far are kept in a partial file."""
+
+    def __init__(self, done: int, total: int, path: Path):
+        self.done, self.total, self.path = done, total, path
+        super().__init__(f"interrupted: {done} of {total} units protected, kept in {path} (not a recommendation: "
+                         "no protected schedule was written and nothing was re-audited)")
 
 
 def _recommendation(options: ProtectOptions, report: dict, after: dict) -> dict | None:

@@ -172,3 +172,30 @@ def test_block7_suppression_leaves_no_singleton_over_two_columns(tmp_path):
     by_columns = findings["summary"]["singletons_by_columns"]  # exact counts, derived and direct
     assert not [k for kind in by_columns.values() for k, n in kind.items() if int(k) >= 2 and n]
     assert report["totals"]["cells_suppressed"] == len(report["recommendation"]["cells"]["0001"])
+
+
+def test_ctrl_c_keeps_the_units_protected_so_far(tmp_path):
+    """SIGINT during the suppression search: exit 130, the finished units in protection.partial.json,
+    and no protected.yaml / protection.json that could pass for a recommendation."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    sf1 = SAMPLES / "sf1"
+    proc = subprocess.Popen([sys.executable, "-m", "audit", "protect", str(sf1 / "data.csv"), "-s", str(sf1 / "schema.yaml"),
+                             "-t", str(sf1 / "tables.yaml"), "-o", str(tmp_path)],
+                            stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=ROOT)
+    seen, deadline = [], time.monotonic() + 300
+    while time.monotonic() < deadline:
+        line = proc.stderr.readline()
+        seen.append(line)
+        if sum("protecting" in s for s in seen) >= 2:  # one unit done, the next under way
+            break
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, "".join(seen) + err
+    assert "interrupted: 1 of" in err and "Traceback" not in err
+    partial = json.loads((tmp_path / "protection.partial.json").read_text())
+    assert partial["interrupted"] is True and len(partial["units"]) == 1 and partial["units_total"] > 1
+    assert not (tmp_path / "protected.yaml").exists() and not (tmp_path / "protection.json").exists()

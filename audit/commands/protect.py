@@ -33,7 +33,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Recommend the least protection that makes the release pass the rules, and prove it by re-auditing."""
         from ..exact import ExactOptions
-        from ..protect import ProtectOptions, protect as run_protect
+        from ..protect import ProtectInterrupted, ProtectOptions, protect as run_protect
         from ..rules import load_rules
 
         output_folder(out)
@@ -44,7 +44,13 @@ def register(app: typer.Typer) -> None:
         options = ProtectOptions(strategy=strategy, exact=exact, hitting=hitting, primary=primary,
                                  complementary=complementary, alpha=alpha, rank=rank)
         log = None if quiet else (lambda msg: echo(msg, err=True))
-        report = run_protect(inputs, options, policy, out, log, progress=not quiet)
+        for stale in ("protected.yaml", "protection.json", "protection.partial.json", "findings.json"):
+            (out / stale).unlink(missing_ok=True)  # nothing from an earlier run may pass for this one's
+        try:
+            report = run_protect(inputs, options, policy, out, log, progress=not quiet)
+        except ProtectInterrupted as exc:
+            echo(str(exc), err=True)
+            raise typer.Exit(130) from None
         rec = report["recommendation"]
         if not quiet:
             before, after = report["before"], report["after"]

@@ -1,0 +1,4 @@
+"""``python -m audit``: the same as the ``audit`` command."""
+from .cli import main
+
+main()
