@@ -253,10 +253,11 @@ def audit_unit(problem: Problem, options: ExactOptions = ExactOptions(),
     why = late("listing the candidate claims")
     linear = LinearProof.of(problem) if options.linear and not why else None
     why = why or late("the linear pass")
-    engine, certificates = None, {}
+    engine, certificates, settled = None, {}, False
     if why:
         result.give_up([todo[i] for i in pending], why)
     elif linear is not None and linear.determines(problem.truth):
+        settled = True
         # the exact counts pin every row: one dataset, so every true claim is verified
         result.solutions, result.exhausted = 1, True
         result.verdicts += [Verdict(todo[i], VERIFIED) for i in pending]
@@ -265,6 +266,8 @@ def audit_unit(problem: Problem, options: ExactOptions = ExactOptions(),
                        f"the encoding ({cost.clauses:,} clauses, about {SECONDS_PER_CLAUSE * cost.clauses:.0f} s)")
     else:
         engine, certificates = _search(linear, problem, options, result, table, pending, late, deadline)
+    if engine is None and not settled and options.explain != "none" and result.verified and result.status == "done":
+        engine = make_engine(problem, options)  # decided in histogram space: cores need the guarded solver
     _explain(engine, result, options, linear, certificates)
     if options.attacker is not None and problem.level == options.attacker.geography:
         from .reidentify import measure_exact
