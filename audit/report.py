@@ -293,6 +293,13 @@ def _linear_section(linear: Mapping | None) -> dict | None:
 
 
 def _flat(value: Any, limit: int = 200) -> str:
+    """A setting as text for the appendix: 'not set' for null, 'yes'/'no', 'none' for an empty list."""
+    if value is None or value == "":
+        return "not set"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, (list, tuple, dict)) and not value:
+        return "none"
     text = value if isinstance(value, str) else json.dumps(value, default=str)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
@@ -562,6 +569,7 @@ def _environment():
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters["pct"] = lambda v, d=1: "–" if v is None else f"{float(v) * 100:.{d}f}%"
     env.filters["plural"] = lambda n, noun, many=None: plural(n, noun, many) if n is not None else "–"
+    env.filters["noun"] = lambda n, noun, many=None: noun if n == 1 else (many or noun + "s")
     env.filters["num"] = lambda v: "–" if v is None else (f"{v:,}" if isinstance(v, int) else f"{v:,.3g}")
     return env
 
