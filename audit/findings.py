@@ -64,20 +64,34 @@ def prior_rows(frame: pd.DataFrame, inputs: Inputs, problem: Problem, cache: dic
 
 def cells_json(release: UnitRelease) -> dict:
     """What one unit publishes: counts of values by status, and every exact published count below 10
-    (structural zeros, which no row can fall in, are neither small nor suppressed)."""
+    (structural zeros, which no row can fall in, are neither small nor suppressed). ``_counts`` holds
+    every published count until :func:`attach_cells` keeps those that explain the listed claims."""
     from .rules import SMALL_MAX
 
-    out = {"values": len(release.values), "suppressed": 0, "structural": 0, "rounded": 0, "small": {}}
+    out = {"values": len(release.values), "suppressed": 0, "structural": 0, "rounded": 0, "small": {},
+           "_counts": {}}
     for v in release.values:
         protection = release.protection.get(v.cell.table)
         if v.status in (SUPPRESSED, STRUCTURAL):
             out[v.status] += 1
         elif v.status == PUBLISHED and v.stat.kind == "count":
+            out["_counts"][v.key.rsplit(":", 1)[0]] = int(v.value)
             if protection is not None and protection.round_to and protection.round_to > 1:
                 out["rounded"] += 1
             elif 1 <= v.value < SMALL_MAX:
                 out["small"][v.key.rsplit(":", 1)[0]] = int(v.value)
     return out
+
+
+def attach_cells(unit: dict, cells: dict) -> dict:
+    """Set ``unit["cells"]`` from :func:`cells_json`, with ``explaining``: the published count of each
+    cell that explains a listed claim (what the report shows beside the claim)."""
+    cells = dict(cells)
+    counts = cells.pop("_counts", {})
+    wanted = {k for c in unit.get("claims", ()) for k in c.get("cells", ())}
+    cells["explaining"] = {k: counts[k] for k in sorted(wanted) if k in counts}
+    unit["cells"] = cells
+    return unit
 
 
 def unit_summary(result: UnitResult) -> dict:
@@ -176,7 +190,7 @@ def unit_json(result: UnitResult, release: UnitRelease | None = None, cap: int =
     if result.omitted:  # an unfinished unit with too many candidate claims: counted, neither listed nor stored
         out["not_stored"] = result.omitted
     if release is not None:
-        out["cells"] = cells_json(release)
+        attach_cells(out, cells_json(release))
     if result.reidentification is not None:
         out["reidentification"] = result.reidentification.counts
     if header is not None:
@@ -220,7 +234,7 @@ def run_exact(inputs: Inputs, options: ExactOptions, on_unit: Callable[[dict], N
 
     def record(unit: dict, release: UnitRelease | None) -> None:
         if release is not None:
-            unit["cells"] = cells_json(release)
+            attach_cells(unit, cells_json(release))
         units.append(store_unit(unit, writer))
         if on_unit:
             on_unit(unit)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import heapq
 import importlib.resources
 import json
+import os
 import re
 from html import escape
 from pathlib import Path
@@ -61,15 +62,40 @@ def column_title(schema: Mapping, column: str) -> str:
     return col.get("title") or column
 
 
+def describe_column(schema: Mapping, column: str, atom: str) -> str:
+    """One attribute of a claim in words: 'Age: 45 to 54' with the column's title, else the value's
+    label alone ('Not Hispanic or Latino'), else 'name: value' for a column with neither."""
+    col = (schema.get("columns") or {}).get(column) or {}
+    value = describe_value(schema, column, atom)
+    if col.get("title"):
+        return f"{col['title']}: {value}"
+    labels = col.get("labels") or {}
+    return value if labels and all(a in labels for a in atom.split("|")) else f"{column}: {value}"
+
+
 def claim_text(claim: Mapping, schema: Mapping, unit: Mapping) -> str:
-    """'Exactly one household in block 1001 has: hhsex Female, hhage Householder 65 to 74 years.'"""
+    """'Exactly one household in block 1001: Householder's sex: Female; Householder 65 to 74 years.'"""
     noun = schema.get("unit") or "record"
     m = claim.get("m", 1)
     words = {0: "No", 1: "Exactly one", 2: "Exactly two", 3: "Exactly three"}
     who = f"{words.get(m, f'Exactly {m}')} {noun}{'' if m == 1 else 's'}"
-    parts = [f"{column_title(schema, c)} {describe_value(schema, c, str(v))}" for c, v in claim["columns"].items()]
+    parts = [describe_column(schema, c, str(v)) for c, v in claim["columns"].items()]
     where = f"{unit.get('level', 'unit')} {unit.get('geo', '')}".strip()
-    return f"{who} in {where} {'has' if m == 1 else 'have'}: {', '.join(parts)}."
+    return f"{who} in {where}: {'; '.join(parts)}."
+
+
+def label_cells(text: str, cell_labels: Mapping[str, str]) -> str:
+    """``text`` with every published cell key (``TABLE:CELL``) in it replaced by the cell's label."""
+    return _CELL_KEY.sub(lambda m: cell_labels.get(m.group(0), m.group(0)), text)
+
+
+_CELL_KEY = re.compile(r"[^\s,;()=:]+:[^\s,;()=]+")
+
+
+def plural(n: Any, noun: str, many: str | None = None) -> str:
+    """'1 block', '2 blocks', '1,234 persons' (``many`` for irregular plurals)."""
+    word = noun if n == 1 else (many or noun + "s")
+    return f"{n:,} {word}" if isinstance(n, int) else f"{n} {word}"
 
 
 # ---------------------------------------------------------------------------------------------- charts
@@ -200,14 +226,16 @@ def _detail(doc: Mapping, rows: list[dict], cell_labels: Mapping[str, str], stor
             continue
         singles = heapq.nsmallest(CLAIMS_PER_UNIT, singles,
                                   key=lambda c: (-len(c["columns"]), not c.get("cells"), c.get("baseline", 1.0)))
+        published = (u.get("cells") or {}).get("explaining") or {}
         shown = [{"text": claim_text(c, schema, u), "columns": len(c["columns"]),
-                  "cells": [{"key": k, "label": cell_labels.get(k, "")} for k in c.get("cells", ())],
+                  "cells": [{"key": k, "label": cell_labels.get(k, k), "value": published.get(k)}
+                            for k in c.get("cells", ())],
                   "explained": c.get("explained", bool(c.get("cells"))), "minimal": c.get("minimal", False),
                   "baseline": c.get("baseline")} for c in singles]
         recs = [{"m": c["m"], "values": [describe_value(schema, k, str(v)) for k, v in c["columns"].items()]}
                 for c in records]
         total = u["summary"].get("derived_singletons", len(singles))
-        out.append({"geo": u["geo"], "level": u.get("level", ""), "claims": shown,
+        out.append({"geo": u["geo"], "level": u.get("level", ""), "rows": u.get("rows"), "claims": shown,
                     "more": max(total - len(shown), 0), "total": total,
                     "records": recs, "record_columns": [column_title(schema, c) for c in (schema.get("columns") or {})],
                     "more_records": max(u["summary"].get("full_records", 0) - sum(c["m"] for c in records), 0)})
@@ -265,6 +293,13 @@ def _linear_section(linear: Mapping | None) -> dict | None:
 
 
 def _flat(value: Any, limit: int = 200) -> str:
+    """A setting as text for the appendix: 'not set' for null, 'yes'/'no', 'none' for an empty list."""
+    if value is None or value == "":
+        return "not set"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, (list, tuple, dict)) and not value:
+        return "none"
     text = value if isinstance(value, str) else json.dumps(value, default=str)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
@@ -343,6 +378,109 @@ def _reid_section(doc: Mapping) -> dict | None:
     return out
 
 
+def _parent_level(doc: Mapping) -> tuple[str, str | None]:
+    """The units' level and the geography level above it (None: no surrounding area, so no baseline)."""
+    geography = list((doc.get("schema") or {}).get("geography") or ())
+    level = next((u.get("level") for u in doc["units"]), None) or (geography[-1] if geography else "unit")
+    at = geography.index(level) if level in geography else 0
+    return level, geography[at - 1] if at > 0 else None
+
+
+def _memo(doc: Mapping, rows: list[dict], reid: Mapping | None, protection: Mapping | None) -> dict:
+    """The summary a reviewer pastes into a memo: the worst risks in plain words, and the protection."""
+    s = doc.get("summary") or {}
+    noun = (doc.get("schema") or {}).get("unit") or "record"
+    level, _ = _parent_level(doc)
+    n = s.get("units", len(doc["units"]))
+    of = f"{n:,} {level}{'' if n == 1 else 's'}"
+    risks = []
+    if s.get("units_reconstructed"):
+        risks.append(f"In {s['units_reconstructed']:,} of {of} exactly one dataset fits the published tables: "
+                     f"every {noun} in them can be rebuilt.")
+    if s.get("full_records"):
+        risks.append(f"{plural(s['full_records'], noun)} can be rebuilt over every attribute.")
+    if s.get("derived_singletons"):
+        risks.append(f"{plural(s['derived_singletons'], 'statement')} that single out one {noun} follow from "
+                     f"combining published numbers, in {s.get('units_with_derived_singletons', 0):,} of {of}.")
+    exact = next((p for p in (reid or {}).get("parts", ()) if p.get("key") == "exact"), None)
+    if exact and exact["part"]["confirmed"]["count"]:
+        c = exact["part"]["confirmed"]
+        risks.append(f"{plural(c['count'], 'person')} ({c['rate'] * 100:.1f}%) are re-identified with proof by an "
+                     f"attacker who knows their {reid['known']}.")
+    if s.get("undecided"):
+        risks.append(f"{plural(s['undecided'], 'claim')} could not be decided in the time given: they are not "
+                     "shown safe.")
+    worst = rows[0] if rows and (rows[0]["derived"] or rows[0]["records"]) else None
+    if worst:
+        risks.append(f"Worst {worst['level'] or level}: {worst['geo']} ({plural(worst['rows'] or 0, noun)}: "
+                     f"{worst['records']:,} rebuilt in full, {worst['derived']:,} derived singleton "
+                     f"claim{'' if worst['derived'] == 1 else 's'}).")
+    if protection is None:
+        advice = "No protection was computed: run audit protect on this output folder for the least suppression or noise that passes."
+    elif protection["offered"]:
+        cost = [plural(protection["count"], "cell") + " suppressed"] if protection["count"] else []
+        cost += [f"{k} {v}" for k, v in protection["facts"] if k in ("rounding base", "noise scale", "epsilon",
+                                                                     "records in suppressed cells")]
+        advice = (f"Recommended protection: {protection['strategy']}" + (f" ({'; '.join(cost)})" if cost else "")
+                  + "; the protected release was attacked again and passes the policy.")
+    else:
+        advice = ("No protection that passes was found" + (f" with {protection['strategy']}" if protection["strategy"] else "")
+                  + (f"; still failing: {', '.join(protection['after_failing'])}" if protection["after_failing"] else "") + ".")
+    return {"risks": risks[:5], "advice": advice}
+
+
+def _table_titles(cell_labels: Mapping[str, str]) -> dict[str, str]:
+    """Table id -> title, recovered from the cell labels ("title: cell label")."""
+    by: dict[str, list[str]] = {}
+    for key, label in cell_labels.items():
+        by.setdefault(key.split(":", 1)[0], []).append(label)
+    out = {}
+    for table, labels in by.items():
+        prefix = os.path.commonprefix(labels) if len(labels) > 1 else labels[0]
+        cut = prefix.rfind(": ") if len(labels) > 1 else prefix.find(": ")
+        out[table] = prefix[:cut] if cut > 0 else table
+    return out
+
+
+def _signoff(doc: Mapping, extras: Mapping, cell_labels: Mapping[str, str]) -> list[dict]:
+    """Every output with its status (ACRO's convention: pass, fail or review) and the reason: each
+    planned table, then each file the audit wrote (confidential, never released)."""
+    rules = (doc.get("rules") or {}).get("rules") or {}
+    small = rules.get("small_cells") or {}
+    threshold = small.get("threshold") if small.get("action") in ("fail", "warn") else None
+    below: dict[str, set] = {}
+    used: dict[str, int] = {}
+    for u in doc["units"]:
+        for key, v in ((u.get("cells") or {}).get("small") or {}).items():
+            if threshold and v < threshold:
+                below.setdefault(key.split(":", 1)[0], set()).add(u["geo"])
+        for c in u.get("claims", ()):
+            if c.get("status") == "verified" and c.get("m") == 1 and not c.get("direct"):
+                for t in {k.split(":", 1)[0] for k in c.get("cells", ())}:
+                    used[t] = used.get(t, 0) + 1
+    level, _ = _parent_level(doc)
+    out = []
+    for table, title in _table_titles(cell_labels).items():
+        if table in below:
+            status = "fail" if small["action"] == "fail" else "review"
+            reason = f"counts below {threshold} in {plural(len(below[table]), level)}"
+        elif table in used:
+            status, reason = "review", (f"its counts help prove {plural(used[table], 'listed singleton claim')} "
+                                        "(with other tables)")
+        else:
+            status, reason = "pass", f"no count below {threshold}; no listed claim uses it" if threshold else \
+                "no listed claim uses it"
+        out.append({"name": f"{table}: {title}" if title != table else table, "kind": "table", "status": status,
+                    "reason": reason})
+    files = {k: v for k, v in (doc.get("outputs") or {}).items() if v}
+    files.update({k: f"{k}.json" for k in extras})
+    for what, path in files.items():
+        out.append({"name": Path(str(path)).name, "kind": "audit file", "status": "fail",
+                    "reason": "confidential: holds claims about, or records rebuilt from, the microdata; "
+                              "keep it with the microdata, never publish it"})
+    return out
+
+
 def context(doc: Mapping, extras: Mapping[str, Mapping] | None = None, store=None) -> dict:
     """Everything the template shows, computed from the findings (and optional rank/linear/protection;
     the riskiest units' claims from the claim store ``store`` when given)."""
@@ -359,17 +497,25 @@ def context(doc: Mapping, extras: Mapping[str, Mapping] | None = None, store=Non
     if n_units > 5:
         charts["distribution"] = Markup(bar_chart(_histogram(derived), title="Units by number of derived singletons",
                                                   xlabel="derived singleton claims in the unit", ylabel="units"))
+    reid = _reid_section(doc)
+    protection = _protection_section(extras.get("protection"))
+    level, parent = _parent_level(doc)
+    failing = [{**f, "example": label_cells(str(f.get("example", "")), cell_labels)} for f in doc.get("failing") or ()]
+    warnings = [{**f, "example": label_cells(str(f.get("example", "")), cell_labels)} for f in doc.get("warnings") or ()]
+    detail = _detail(doc, rows, cell_labels, store)
     return {
-        "doc": doc, "verdict": doc.get("verdict") or "not evaluated", "failing": doc.get("failing") or [],
-        "warnings": doc.get("warnings") or [], "summary": doc.get("summary") or {}, "rules": rules,
+        "doc": doc, "verdict": doc.get("verdict") or "not evaluated", "failing": failing,
+        "memo": _memo(doc, rows, reid, protection), "signoff": _signoff(doc, extras, cell_labels),
+        "level": level, "parent": parent, "noun": (doc.get("schema") or {}).get("unit") or "record",
+        "baselines": any(c["baseline"] is not None for d in detail for c in d["claims"]),
+        "warnings": warnings, "summary": doc.get("summary") or {}, "rules": rules,
         "rule_titles": _rule_titles(), "units": rows, "more_units": max(n_units - TOP_UNITS, 0),
         "n_units": n_units, "charts": charts,
         "structural": sum((u.get("cells") or {}).get("structural", 0) for u in doc["units"]),
-        "detail": _detail(doc, rows, cell_labels, store), "claim_store": (doc.get("claim_store") or {}).get("file"),
+        "detail": detail, "claim_store": (doc.get("claim_store") or {}).get("file"),
         "detail_limit": DETAIL_UNITS, "claims_limit": CLAIMS_PER_UNIT,
         "schema": doc.get("schema") or {}, "rank": _rank_section(extras.get("rank"), rules),
-        "reid": _reid_section(doc),
-        "linear": _linear_section(extras.get("linear")), "protection": _protection_section(extras.get("protection")),
+        "reid": reid, "linear": _linear_section(extras.get("linear")), "protection": protection,
         "appendix": _appendix(doc, extras),
     }
 
@@ -422,6 +568,8 @@ def _environment():
     env = jinja2.Environment(loader=jinja2.FunctionLoader(lambda n: load(n)), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters["pct"] = lambda v, d=1: "–" if v is None else f"{float(v) * 100:.{d}f}%"
+    env.filters["plural"] = lambda n, noun, many=None: plural(n, noun, many) if n is not None else "–"
+    env.filters["noun"] = lambda n, noun, many=None: noun if n == 1 else (many or noun + "s")
     env.filters["num"] = lambda v: "–" if v is None else (f"{v:,}" if isinstance(v, int) else f"{v:,.3g}")
     return env
 

@@ -44,7 +44,7 @@ from .coupled import build_coupled_problems, coupled_levels
 from .engines._explain import WORK_PER_SECOND
 from .errors import AuditError, OptionalDependencyMissing
 from .exact import ExactOptions, audit_unit, unfinished
-from .findings import JsonLines, cells_json, document, listing_cap, prior_rows, unit_json
+from .findings import JsonLines, attach_cells, cells_json, document, listing_cap, prior_rows, unit_json
 from .inputs import Inputs
 from .problem import Problem, build_problems
 from .provenance import file_digest
@@ -367,7 +367,7 @@ def run_scaled(source, schema: Schema, schedule: Schedule, options: ExactOptions
     def record(unit: dict, cells: dict | None) -> None:
         nonlocal finished
         if cells is not None:
-            unit["cells"] = cells
+            attach_cells(unit, cells)
         writer.write(unit)
         finished += 1
         if on_unit:

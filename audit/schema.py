@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import difflib
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -26,6 +26,7 @@ class Column:
     kind: str
     codes: tuple = ()
     labels: Mapping[Any, str] = field(default_factory=dict)
+    title: str = ""  # how reports name the column ("Age"); empty: the labels speak for themselves
 
     def __post_init__(self):
         if self.kind not in ("categorical", "integer"):
@@ -288,6 +289,13 @@ def _load_column(doc: Located, name: str, spec: Any, key: Any) -> Column:
     if not isinstance(spec, Mapping) or spec.get("type") not in ("categorical", "integer"):
         raise doc.error("each column needs 'type: categorical' or 'type: integer'", *here,
                         fix="e.g. sex: {type: categorical, values: {F: Female, M: Male}}")
+    title = spec.get("title", "")
+    if not isinstance(title, str):
+        raise doc.error("a column's title must be text", *here, "title", fix="e.g. age: {type: integer, title: Age, ...}")
+    return replace(_load_domain(doc, name, spec, here), title=title)
+
+
+def _load_domain(doc: Located, name: str, spec: Mapping, here: tuple) -> Column:
     if spec["type"] == "integer":
         lo, hi = spec.get("min"), spec.get("max")
         if not is_int(lo) or not is_int(hi) or lo > hi:

@@ -72,7 +72,8 @@ def test_report_is_self_contained_and_complete(findings):
     assert "<svg" in html and 'id="chart-columns"' in html and 'id="chart-rank"' in html
     assert 'class="chart-linear"' in html and "96.0%" in html  # linear accuracy
     assert "000100/1003: P18:family" in html and "passes</b> the policy" in html  # recommended protection
-    assert "Exactly one household in block 000100/1003 has:" in html
+    assert "Exactly one household in block 000100/1003: Householder&#39;s sex:" in html
+    assert 'id="memo"' in html and "Recommended protection: suppress (2 cells suppressed" in html
     for section in ("units", "claims", "ranking", "linear", "protection", "appendix"):
         assert f'id="{section}"' in html
     assert "python-sat" in html and "seed" in html  # appendix: versions and seeds
@@ -90,7 +91,11 @@ def test_plain_language_from_schema_labels():
                                               "race": {"kind": "categorical", "labels": {"W": "White", "B": "Black"}}}}
     c = {"columns": {"hhsex": "1", "age": "65-74", "race": "W|B"}, "m": 1}
     assert claim_text(c, schema, {"level": "block", "geo": "1001"}) == \
-        "Exactly one household in block 1001 has: hhsex Female, age 65 to 74, race White or Black."
+        "Exactly one household in block 1001: Female; age: 65 to 74; White or Black."
+    schema["columns"]["hhsex"]["title"] = "Householder's sex"
+    schema["columns"]["age"]["title"] = "Age"
+    assert claim_text(c, schema, {"level": "block", "geo": "1001"}) == \
+        "Exactly one household in block 1001: Householder's sex: Female; Age: 65 to 74; White or Black."
     assert describe_value(schema, "age", "36") == "36"
     assert claim_text({**c, "m": 2}, schema, {"level": "block", "geo": "1"}).startswith("Exactly two households")
 
@@ -251,19 +256,36 @@ def chromium(tmp_path):
         shutil.rmtree(profile, ignore_errors=True)
 
 
-def test_report_renders_in_headless_chromium(findings, chromium, tmp_path):
-    page = findings.parent / "report.html"
+def open_page(chromium: DevTools, page: Path, width: int, height: int):
+    """Load ``page`` in a new tab of ``width`` x ``height`` px; returns (session, js) where ``js(expr)``
+    evaluates an expression in the page."""
     target = chromium.call("Target.createTarget", url="about:blank")["targetId"]
     session = chromium.call("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
     for domain in ("Page", "Runtime", "Network", "Log"):
         chromium.call(f"{domain}.enable", session)
-    chromium.call("Emulation.setDeviceMetricsOverride", session, width=1200, height=900, deviceScaleFactor=1,
+    chromium.call("Emulation.setDeviceMetricsOverride", session, width=width, height=height, deviceScaleFactor=1,
                   mobile=False)
     chromium.call("Page.navigate", session, url=page.as_uri())
     chromium.wait_for("Page.loadEventFired")
 
     def js(expr: str):
         return chromium.call("Runtime.evaluate", session, expression=expr, returnByValue=True)["result"].get("value")
+    return session, js
+
+
+def page_problems(chromium: DevTools) -> tuple[list, list]:
+    """Requests the page made to anything but itself, and its console errors and exceptions."""
+    requests = [e["params"]["request"]["url"] for e in chromium.events if e.get("method") == "Network.requestWillBeSent"]
+    errors = [e["params"] for e in chromium.events
+              if e.get("method") == "Runtime.exceptionThrown"
+              or (e.get("method") == "Runtime.consoleAPICalled" and e["params"]["type"] in ("error", "assert"))
+              or (e.get("method") == "Log.entryAdded" and e["params"]["entry"]["level"] == "error")]
+    return [u for u in requests if not u.startswith(("file:", "data:", "about:"))], errors
+
+
+def test_report_renders_in_headless_chromium(findings, chromium, tmp_path):
+    page = findings.parent / "report.html"
+    session, js = open_page(chromium, page, 1200, 900)
 
     # the sortable table works: sorting by unit name keeps every row
     rows = js("document.querySelectorAll('#unit-table tbody tr').length")
@@ -278,15 +300,10 @@ def test_report_renders_in_headless_chromium(findings, chromium, tmp_path):
     shot = base64.b64decode(chromium.call("Page.captureScreenshot", session, format="png")["data"])
     assert shot[:8] == b"\x89PNG\r\n\x1a\n" and len(shot) > 10_000
     (findings.parent / "report.png").write_bytes(shot)
-    requests = [e["params"]["request"]["url"] for e in chromium.events if e.get("method") == "Network.requestWillBeSent"]
-    external = [u for u in requests if not u.startswith(("file:", "data:", "about:"))]
-    assert external == []
-    assert any(u.startswith("file:") for u in requests)  # the network domain did see the page load
-    errors = [e["params"] for e in chromium.events
-              if e.get("method") == "Runtime.exceptionThrown"
-              or (e.get("method") == "Runtime.consoleAPICalled" and e["params"]["type"] in ("error", "assert"))
-              or (e.get("method") == "Log.entryAdded" and e["params"]["entry"]["level"] == "error")]
-    assert errors == []
+    external, errors = page_problems(chromium)
+    assert external == [] and errors == []
+    assert any(e.get("method") == "Network.requestWillBeSent" and e["params"]["request"]["url"].startswith("file:")
+               for e in chromium.events)  # the network domain did see the page load
     if os.environ.get("AUDIT_KEEP_SCREENSHOT"):
         shutil.copy(findings.parent / "report.png", os.environ["AUDIT_KEEP_SCREENSHOT"])
 
@@ -303,3 +320,86 @@ def test_screenshot_cli_shows_verdict(findings, tmp_path):
                     f"--screenshot={shot}", "--window-size=1200,900", (findings.parent / "report.html").as_uri()],
                    capture_output=True, timeout=120)
     assert shot.read_bytes()[:4] == b"\x89PNG"
+
+
+# ------------------------------------------------------------------ the SF1 sample's report, as a reviewer reads it
+
+SF1 = ROOT / "samples" / "sf1"
+
+
+@pytest.fixture(scope="module")
+def sf1_report(tmp_path_factory) -> tuple[str, dict, Path]:
+    """The report of a real run on the SF1 sample (10 blocks, 175 persons): html, findings, path."""
+    out = tmp_path_factory.mktemp("sf1")
+    assert run(["run", str(SF1 / "data.csv"), "-s", str(SF1 / "schema.yaml"), "-t", str(SF1 / "tables.yaml"),
+                "-o", str(out), "--quiet"]) == 1
+    return (out / "report.html").read_text(), json.loads((out / "findings.json").read_text()), out / "report.html"
+
+
+def visible_text(html: str) -> str:
+    """What a reader sees: the page without its style, script, tags and attributes."""
+    from html import unescape
+
+    return unescape(re.sub(r"<[^>]+>", " ", re.sub(r"<(style|script)>.*?</\1>", "", html, flags=re.S)))
+
+
+def test_sf1_claims_are_written_in_labels(sf1_report):
+    html, doc, _ = sf1_report
+    sentences = re.findall(r'<div class="claim">\s*<div>(.*?)</div>', html)
+    assert len(sentences) >= 10
+    names = [c for c in doc["schema"]["columns"]]
+    for text in sentences:
+        assert "Sex: " in text and "Age: " in text, text
+        for name in names:  # no raw column name ("white N", "sex: M") anywhere in the sentence
+            assert not re.search(rf"\b{name}\b", text), (name, text)
+    # each explaining cell reads "label = published value", the value the unit publishes
+    unit = next(u for u in doc["units"] if u["cells"]["explaining"])
+    cells = re.findall(r'<span class="cell" title="([^"]+)">([^<]*) = <b>(\d+)</b></span>', html)
+    assert cells and len(cells) == html.count('<span class="cell"')
+    for key, label, value in cells:
+        assert label.replace("&#39;", "'") == doc["cell_labels"][key]
+    published = {k: v for u in doc["units"] for k, v in u["cells"]["explaining"].items() if u["geo"] == unit["geo"]}
+    shown = re.search(rf'{re.escape(unit["geo"])}</b>.*?</details>', html, re.S).group(0)
+    for key, label, value in re.findall(r'<span class="cell" title="([^"]+)">([^<]*) = <b>(\d+)</b>', shown):
+        assert published[key] == int(value)
+    # the verdict box names cells by label, never by id
+    verdict = re.search(r'<section id="verdict".*?</section>', html, re.S).group(0)
+    assert not any(key in verdict for key in doc["cell_labels"])
+    assert "SEX BY AGE: " in verdict
+
+
+def test_sf1_summary_signoff_and_baseline(sf1_report):
+    html, doc, path = sf1_report
+    text = visible_text(html)
+    for leak in (r"\bnull\b", r"\bNone\b", r"\[\]", r"\{\}", r"\b1 [a-z ]*units\b"):
+        assert not re.search(leak, text), leak
+    memo = re.search(r'<div id="memo">.*?</div>', html, re.S).group(0)
+    assert "can be rebuilt over every attribute" in memo and "Worst block: " in memo
+    assert "run audit protect" in memo  # no protection.json beside these findings
+    signoff = re.search(r'<table id="signoff-table">.*?</table>', html, re.S).group(0)
+    rows = re.findall(r"<tr><td>([^<]+)</td><td>([^<]+)</td><td><span class=\"tag (pass|fail|review)\">", signoff)
+    tables = {k.split(":", 1)[0] for k in doc["cell_labels"]}
+    assert {r[0].split(":", 1)[0] for r in rows if r[1] == "table"} == tables
+    assert {r[0] for r in rows if r[1] == "audit file"} == {"findings.json", "claims.csv.gz", "junit.xml", "report.html"}
+    assert ("P12: SEX BY AGE", "table", "fail") in rows  # counts of one in every block
+    assert "drawn at random from all the persons of its tract" in html and "Baseline: " in text
+
+
+def test_block7_says_why_there_is_no_baseline(tmp_path):
+    block7 = ROOT / "samples" / "block7"
+    run(["run", str(block7 / "data.csv"), "-s", str(block7 / "schema.yaml"), "-t", str(block7 / "tables.yaml"),
+         "-o", str(tmp_path), "--quiet"])
+    html = (tmp_path / "report.html").read_text()
+    assert "no level above block" in html and "Baseline: " not in visible_text(html)
+    assert "1 geographic unit ·" in visible_text(html)
+
+
+def test_sf1_report_in_headless_chromium(sf1_report, chromium):
+    """At 1280 px: no horizontal overflow, no console error, no request beyond the file itself."""
+    _, _, page = sf1_report
+    _, js = open_page(chromium, page, 1280, 900)
+    chromium.drain(0.5)
+    assert js("document.documentElement.scrollWidth") <= 1280
+    assert js("document.querySelectorAll('details.unit').length") >= 10
+    assert js("document.querySelector('#memo').getBoundingClientRect().top") < 400  # the summary on the first screen
+    assert page_problems(chromium) == ([], [])
