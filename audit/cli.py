@@ -14,7 +14,7 @@ from typing import Annotated, Optional
 import typer
 
 from . import __version__
-from .errors import AuditError
+from .errors import AuditError, Interrupted
 from .terminal import echo
 
 try:  # typer >= 0.20 carries its own copy of click
@@ -54,7 +54,7 @@ _register_commands()
 
 
 def run(argv: list[str] | None = None) -> int:
-    """Run the CLI and return its exit code (0 pass, 1 policy failure, 2 usage or input error).
+    """Run the CLI and return its exit code (0 pass, 1 policy failure, 2 usage or input error, 130 interrupted).
 
     A usage or input error prints one line, ``error: WHERE: WHAT -- fix: HOW``, made printable.
     """
@@ -74,6 +74,9 @@ def run(argv: list[str] | None = None) -> int:
         if error is not None:  # None: a bare 'audit', which has printed the help
             echo(f"error: {error.line()}", err=True)
         return 2
+    except Interrupted as exc:  # Ctrl-C during a scaled run: the parts are intact
+        echo(str(exc), err=True)
+        return 130
     except typer.Abort:
         echo("Aborted!", err=True)
         return 1

@@ -41,3 +41,12 @@ class OptionalDependencyMissing(AuditError):
             f"this needs the optional package '{package}', which is not installed",
             fix=f"pip install 'disclosure-audit[{extra}]'",
         )
+
+
+class Interrupted(Exception):
+    """Ctrl-C during a run: the parts written so far are intact; rerun with --resume."""
+
+    def __init__(self, done: int, total: int, parts: Path):
+        self.done, self.total, self.parts = done, total, parts
+        super().__init__(f"interrupted: {done} of {total} units are written to {parts}; "
+                         "rerun the same command with --resume to continue")
