@@ -1,4 +1,4 @@
-"""The audit as a library call: run_audit gives the command line's findings."""
+"""The audit as a library call: run_audit gives the command line's findings, without typer or click."""
 from __future__ import annotations
 
 import json
@@ -21,11 +21,12 @@ SAME = ("verdict", "summary", "failing", "warnings", "checks", "attacks")
 LIBRARY_ONLY = """
 import json, sys
 from pathlib import Path
+sys.modules["typer"] = sys.modules["click"] = None  # import typer / click -> ImportError
 from audit.pipeline import AuditOptions, run_audit
 data, schema, tables, out = map(Path, sys.argv[1:5])
 seen = []
 doc = run_audit(data, schema, tables, out, AuditOptions(explain_budget=5), on_unit=lambda u: seen.append(u["geo"]))
-print(json.dumps({"doc": doc, "seen": seen}))
+print(json.dumps({"doc": doc, "seen": seen, "typer": "typer" in sys.modules and sys.modules["typer"] is not None}))
 """
 
 
@@ -33,13 +34,13 @@ def _same(doc: dict) -> dict:
     return {k: doc.get(k) for k in SAME}
 
 
-def test_run_audit_gives_the_findings_of_audit_run(tmp_path, capsys):
+def test_run_audit_without_typer_gives_the_findings_of_audit_run(tmp_path, capsys):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     done = subprocess.run([sys.executable, "-c", LIBRARY_ONLY, str(DATA), str(SCHEMA), str(TABLES), str(tmp_path / "lib")],
                           capture_output=True, text=True, env=env, timeout=120)
     assert done.returncode == 0, done.stderr
     got = json.loads(done.stdout)
-    assert got["seen"] == ["0001"]
+    assert not got["typer"] and got["seen"] == ["0001"]
     lib = got["doc"]
     assert lib == json.loads((tmp_path / "lib" / "findings.json").read_text())
     assert {p.name for p in (tmp_path / "lib").iterdir()} >= {"findings.json", "claims.csv.gz", "junit.xml", "report.html"}
