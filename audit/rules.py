@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
 from ._yaml import Located, load_yaml
-from .errors import AuditError
+from .errors import AuditError, InternalError
 
 PASS, FAIL, WARN, SKIPPED = "pass", "fail", "warn", "skipped"
 ACTIONS = ("fail", "warn")
@@ -228,7 +228,7 @@ def _unit_check(rule: Rule, unit: dict, rank_units: dict | None) -> dict:
         if entry is None:
             return _check(rule, geo, None, "the ranking attack has no result for this unit")
         return _lift_check(rule, geo, entry, rank_units.get("__k_over_u__"))
-    raise AssertionError(rule.id)
+    raise InternalError(f"rule '{rule.id}' has no check")
 
 
 def rank_lift(curve: Mapping, k_over_u: list | None, upto: float) -> tuple[float, float | None, str]:

@@ -42,7 +42,7 @@ from .claimstore import FILE as STORE_FILE
 from .claimstore import StoreWriter, store_columns
 from .coupled import build_coupled_problems, coupled_levels
 from .engines._explain import WORK_PER_SECOND
-from .errors import AuditError, Interrupted, OptionalDependencyMissing
+from .errors import AuditError, InternalError, Interrupted, OptionalDependencyMissing
 from .exact import ExactOptions, audit_unit, unfinished
 from .findings import JsonLines, cells_json, document, listing_cap, prior_rows, unit_json
 from .inputs import Inputs
@@ -168,6 +168,8 @@ def audit_task(problem: Problem, options: ExactOptions, prior: np.ndarray | None
     except MemoryError:
         return failed_unit(problem, options, "out-of-memory", f"memory limit of {limits.memory_mb} MB per worker reached",
                            start, limits)
+    except InternalError:  # a bug: stops the run, never a unit's result
+        raise
     except Exception as exc:  # noqa: BLE001 -- one unit's failure must not stop the run
         unit = _error_unit(problem, options, exc, start, limits)
     return unit
@@ -530,6 +532,8 @@ def _run_dask(tasks, options: ExactOptions, limits: Limits, scale: ScaleOptions,
             problem, prior, cells = flight.pop(fut.key)
             try:
                 unit = fut.result()
+            except InternalError:
+                raise
             except Exception as exc:  # noqa: BLE001 -- e.g. KilledWorker: the unit is an error, the run goes on
                 unit = _error_unit(problem, options, exc, limits=limits)
             fut.release()
