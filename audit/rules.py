@@ -77,15 +77,18 @@ class Rules:
                 "rules": {r.id: {"action": r.action, **r.settings} for r in self.rules}}
 
 
+BUILTIN = importlib.resources.files("audit") / "_rules"  # the top-level rules/ folder, shipped inside audit
+
+
 def builtin_names() -> list[str]:
-    return sorted(p.name[:-5] for p in importlib.resources.files("rules").iterdir() if p.name.endswith(".yaml"))
+    return sorted(p.name[:-5] for p in BUILTIN.iterdir() if p.name.endswith(".yaml"))
 
 
 def load_rules(path: str | Path | None = None) -> Rules:
     """Read a rules file; ``None`` or a built-in name (``default``, ``strict``, ``lenient``) reads the shipped one."""
     name = "default" if path is None else str(path)
     if name in builtin_names() and not Path(name).exists():
-        res = importlib.resources.files("rules") / f"{name}.yaml"
+        res = BUILTIN / f"{name}.yaml"
         with importlib.resources.as_file(res) as real:
             rules = parse_rules(load_yaml(real))
         return Rules(rules.name, rules.rules, rules.description, f"rules/{name}.yaml (built in)")
