@@ -17,6 +17,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
+from .errors import InternalError
 from .schedule import MARGIN, Table
 
 
@@ -129,6 +130,6 @@ def hitting_set(clauses: Sequence[tuple[frozenset, frozenset]], cost: dict[str, 
     with RC2(wcnf) as rc2:
         model = rc2.compute()
     if model is None:  # cannot happen: the clauses come from real sets that suppressing more cells hits
-        raise AssertionError("no hitting set satisfies the explanation clauses")
+        raise InternalError("no hitting set satisfies the explanation clauses")
     true = {lit for lit in model if lit > 0}
     return {c for c in cells if var[c] in true}

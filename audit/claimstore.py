@@ -19,7 +19,7 @@ import zlib
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from .errors import AuditError
+from .errors import AuditError, InternalError
 
 FILE = "claims.csv.gz"
 LEAD = ("level", "geo", "status", "m", "direct", "columns")
@@ -55,7 +55,7 @@ def encode(result, header: tuple[str, ...], refuted: Iterable = ()) -> bytes:
     try:
         slot = [header.index(d.name) - first for d in p.domains]
     except ValueError:
-        raise AssertionError(f"a domain of {p.names} is not a column of the claim store {header}") from None
+        raise InternalError(f"a domain of {p.names} is not a column of the claim store {header}") from None
     labels = [[_field(label) for label in d.labels] for d in p.domains]
     lead = f"{_field(p.level)},{_field('/'.join(p.geo))},"
     empty = [""] * width

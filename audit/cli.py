@@ -1,7 +1,8 @@
 """The ``audit`` command line: a thin typer layer over the library.
 
 Every command lives in ``audit/commands/<name>.py`` with a ``register(app)`` function, so features
-add commands without editing this file. User mistakes (AuditError) print one line and exit 2.
+add commands without editing this file. User mistakes (AuditError) print one line and exit 2; bugs
+(InternalError) print one line and exit 3.
 """
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from typing import Annotated, Optional
 import typer
 
 from . import __version__
-from .errors import AuditError
+from .errors import AuditError, InternalError, Interrupted
 from .terminal import echo
 
 try:  # typer >= 0.20 carries its own copy of click
@@ -54,9 +55,11 @@ _register_commands()
 
 
 def run(argv: list[str] | None = None) -> int:
-    """Run the CLI and return its exit code (0 pass, 1 policy failure, 2 usage or input error).
+    """Run the CLI and return its exit code (0 pass, 1 policy failure, 2 usage or input error, 3 internal error
+    (a bug), 130 interrupted).
 
-    A usage or input error prints one line, ``error: WHERE: WHAT -- fix: HOW``, made printable.
+    A usage or input error prints one line, ``error: WHERE: WHAT -- fix: HOW``, made printable; an internal
+    error one line ``internal error: WHAT -- this is a bug ...``.
     """
     args = list(argv if argv is not None else sys.argv[1:])
     _state["debug"] = "--debug" in args
@@ -74,6 +77,14 @@ def run(argv: list[str] | None = None) -> int:
         if error is not None:  # None: a bare 'audit', which has printed the help
             echo(f"error: {error.line()}", err=True)
         return 2
+    except InternalError as exc:
+        if _state["debug"]:
+            raise
+        echo(f"internal error: {exc} (--debug shows the traceback)", err=True)
+        return 3
+    except Interrupted as exc:  # Ctrl-C during a scaled run: the parts are intact
+        echo(str(exc), err=True)
+        return 130
     except typer.Abort:
         echo("Aborted!", err=True)
         return 1

@@ -1,4 +1,4 @@
-"""Exceptions: user errors (bad input, exit code 2) distinct from internal bugs."""
+"""Exceptions: user errors (bad input, exit code 2) distinct from internal bugs (exit code 3)."""
 from __future__ import annotations
 
 
@@ -29,6 +29,23 @@ class InconsistentRelease(AuditError):
     """The published values admit no dataset: a release-side error, never 'safe'."""
 
 
+class InternalError(Exception):
+    """A bug in disclosure-audit, never the user's input: something that cannot happen did.
+
+    Never caught and turned into a result (a unit "unfixable", an attack "failed"); the command line
+    prints it as one line and exits 3 (``--debug`` shows the traceback).
+    """
+
+    HINT = "this is a bug in disclosure-audit, please report it with the command and this message"
+
+    def __init__(self, message: str):
+        self.message = message
+        super().__init__(message)  # args: the message alone, so that it pickles back from a worker process
+
+    def __str__(self) -> str:
+        return f"{self.message} -- {self.HINT}"
+
+
 class Undecided(TimeoutError):
     """An engine could not settle a question: a budget ran out, or its answer failed the exact check."""
 
@@ -41,3 +58,12 @@ class OptionalDependencyMissing(AuditError):
             f"this needs the optional package '{package}', which is not installed",
             fix=f"pip install 'disclosure-audit[{extra}]'",
         )
+
+
+class Interrupted(Exception):
+    """Ctrl-C during a run: the parts written so far are intact; rerun with --resume."""
+
+    def __init__(self, done: int, total: int, parts: Path):
+        self.done, self.total, self.parts = done, total, parts
+        super().__init__(f"interrupted: {done} of {total} units are written to {parts}; "
+                         "rerun the same command with --resume to continue")

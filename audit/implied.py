@@ -16,6 +16,7 @@ from math import lcm
 import numpy as np
 
 from .claims import Claim
+from .errors import InternalError
 from .problem import Problem
 from .query import Predicate
 from .release import int_hi, int_lo
@@ -254,7 +255,7 @@ class LinearProof:
         exact = (exact_product(coefs, b) == scales[:, None] * c[rows]).all(axis=1)
         for i, scale, coef in zip(rows[exact], scales[exact], coefs[exact]):
             if int(coef @ values) != scale * claims[i].m:
-                raise AssertionError(f"published counts disagree with the confidential data on {claims[i]}")
+                raise InternalError(f"published counts disagree with the confidential data on {claims[i]}")
             out[i] = np.zeros(len(self.keys), dtype=bool)
             out[i][self.basis[coef != 0]] = True
         return out

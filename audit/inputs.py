@@ -56,3 +56,13 @@ def load_inputs(data: str | Path, schema: str | Path | None, tables: str | Path,
 
 def default_paths(sample_dir: Path) -> tuple[Path, Path, Path]:
     return sample_dir / "data.csv", sample_dir / "schema.yaml", sample_dir / "tables.yaml"
+
+
+def inputs_from(data: Path, schema: Path | None, tables: Path, infer: bool = False, geography: str | None = None
+                ) -> Inputs:
+    """Load the three inputs with the command line's conventions (schema required unless ``infer``;
+    ``geography``: columns, comma-separated)."""
+    if schema is None and not infer:
+        raise AuditError("no schema given", "--schema", fix="pass --schema FILE (or --infer-schema --geography COLS)")
+    return load_inputs(data, None if infer and schema is None else schema, tables,
+                       [g.strip() for g in geography.split(",")] if geography else None)

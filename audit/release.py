@@ -5,6 +5,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from math import ceil, floor
 
+from .errors import InternalError
 from .query import Predicate, Statistic
 from .schedule import CellDef, Protection
 
@@ -141,7 +142,7 @@ def constraints_of(value: Value, protection: Protection) -> list[Constraint]:
             hi = 0  # counts up to r/2 round to 0, and t >= r/2 (Protection refuses the rest): they were hidden
         return [Constraint(key, cell.predicate, stat, Fraction(lo), Fraction(hi))]
     if stat.kind == "count" and t and v < t and (v > 0 or protection.protect_zeros):
-        raise AssertionError("a published count below the threshold")
+        raise InternalError("a published count below the threshold")
     return [Constraint(key, cell.predicate, stat, v, v), *_status_count(value, protection)]
 
 

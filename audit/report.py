@@ -559,11 +559,14 @@ def _appendix(doc: Mapping, extras: Mapping) -> list[tuple[str, list[tuple[str, 
 
 # ---------------------------------------------------------------------------------------------- render
 
+TEMPLATES = importlib.resources.files("audit") / "_reports"  # the top-level reports/ folder, shipped inside audit
+
+
 def _environment():
     import jinja2
 
     def load(name: str) -> str:
-        return (importlib.resources.files("reports") / name).read_text(encoding="utf-8")
+        return (TEMPLATES / name).read_text(encoding="utf-8")
 
     env = jinja2.Environment(loader=jinja2.FunctionLoader(lambda n: load(n)), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
@@ -577,7 +580,7 @@ def _environment():
 def render(doc: Mapping, extras: Mapping[str, Mapping] | None = None, store=None) -> str:
     """The report as one HTML string."""
     env = _environment()
-    css = (importlib.resources.files("reports") / "report.css").read_text(encoding="utf-8")
+    css = (TEMPLATES / "report.css").read_text(encoding="utf-8")
     return env.get_template("report.html.j2").render(css=Markup(css), **context(doc, extras, store))
 
 

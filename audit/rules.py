@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
 from ._yaml import Located, load_yaml
-from .errors import AuditError
+from .errors import AuditError, InternalError
 
 PASS, FAIL, WARN, SKIPPED = "pass", "fail", "warn", "skipped"
 ACTIONS = ("fail", "warn")
@@ -77,15 +77,18 @@ class Rules:
                 "rules": {r.id: {"action": r.action, **r.settings} for r in self.rules}}
 
 
+BUILTIN = importlib.resources.files("audit") / "_rules"  # the top-level rules/ folder, shipped inside audit
+
+
 def builtin_names() -> list[str]:
-    return sorted(p.name[:-5] for p in importlib.resources.files("rules").iterdir() if p.name.endswith(".yaml"))
+    return sorted(p.name[:-5] for p in BUILTIN.iterdir() if p.name.endswith(".yaml"))
 
 
 def load_rules(path: str | Path | None = None) -> Rules:
     """Read a rules file; ``None`` or a built-in name (``default``, ``strict``, ``lenient``) reads the shipped one."""
     name = "default" if path is None else str(path)
     if name in builtin_names() and not Path(name).exists():
-        res = importlib.resources.files("rules") / f"{name}.yaml"
+        res = BUILTIN / f"{name}.yaml"
         with importlib.resources.as_file(res) as real:
             rules = parse_rules(load_yaml(real))
         return Rules(rules.name, rules.rules, rules.description, f"rules/{name}.yaml (built in)")
@@ -228,7 +231,7 @@ def _unit_check(rule: Rule, unit: dict, rank_units: dict | None) -> dict:
         if entry is None:
             return _check(rule, geo, None, "the ranking attack has no result for this unit")
         return _lift_check(rule, geo, entry, rank_units.get("__k_over_u__"))
-    raise AssertionError(rule.id)
+    raise InternalError(f"rule '{rule.id}' has no check")
 
 
 def rank_lift(curve: Mapping, k_over_u: list | None, upto: float) -> tuple[float, float | None, str]:

@@ -42,7 +42,7 @@ from .claimstore import FILE as STORE_FILE
 from .claimstore import StoreWriter, store_columns
 from .coupled import build_coupled_problems, coupled_levels
 from .engines._explain import WORK_PER_SECOND
-from .errors import AuditError, OptionalDependencyMissing
+from .errors import AuditError, InternalError, Interrupted, OptionalDependencyMissing
 from .exact import ExactOptions, audit_unit, unfinished
 from .findings import JsonLines, attach_cells, cells_json, document, listing_cap, prior_rows, unit_json
 from .inputs import Inputs
@@ -92,15 +92,6 @@ class ScaleOptions:
             raise AuditError("must be 0 or more", "--claims-cap", "e.g. --claims-cap 25")
         if self.memory_mb is not None and self.memory_mb < 64:
             raise AuditError("must be at least 64", "--memory-mb", "e.g. --memory-mb 4096")
-
-
-class Interrupted(Exception):
-    """Ctrl-C during a run: the parts written so far are intact; rerun with --resume."""
-
-    def __init__(self, done: int, total: int, parts: Path):
-        self.done, self.total, self.parts = done, total, parts
-        super().__init__(f"interrupted: {done} of {total} units are written to {parts}; "
-                         "rerun the same command with --resume to continue")
 
 
 # -- the task a worker runs -----------------------------------------------------------------------
@@ -177,6 +168,8 @@ def audit_task(problem: Problem, options: ExactOptions, prior: np.ndarray | None
     except MemoryError:
         return failed_unit(problem, options, "out-of-memory", f"memory limit of {limits.memory_mb} MB per worker reached",
                            start, limits)
+    except InternalError:  # a bug: stops the run, never a unit's result
+        raise
     except Exception as exc:  # noqa: BLE001 -- one unit's failure must not stop the run
         unit = _error_unit(problem, options, exc, start, limits)
     return unit
@@ -539,6 +532,8 @@ def _run_dask(tasks, options: ExactOptions, limits: Limits, scale: ScaleOptions,
             problem, prior, cells = flight.pop(fut.key)
             try:
                 unit = fut.result()
+            except InternalError:
+                raise
             except Exception as exc:  # noqa: BLE001 -- e.g. KilledWorker: the unit is an error, the run goes on
                 unit = _error_unit(problem, options, exc, limits=limits)
             fut.release()
@@ -658,7 +653,7 @@ def run_cli(data: Path, schema: Path | None, tables: Path, options: ExactOptions
     from .schema import load_schema
 
     if infer_schema and schema is None:  # inference needs the whole frame; stream from memory
-        from .commands import inputs_from
+        from .inputs import inputs_from
 
         inputs = inputs_from(data, None, tables, True, geography)
         the_schema, schedule, source = inputs.schema, inputs.schedule, inputs.frame

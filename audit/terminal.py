@@ -7,8 +7,7 @@ goes through :func:`printable`, which shows such characters escaped (``\\x1b``) 
 from __future__ import annotations
 
 import re
-
-import typer
+import sys
 
 # C0 and C1 controls, DEL, bidirectional overrides and isolates, line and paragraph separators
 _UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
@@ -26,4 +25,4 @@ def printable(text: object) -> str:
 
 def echo(text: object = "", err: bool = False) -> None:
     """Print one line of messages to stdout (or stderr), made :func:`printable`."""
-    typer.echo(printable(text), err=err)
+    print(printable(text), file=sys.stderr if err else sys.stdout, flush=True)

@@ -13,6 +13,7 @@ import pytest
 import typer.main
 
 from audit.cli import app, run
+from audit.errors import InternalError
 from audit.rules import RULES, TOP_KEYS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -144,6 +145,32 @@ def test_bad_rules_file_names_line(tmp_path, capsys):
     bad.write_text("name: x\nsmall_cells:\n  treshold: 3\n")
     assert run(["gate", *protected("--rules", str(bad), "-o", str(tmp_path))]) == 2
     assert f"{bad}:3 small_cells.treshold: unknown setting" in capsys.readouterr().err
+
+
+def test_a_bug_is_one_internal_error_line_and_exit_3(tmp_path, capsys, monkeypatch):
+    """A rule registered without a check (a developer's slip) reaches the real rule evaluation's
+    InternalError: one line saying it is a bug, exit 3, not a traceback and not an input error's 2."""
+    import audit.rules as rules
+
+    monkeypatch.setitem(rules.RULES, "new_rule", ("A rule added without its check", {}))
+    monkeypatch.setattr(rules, "TOP_KEYS", (*rules.TOP_KEYS, "new_rule"))
+    policy = tmp_path / "new.yaml"
+    policy.write_text("new_rule: on\n")
+    args = ["gate", *protected("--rules", str(policy), "-o", str(tmp_path / "out"))]
+    assert run(args) == 3
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("internal error: rule 'new_rule' has no check -- this is a bug"), err
+    assert "please report it" in err[0] and "Traceback" not in err[0]
+    assert not (tmp_path / "out" / "findings.json").exists()
+    with pytest.raises(InternalError, match="has no check"):  # --debug: the traceback
+        run(["--debug", *args])
+
+
+def test_an_internal_error_pickles_back_from_a_worker_process():
+    import pickle
+
+    err = pickle.loads(pickle.dumps(InternalError("a dataset meets every cell and contradicts its claim")))
+    assert str(err).count("this is a bug") == 1 and err.message.startswith("a dataset meets")
 
 
 def test_diff_shows_what_a_schedule_change_adds(failing, passing, capsys, tmp_path):

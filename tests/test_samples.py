@@ -125,9 +125,13 @@ def test_wheel_ships_rules_and_reports(tmp_path):
     assert built.returncode == 0, built.stderr[-2000:]
     wheel, = tmp_path.glob("disclosure_audit-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
-    expected = {"rules/__init__.py", "reports/__init__.py", "audit/cli.py"}
-    for folder, patterns in (("rules", ("*.yaml",)), ("reports", ("*.j2", "*.html", "*.css")),
-                             ("audit/samples_data", ("*/*.csv", "*/*.yaml"))):
+    expected = {"audit/cli.py", "audit/pipeline.py"}
+    # the top-level rules/ and reports/ folders ship inside audit (audit/_rules, audit/_reports), not as packages
+    for folder, shipped, patterns in (("rules", "audit/_rules", ("*.yaml",)),
+                                      ("reports", "audit/_reports", ("*.j2", "*.html", "*.css")),
+                                      ("audit/samples_data", "audit/samples_data", ("*/*.csv", "*/*.yaml"))):
         for pattern in patterns:
-            expected |= {p.relative_to(ROOT).as_posix() for p in (ROOT / folder).glob(pattern)}
+            expected |= {f"{shipped}/{p.relative_to(ROOT / folder).as_posix()}" for p in (ROOT / folder).glob(pattern)}
     assert expected <= names, sorted(expected - names)
+    assert {"audit/_rules/default.yaml", "audit/_reports/report.html.j2", "audit/_reports/report.css"} <= names
+    assert {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")} == {"audit"}

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import importlib.resources
+import json
 import shutil
 from pathlib import Path
 from typing import Annotated
@@ -9,9 +10,11 @@ from typing import Annotated
 import typer
 
 from ..engines._explain import EXPLAIN_BUDGET
+from ..errors import AuditError
+from ..pipeline import run_audit
 from ..terminal import echo
 from . import QuietOpt, output_folder
-from .run import ExplainBudgetOpt, ExplainSecondsOpt, JsonOpt, budget_of
+from .run import ExplainBudgetOpt, ExplainSecondsOpt, JsonOpt, audit_options, budget_of, warn_left_out
 
 SAMPLES = ("block7", "households")
 
@@ -26,11 +29,6 @@ def register(app: typer.Typer) -> None:
         quiet: QuietOpt = False,
     ) -> None:
         """Run the audit on the bundled samples (a 7-person block, three household blocks) and print where the reports are."""
-        import json
-
-        from ..errors import AuditError
-        from .run import pipeline
-
         output_folder(out)
         budget = budget_of(explain_budget, explain_seconds)
         results = {}
@@ -43,13 +41,16 @@ def register(app: typer.Typer) -> None:
                 with importlib.resources.as_file(root / name / file) as src:
                     shutil.copyfile(src, inputs / file)
             try:
-                doc = pipeline(inputs / "data.csv", inputs / "tables.yaml", inputs / "schema.yaml", folder,
-                               explain_budget=budget, quiet=quiet or json_out, use_existing=False)
+                doc = run_audit(inputs / "data.csv", inputs / "schema.yaml", inputs / "tables.yaml", folder,
+                                audit_options(folder, explain_budget=budget, use_existing=False),
+                                progress=not (quiet or json_out))
             except (AuditError, ImportError) as exc:  # e.g. an engine this installation lacks
                 results[name] = {"error": f"{exc.__class__.__name__}: {exc}"}
                 if not (quiet or json_out):
                     echo(f"{name}: could not run ({exc})", err=True)
                 continue
+            if not (quiet or json_out):
+                warn_left_out(doc, folder)
             results[name] = {"verdict": doc["verdict"], "failing": [f["rule"] for f in doc["failing"]],
                              **doc["outputs"]}
             if not (quiet or json_out):

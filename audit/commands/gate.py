@@ -1,4 +1,4 @@
-"""``audit gate``: the ``audit run`` pipeline for CI, terse: prints PASS/FAIL and the failing rules, exits 0/1/2."""
+"""``audit gate``: the ``audit run`` pipeline (:func:`audit.pipeline.run_audit`) for CI, terse: prints PASS/FAIL and the failing rules, exits 0/1/2."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -6,11 +6,12 @@ from pathlib import Path
 import typer
 
 from ..terminal import echo
-from . import GeographyOpt, InferOpt, OutOpt, QuietOpt, SchemaOpt, SeedOpt, TablesOpt
 from ..engines._explain import EXPLAIN_BUDGET
+from ..pipeline import run_audit
+from . import GeographyOpt, InferOpt, OutOpt, QuietOpt, SchemaOpt, SeedOpt, TablesOpt
 from .run import (ConflictsOpt, EngineOpt, ExplainBudgetOpt, ExplainOpt, ExplainSecondsOpt, JsonOpt, LinearPublicOpt,
                   LinearResultsOpt, LinearSecretOpt, MaxColumnsOpt, MaxRowsOpt, MaybeDataArg, MemoryOpt, PublishedOpt,
-                  RankOpt, RankResultsOpt, ReportOpt, RulesOpt, UnitSecondsOpt, budget_of, exit_for, pipeline,
+                  RankOpt, RankResultsOpt, ReportOpt, RulesOpt, UnitSecondsOpt, audit_options, budget_of, exit_for,
                   verdict_json)
 
 
@@ -45,12 +46,13 @@ def register(app: typer.Typer) -> None:
         published: PublishedOpt = None,
     ) -> None:
         """CI gate: run the audit, print PASS or FAIL with the failing rules; exit 0 pass, 1 fail, 2 input error."""
-        doc = pipeline(data, tables, schema, out, rules=rules, engine=engine, max_columns=max_columns, seed=seed,
-                       conflicts=conflicts, unit_seconds=unit_seconds, explain=explain,
-                       explain_budget=budget_of(explain_budget, explain_seconds), max_rows=max_rows, memory_mb=memory_mb,
-                       infer_schema=infer_schema, geography=geography, rank=rank, linear_secret=linear_secret,
-                       linear_public=linear_public, rank_results=rank_results, linear_results=linear_results,
-                       report=report, quiet=True, progress=False, published=published)
+        options = audit_options(
+            out, rules=rules, engine=engine, max_columns=max_columns, seed=seed, conflicts=conflicts,
+            unit_seconds=unit_seconds, explain=explain, explain_budget=budget_of(explain_budget, explain_seconds),
+            max_rows=max_rows, memory_mb=memory_mb, infer_schema=infer_schema, geography=geography, rank=rank,
+            linear_secret=linear_secret, linear_public=linear_public, rank_results=rank_results,
+            linear_results=linear_results, report=report, published=published)
+        doc = run_audit(data, schema, tables, out, options)
         if json_out:
             typer.echo(verdict_json(doc))
         elif not quiet:

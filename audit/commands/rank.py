@@ -6,32 +6,10 @@ from typing import Annotated, Optional
 
 import typer
 
+from ..extras import write_ranking
 from ..provenance import fingerprint
 from ..terminal import echo
 from . import DataArg, GeographyOpt, InferOpt, OutOpt, QuietOpt, SchemaOpt, SeedOpt, TablesOpt, inputs_from, output_folder
-
-
-def write_ranking(inputs, options, out: Path, top: Optional[int] = None, made_from: dict | None = None):
-    """Run the ranking attack, write ``out/rank.json`` (with the inputs' fingerprint) and ``rank.svg``;
-    return the document and the results."""
-    from dataclasses import asdict
-
-    from ..engines.rank import rank_inputs
-    from ..findings import NOTICE, write_json
-
-    results = rank_inputs(inputs, options)
-    doc = {"notice": NOTICE, "confidential": True,
-           "inputs": {"data": inputs.data_path, "schema": inputs.schema.source, "tables": inputs.schedule.source},
-           "fingerprint": {**(made_from or {}), "options": asdict(options)},
-           **results.to_dict(top)}
-    if inputs.schema.attacker is not None:
-        from ..reidentify import ranking_part
-
-        doc["reidentification"] = ranking_part(results, inputs.frame, inputs.schema.geography, inputs.schema.attacker)
-    out.mkdir(parents=True, exist_ok=True)
-    write_json(doc, out / "rank.json")
-    (out / "rank.svg").write_text(results.svg(), encoding="utf-8")
-    return doc, results
 
 
 def register(app: typer.Typer) -> None:

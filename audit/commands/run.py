@@ -2,22 +2,21 @@
 
 Writes ``findings.json``, ``junit.xml`` and ``report.html`` to the output folder; exits 0 when the
 release passes the rules, 1 when a rule fails, 2 on an input error. ``audit gate`` runs the same
-pipeline (:func:`pipeline`) and prints only the verdict.
+pipeline (:func:`audit.pipeline.run_audit`) and prints only the verdict.
 """
 from __future__ import annotations
 
 import json
-import sys
-import time
 from pathlib import Path
-from typing import Annotated, Callable, Optional
+from typing import Annotated, Optional
 
 import typer
 
 from ..engines._explain import EXPLAIN_BUDGET, WORK_PER_SECOND
+from ..pipeline import AuditOptions, clear_outputs, run_audit
+from ..scale import ScaleOptions
 from ..terminal import echo
-from . import (GeographyOpt, InferOpt, OutOpt, QuietOpt, SchemaOpt, SeedOpt, TablesOpt, inputs_from,
-               output_folder)
+from . import GeographyOpt, InferOpt, OutOpt, QuietOpt, SchemaOpt, SeedOpt, TablesOpt
 
 RulesOpt = Annotated[Optional[str], typer.Option(
     "--rules", "-r", help="Policy: a rules YAML file, or a built-in name (default, strict, lenient). Default: default.")]
@@ -56,179 +55,17 @@ def budget_of(budget: float, seconds: Optional[float]) -> float:
     return budget
 
 
-def _versions() -> dict[str, str]:
-    from importlib.metadata import PackageNotFoundError, version
-
-    out = {}
-    for name in ("python-sat", "numpy", "pandas", "jinja2", "highspy", "torch", "opendp"):
-        try:
-            out[name] = version(name)
-        except PackageNotFoundError:
-            pass
-    return out
-
-
-OUTPUTS = ("findings.json", "junit.xml", "report.html")
-
-
-def clear_outputs(out: Path) -> None:
-    """Remove the findings, JUnit XML and report an earlier run left in ``out``, so that a run that
-    fails (input error, exception, Ctrl-C) leaves none that looks current. Parts stay (``--resume``)."""
-    if out.is_dir():
-        for name in OUTPUTS:
-            (out / name).unlink(missing_ok=True)
-
-
-def _explicit(rank_results: Optional[Path], linear_results: Optional[Path], made_from: dict
-              ) -> dict[str, tuple[Path, dict]]:
-    """Results passed by name (kind -> path and document): read and checked before the long work."""
-    from ..provenance import check_explicit
-    from ..report import read_json
-
-    out = {}
-    for kind, path in (("rank", rank_results), ("linear", linear_results)):
-        if path is not None:
-            doc = read_json(path, f"{kind} results")
-            check_explicit(kind, doc, made_from, path)
-            out[kind] = (path, doc)
-    return out
-
-
-def _write_atomic(write: Callable[[Path], object], path: Path) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    write(tmp)
-    tmp.replace(path)
-
-
-def pipeline(data: Path, tables: Path, schema: Optional[Path], out: Path, *, rules: Optional[str] = None,
-             engine: str = "sat", max_columns: Optional[int] = None, seed: int = 0, conflicts: int = 200_000,
-             unit_seconds: float = 120.0, explain: str = "records", explain_budget: float = EXPLAIN_BUDGET,
-             max_rows: int = 200, memory_mb: Optional[int] = 4096, infer_schema: bool = False,
-             geography: Optional[str] = None, rank: bool = False, linear_secret: Optional[str] = None,
-             linear_public: Optional[str] = None, rank_results: Optional[Path] = None,
-             linear_results: Optional[Path] = None, report: bool = True, quiet: bool = False, progress: bool = True,
-             use_existing: bool = True, on_unit: Callable[[dict], None] | None = None, scale=None,
-             published: Optional[Path] = None) -> dict:
-    """Attack, apply the rules, write findings.json, claims.csv.gz, junit.xml and report.html; return the findings.
-
-    ``scale`` (:class:`audit.scale.ScaleOptions`): stream the data, run units on a pool or Dask, write
-    parts to ``out/parts`` (resumable) and cap the claims listed per unit; None: the whole frame in
-    this process, each unit in one worker process bounded by ``memory_mb``. rank.json / linear.json
-    already in ``out`` count only when made from the same inputs (``use_existing``); those passed as
-    ``rank_results`` / ``linear_results`` are taken unless they record other inputs.
-    ``published``: attack that release file alone (:mod:`audit.published`), with ``data`` None.
-    """
-    from ..claimstore import store_beside
-    from ..errors import AuditError
-    from ..exact import ExactOptions
-    from ..findings import run_exact, write_json
-    from ..junit import write_junit
-    from ..provenance import fingerprint, select
-    from ..reidentify import add_ranking
-    from ..report import extras_beside, write_report
-    from ..rules import apply, load_rules
-
+def audit_options(out: Path, **options) -> AuditOptions:
+    """The command's :class:`AuditOptions`, after clearing ``out``'s earlier outputs, so that a run refused
+    for a bad option leaves none that looks current either."""
     clear_outputs(out)
-    if (linear_secret is None) != (linear_public is None):
-        raise AuditError("--linear-secret and --linear-public go together",
-                         "--linear-public" if linear_public is None else "--linear-secret", "pass both, or neither")
-    for kind, fresh_flag, path in (("rank", rank, rank_results), ("linear", linear_secret, linear_results)):
-        if fresh_flag and path is not None:
-            raise AuditError(f"--{kind} runs the {kind} attack and --{kind}-results takes one already run",
-                             f"--{kind}-results", "pass one of them")
-    output_folder(out)  # before the long work: a bad --out or rules file fails fast
-    policy = load_rules(rules)
-    options = ExactOptions(engine=engine, max_columns=max_columns, seed=seed, conflicts=conflicts,
-                           unit_seconds=unit_seconds, explain=explain, explain_budget=explain_budget,
-                           max_rows=max_rows, memory_mb=memory_mb)
-    if rank:
-        from ..engines.rank import resolve_device
+    return AuditOptions(**options)
 
-        resolve_device("auto")  # needs torch: stop now with the install hint, not after the exact attack
-    if linear_secret:
-        from .linear import linear_target
 
-        linear_target(data, linear_secret, linear_public or "")  # a wrong column fails now, not after the attack
-    made_from = fingerprint(data, schema, tables)
-    explicit = _explicit(rank_results, linear_results, made_from)
-    started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-    if published is not None:
-        from ..published import check_options
-
-        check_options(data, schema, rank, linear_secret, infer_schema, scale)
-    elif data is None:
-        raise AuditError("missing argument", "DATA", "give the microdata file, or --published RELEASE")
-    elif scale is not None:
-        from ..scale import Interrupted, run_cli
-
-        try:
-            doc = run_cli(data, schema, tables, options, scale, out, policy, infer_schema, geography,
-                          quiet or not progress, on_unit)
-        except Interrupted as exc:  # Ctrl-C: the parts are intact
-            echo(str(exc), err=True)
-            raise typer.Exit(130) from None
-    else:
-        from ..scale import bounded_runner
-
-        runner = bounded_runner(options, memory_mb)
-        inputs = inputs_from(data, schema, tables, infer_schema, geography)
-    if scale is None:
-        from ..progress import Progress
-
-        with Progress("units", quiet or not progress) as bar:
-            def tick(u: dict) -> None:
-                bar.update(note=f"unit {u['geo']}")
-                if on_unit:
-                    on_unit(u)
-
-            if published is not None:
-                from ..published import run_published
-
-                doc = run_published(published, schema, tables, options, on_unit=tick, rules=policy)
-            else:
-                doc = run_exact(inputs, options, on_unit=tick, rules=policy, run_units=runner, out=out,
-                                on_total=bar.total)
-    out.mkdir(parents=True, exist_ok=True)
-    fresh: dict[str, dict] = {}
-    if rank:
-        from ..engines.rank import RankOptions
-        from .rank import write_ranking
-
-        ranked = inputs if scale is None else inputs_from(data, schema, tables, infer_schema, geography)
-        fresh["rank"], _ = write_ranking(ranked, RankOptions(seed=seed), out, made_from=made_from)
-    if linear_secret:
-        from .linear import write_linear
-
-        fresh["linear"] = write_linear(data, linear_secret, linear_public or "", out, seed=seed, sweep=True)
-    beside = extras_beside(out)
-    if not use_existing:
-        beside = {k: v for k, v in beside.items() if k == "protection"}
-    extras, left_out = select({k: v for k, v in {**beside, **fresh}.items() if k not in explicit}, made_from)
-    for kind, (path, extra) in explicit.items():  # taken for these inputs: stamped so, beside the findings
-        theirs = extra.get("fingerprint") if isinstance(extra.get("fingerprint"), dict) else {}
-        extras[kind] = {**extra, "fingerprint": {**made_from, **theirs, "passed_by_name": str(path)}}
-        write_json(extras[kind], out / f"{kind}.json")
-    for line in left_out if not quiet else ():
-        typer.echo(f"warning: {out / line}", err=True)
-    add_ranking(doc, extras.get("rank"))
-    apply(doc, policy, extras.get("rank"), extras.get("linear"))
-    doc["attacks"] = ["exact", *[k for k in ("rank", "linear") if k in extras]]
-    doc["inputs"]["fingerprint"] = made_from
-    if left_out:
-        doc["extras_left_out"] = left_out
-    doc["versions"] = _versions()
-    doc["run"] = {"started": started, "command": "audit " + " ".join(sys.argv[1:]) if sys.argv else "",
-                  "rules_file": policy.source}
-    outputs = {"findings": out / "findings.json", "claims": out / "claims.csv.gz", "junit": out / "junit.xml"}
-    if report:
-        outputs["report"] = out / "report.html"
-    doc["outputs"] = {k: str(v) for k, v in outputs.items()}
-    # findings.json last: the three appear together at the end of a run that succeeded
-    _write_atomic(lambda p: write_junit(doc, p), outputs["junit"])
-    if report:
-        write_report(doc, outputs["report"], extras, store_beside(outputs["findings"], doc))
-    write_json(doc, outputs["findings"])
-    return doc
+def warn_left_out(doc: dict, out: Path) -> None:
+    """One warning line per result in ``out`` left out because it was made from other inputs."""
+    for line in doc.get("extras_left_out", ()):
+        echo(f"warning: {out / line}", err=True)
 
 
 def verdict_json(doc: dict) -> str:
@@ -240,8 +77,6 @@ def _scale(workers: int, scheduler: Optional[str], resume: bool, claims_cap: Opt
     """Scale options when any scale flag is given; None keeps the whole frame in this process."""
     if workers == 1 and scheduler is None and not resume and claims_cap is None:
         return None
-    from ..scale import ScaleOptions
-
     return ScaleOptions(workers=workers, scheduler=scheduler, resume=resume, claims_cap=claims_cap,
                         memory_mb=memory_mb)
 
@@ -286,13 +121,16 @@ def register(app: typer.Typer) -> None:
         published: PublishedOpt = None,
     ) -> None:
         """Attack the release, apply the rules, write findings.json, junit.xml and report.html (exit 1 on failure)."""
-        doc = pipeline(data, tables, schema, out, rules=rules, engine=engine, max_columns=max_columns, seed=seed,
-                       conflicts=conflicts, unit_seconds=unit_seconds, explain=explain,
-                       explain_budget=budget_of(explain_budget, explain_seconds), max_rows=max_rows, memory_mb=memory_mb,
-                       infer_schema=infer_schema, geography=geography, rank=rank, linear_secret=linear_secret,
-                       linear_public=linear_public, rank_results=rank_results, linear_results=linear_results,
-                       report=report, quiet=quiet or json_out,
-                       scale=_scale(workers, scheduler, resume, claims_cap, memory_mb), published=published)
+        options = audit_options(
+            out, rules=rules, engine=engine, max_columns=max_columns, seed=seed, conflicts=conflicts,
+            unit_seconds=unit_seconds, explain=explain, explain_budget=budget_of(explain_budget, explain_seconds),
+            max_rows=max_rows, memory_mb=memory_mb, infer_schema=infer_schema, geography=geography, rank=rank,
+            linear_secret=linear_secret, linear_public=linear_public, rank_results=rank_results,
+            linear_results=linear_results, report=report,
+            scale=_scale(workers, scheduler, resume, claims_cap, memory_mb), published=published)
+        doc = run_audit(data, schema, tables, out, options, progress=not (quiet or json_out))
+        if not (quiet or json_out):
+            warn_left_out(doc, out)
         if json_out:
             typer.echo(verdict_json(doc))
         elif not quiet:

@@ -27,6 +27,7 @@ from typing import Callable, Protocol, Sequence
 import numpy as np
 
 from ..claims import Claim
+from ..errors import InternalError
 from ..implied import LinearProof, flat_mask
 from ..problem import Problem
 from ..release import int_hi, int_lo
@@ -328,7 +329,7 @@ class Explainer:
                     return self._delete(session, claim, sets, within, cells)
                 cells = hitting_set(sets, within)
                 if cells is None:
-                    raise AssertionError(f"a dataset meets every cell of a set said to imply {claim} and contradicts it")
+                    raise InternalError(f"a dataset meets every cell of a set said to imply {claim} and contradicts it")
                 status, info, _ = self._suffices(session, claim, cells)
                 if status == UNSAT:
                     return self._names(cells), True
@@ -337,7 +338,7 @@ class Explainer:
                 sets = np.vstack([sets, self._counterexample(claim, info, cells)[None]])
         finally:
             session.close()
-        raise AssertionError("unreachable")
+        raise InternalError("unreachable")
 
     def _delete(self, session: Session, claim: Claim, sets: np.ndarray, within: np.ndarray,
                 likely: list[int]) -> tuple[tuple[str, ...], bool]:
@@ -378,7 +379,7 @@ class Explainer:
         """Add a solver's counterexample to the pool after checking it; returns the cells it breaks."""
         broken = self.pool.add_dataset(rows)
         if broken is None or broken[cells].any() or claim.count(np.asarray(rows)) == claim.m:
-            raise AssertionError(f"the explanation solver's counterexample to {claim} does not check out")
+            raise InternalError(f"the explanation solver's counterexample to {claim} does not check out")
         return broken
 
     def _names(self, cells) -> tuple[str, ...]:
@@ -402,7 +403,7 @@ class Explainer:
                 start[core] = True
             return start
         if status == SAT and sufficient is not None:
-            raise AssertionError("a dataset meets every cell of a checked linear proof and contradicts its claim")
+            raise InternalError("a dataset meets every cell of a checked linear proof and contradicts its claim")
         if sufficient is not None:
             return start
         cells = certificate() if certificate is not None else None
