@@ -1,6 +1,8 @@
 """Exceptions: user errors (bad input, exit code 2) distinct from internal bugs (exit code 3)."""
 from __future__ import annotations
 
+from pathlib import Path
+
 
 class AuditError(Exception):
     """A mistake in the user's input: names where it is and how to fix it.
