@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -120,7 +121,12 @@ def test_household_generator_is_seeded_consistent_and_sized(tmp_path):
 
 @pytest.mark.slow
 def test_wheel_ships_rules_and_reports(tmp_path):
-    built = subprocess.run([sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "-q", "-w", str(tmp_path)],
+    # from a copy without build/ or *.egg-info: setuptools reuses an old build/lib, which may hold what
+    # an earlier version shipped
+    src = tmp_path / "src"
+    shutil.copytree(ROOT, src, symlinks=True, ignore=shutil.ignore_patterns(
+        "build", "dist", ".venv", ".git", "*.egg-info", "__pycache__", ".pytest_cache"))
+    built = subprocess.run([sys.executable, "-m", "pip", "wheel", str(src), "--no-deps", "-q", "-w", str(tmp_path)],
                            capture_output=True, text=True, timeout=600)
     assert built.returncode == 0, built.stderr[-2000:]
     wheel, = tmp_path.glob("disclosure_audit-*.whl")
