@@ -309,6 +309,23 @@ def _protection_section(prot: Mapping | None) -> dict | None:
             "compare": compare, "facts": facts}
 
 
+def _intervals_section(doc: Mapping, cell_labels: Mapping[str, str]) -> dict | None:
+    """Per unit with hidden counts (the first DETAIL_UNITS, narrowest intervals first within a unit): the
+    least and greatest value an attacker can prove for each; None when no unit hides a count."""
+    units, skipped, total = [], 0, 0
+    for u in doc["units"]:
+        skipped += bool(u.get("intervals_skipped"))
+        if not u.get("intervals"):
+            continue
+        total += 1
+        if len(units) < DETAIL_UNITS:
+            cells = sorted(u["intervals"].items(), key=lambda kv: (kv[1]["hi"] - kv[1]["lo"], kv[0]))
+            units.append({"geo": u["geo"], "cells": [dict(iv, cell=k, label=cell_labels.get(k, "")) for k, iv in cells]})
+    if not total and not skipped:
+        return None
+    return {"units": units, "total": total, "more": total - len(units), "skipped": skipped}
+
+
 def _words(names: list) -> str:
     names = [str(n) for n in names]
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1] if names else ""
@@ -368,7 +385,7 @@ def context(doc: Mapping, extras: Mapping[str, Mapping] | None = None, store=Non
         "detail": _detail(doc, rows, cell_labels, store), "claim_store": (doc.get("claim_store") or {}).get("file"),
         "detail_limit": DETAIL_UNITS, "claims_limit": CLAIMS_PER_UNIT,
         "schema": doc.get("schema") or {}, "rank": _rank_section(extras.get("rank"), rules),
-        "reid": _reid_section(doc),
+        "reid": _reid_section(doc), "intervals": _intervals_section(doc, cell_labels),
         "linear": _linear_section(extras.get("linear")), "protection": _protection_section(extras.get("protection")),
         "appendix": _appendix(doc, extras),
     }

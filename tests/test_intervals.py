@@ -57,3 +57,33 @@ def test_intervals_of_random_problems_equal_brute_force(seed):
         assert outer[key].lo <= lo and outer[key].hi >= hi, key
         if outer[key].certified:
             assert (outer[key].lo, outer[key].hi) == (lo, hi), key
+
+
+BLOCK7 = Path(__file__).resolve().parents[1] / "samples" / "block7"
+
+
+def _block7_checks(tmp_path, levels: str) -> list[dict]:
+    from audit.findings import run_exact
+    from audit.inputs import load_inputs
+    from audit.rules import load_rules
+
+    (tmp_path / "pl.yaml").write_text(f"name: pl\nprotection_levels: {levels}\n")
+    inputs = load_inputs(str(BLOCK7 / "data.csv"), str(BLOCK7 / "schema.yaml"), str(BLOCK7 / "tables.yaml"))
+    doc = run_exact(inputs, ExactOptions(explain="none"), rules=load_rules(tmp_path / "pl.yaml"))
+    return [c for c in doc["checks"] if c["rule"] == "protection_levels"]
+
+
+def test_protection_levels_fail_the_paper_block_whose_hidden_counts_are_all_disclosed(tmp_path):
+    """The CACM block: its rule-of-three suppression leaves every hidden count pinned to its value."""
+    check, = _block7_checks(tmp_path, "{upper: 1, lower_share: 0.5}")
+    assert check["outcome"] == "fail" and check["count"] == 7
+    assert "T1:3A in [2, 2], true 2, needs [1, 3]" in check["message"]
+    check, = _block7_checks(tmp_path, "{upper: 0, lower: 0}")
+    assert check["outcome"] == "pass"
+
+
+def test_protection_needed_takes_the_larger_level_and_stops_at_zero():
+    from audit.rules import protection_needed
+
+    assert protection_needed({"upper": 1, "upper_share": 0.5, "lower": 5}, 4) == (4, 2.0)
+    assert protection_needed({"lower_share": 0.25}, 8) == (2.0, 0)
