@@ -2,6 +2,7 @@
 cell's least and greatest count over them."""
 from __future__ import annotations
 
+import json
 import tempfile
 from pathlib import Path
 
@@ -87,3 +88,18 @@ def test_protection_needed_takes_the_larger_level_and_stops_at_zero():
 
     assert protection_needed({"upper": 1, "upper_share": 0.5, "lower": 5}, 4) == (4, 2.0)
     assert protection_needed({"lower_share": 0.25}, 8) == (2.0, 0)
+
+
+def test_protect_audit_only_audits_the_given_pattern_and_exits_like_gate(tmp_path, capsys):
+    """No new suppression: the schedule's own pattern, its intervals and the rules' verdict."""
+    from audit.cli import run
+
+    args = ["protect", str(BLOCK7 / "data.csv"), "--tables", str(BLOCK7 / "tables.yaml"), "--schema",
+            str(BLOCK7 / "schema.yaml"), "--audit-only"]
+    (tmp_path / "loose.yaml").write_text("name: loose\nprotection_levels: {upper: 0}\n")
+    assert run([*args, "--out", str(tmp_path / "a"), "--rules", str(tmp_path / "loose.yaml")]) == 0
+    assert "0001 T1:5A: [0, 0]" in capsys.readouterr().out
+    assert run([*args, "--out", str(tmp_path / "b"), "--rules", "strict", "--quiet"]) == 1
+    doc = json.loads((tmp_path / "b" / "findings.json").read_text())
+    assert doc["units"][0]["intervals"]["T1:3A"] == {"lo": 2, "hi": 2, "certified": True, "value": 2}
+    assert not (tmp_path / "b" / "protected.yaml").exists()
