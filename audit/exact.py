@@ -16,6 +16,7 @@ from .claims import (REFUTED, UNDECIDED, VERIFIED, Claim, ClaimTable, Verdict, c
 from .engines._explain import EXPLAIN_BUDGET
 from .errors import AuditError, InconsistentRelease
 from .implied import LinearProof
+from .intervals import feasibility_intervals, hidden_cells
 from .problem import Problem
 from .release import int_hi, int_lo
 
@@ -50,6 +51,7 @@ class ExactOptions:
     memory_mb: int | None = 4096  # per unit; a unit estimated above it is too large (None: no bound)
     histogram: bool = True  # sample, refute and prove in histogram space (LP/MIP) before the row-slot engine
     attacker: object = None  # audit.attacker.AttackerModel: also measure re-identification (audit.reidentify)
+    intervals: bool = True  # feasibility intervals of the count cells not published exactly (audit.intervals)
 
     def __post_init__(self):
         if self.engine not in ENGINES:
@@ -87,6 +89,8 @@ class UnitResult:
     baseline: dict = field(default_factory=dict)
     omitted: int = 0  # undecided claims counted but not listed (a unit too large to list them)
     reidentification: object = None  # audit.reidentify.UnitMeasure, with an attacker model
+    intervals: dict | None = None  # cell key -> audit.intervals.Interval, for the counts not published exactly
+    intervals_note: str = ""  # why the intervals were not computed
 
     @property
     def verified(self) -> list[Verdict]:
@@ -174,6 +178,8 @@ def unfinished(problem: Problem, options: ExactOptions, status: str, reason: str
     """A unit the attack did not finish: every candidate claim undecided, listed when there are at
     most :data:`LISTED_MAX` of them, else counted (a lower bound when even counting is too long)."""
     result = UnitResult(problem, status=status, reason=reason)
+    if options.intervals and hidden_cells(problem):
+        result.intervals_note = f"feasibility intervals not computed: {reason}"
     if problem.truth is not None and len(problem.truth):
         n, exact = count_candidates(problem.truth, options.max_columns)
         keys = len(distinct_rows(problem.truth)[0]) * n_subsets(problem.truth.shape[1], options.max_columns)
@@ -269,6 +275,17 @@ def audit_unit(problem: Problem, options: ExactOptions = ExactOptions(),
     if engine is None and not settled and options.explain != "none" and result.verified and result.status == "done":
         engine = make_engine(problem, options)  # decided in histogram space: cores need the guarded solver
     _explain(engine, result, options, linear, certificates)
+    if options.intervals and hidden_cells(problem):
+        def sat():  # the search's SAT engine when it built one, with the cells hard; no deadline, as explanations
+            if getattr(engine, "name", None) == "sat" and engine.solver is not None:
+                engine.deadline = None
+                return engine
+            return make_engine(problem, replace(options, engine="sat"))
+
+        result.intervals = feasibility_intervals(problem, linear, sat)
+        if result.intervals is None:
+            result.intervals_note = ("feasibility intervals not computed: the histogram model could not be built "
+                                     "(support too large, or --no-linear)")
     if options.attacker is not None and problem.level == options.attacker.geography:
         from .reidentify import measure_exact
 

@@ -193,6 +193,10 @@ def unit_json(result: UnitResult, release: UnitRelease | None = None, cap: int =
         attach_cells(out, cells_json(release))
     if result.reidentification is not None:
         out["reidentification"] = result.reidentification.counts
+    if result.intervals:
+        out["intervals"] = {key: iv.to_dict() for key, iv in result.intervals.items()}
+    elif result.intervals_note:
+        out["intervals_skipped"] = result.intervals_note
     if header is not None:
         refuted = refuted_claims(result, max_columns)
         out["_store"] = (encode(result, header, refuted), len(result.verdicts) + len(refuted))

@@ -222,6 +222,10 @@ class LinearProof:
         """The claim's indicator on the support: its count in a dataset is this vector times the histogram."""
         return self._claim_matrix([claim])[0]
 
+    def cell_vector(self, predicate) -> np.ndarray:
+        """A cell's indicator on the support: its count in a dataset is this vector times the histogram."""
+        return in_sets(self.rows, flat_mask(self.problem, predicate)[None], self._bounds)[:, 0].astype(np.int64)
+
     def _claim_matrix(self, claims: list[Claim]) -> np.ndarray:
         return in_sets(self.rows, self._claim_flat(claims), self._bounds).T.astype(np.int64)
 

@@ -455,6 +455,17 @@ def reaudit(data: str, schema_path: str, schedule_path: Path, exact: ExactOption
     return audited(inputs, exact, rules, "re-audit: units", progress, out)
 
 
+def audit_pattern(inputs: Inputs, exact: ExactOptions, rules, out: Path, progress: bool = False) -> dict:
+    """``audit protect --audit-only``: the schedule's own suppression pattern audited as it stands (the
+    peers' "Audit"): no new suppression is searched for. Writes findings.json and the claim store to
+    ``out``; the document carries every hidden count's feasibility interval and the rules' verdict."""
+    from .findings import write_json
+
+    doc = audited(inputs, with_attacker(exact, inputs.schema), rules, "audit: units", progress, out)
+    write_json(doc, out / "findings.json")
+    return doc
+
+
 def _failing_units(doc: dict) -> list[str]:
     return sorted({c["unit"] for c in doc.get("checks", ()) if c["outcome"] == "fail"})
 

@@ -27,6 +27,7 @@ import pandas as pd
 
 from .errors import AuditError, InconsistentRelease
 from .exact import ExactOptions, UnitResult, audit_unit, make_engine
+from .intervals import without_values
 from .implied import LinearProof
 from .problem import Problem, build_problems
 from .release import EMPTY, PUBLISHED, STRUCTURAL, SUPPRESSED, UnitRelease, Value
@@ -319,6 +320,7 @@ def attack_unit(problem: Problem, options: ExactOptions = ExactOptions()) -> Uni
                                   "check those cells' published values against each other and the schema's edits")
     result = audit_unit(replace(problem, truth=first), options)
     result.problem = problem
+    result.intervals = without_values(result.intervals)  # the first dataset's counts, not the truth
     result.seconds = time.perf_counter() - start
     return result
 

@@ -344,6 +344,23 @@ def _protection_section(prot: Mapping | None) -> dict | None:
             "compare": compare, "facts": facts}
 
 
+def _intervals_section(doc: Mapping, cell_labels: Mapping[str, str]) -> dict | None:
+    """Per unit with hidden counts (the first DETAIL_UNITS, narrowest intervals first within a unit): the
+    least and greatest value an attacker can prove for each; None when no unit hides a count."""
+    units, skipped, total = [], 0, 0
+    for u in doc["units"]:
+        skipped += bool(u.get("intervals_skipped"))
+        if not u.get("intervals"):
+            continue
+        total += 1
+        if len(units) < DETAIL_UNITS:
+            cells = sorted(u["intervals"].items(), key=lambda kv: (kv[1]["hi"] - kv[1]["lo"], kv[0]))
+            units.append({"geo": u["geo"], "cells": [dict(iv, cell=k, label=cell_labels.get(k, "")) for k, iv in cells]})
+    if not total and not skipped:
+        return None
+    return {"units": units, "total": total, "more": total - len(units), "skipped": skipped}
+
+
 def _words(names: list) -> str:
     names = [str(n) for n in names]
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1] if names else ""
@@ -515,7 +532,8 @@ def context(doc: Mapping, extras: Mapping[str, Mapping] | None = None, store=Non
         "detail": detail, "claim_store": (doc.get("claim_store") or {}).get("file"),
         "detail_limit": DETAIL_UNITS, "claims_limit": CLAIMS_PER_UNIT,
         "schema": doc.get("schema") or {}, "rank": _rank_section(extras.get("rank"), rules),
-        "reid": reid, "linear": _linear_section(extras.get("linear")), "protection": protection,
+        "reid": reid, "intervals": _intervals_section(doc, cell_labels),
+        "linear": _linear_section(extras.get("linear")), "protection": protection,
         "appendix": _appendix(doc, extras),
     }
 

@@ -45,6 +45,11 @@ RULES: dict[str, tuple[str, dict[str, tuple[type, Any, str]]]] = {
                                 "their sensitive values proved (exact attack)"),
         "max_lift": (float, 0.10, "release: fail when an attack infers the sensitive values of persons unlike "
                                   "their unit's majority more often than the best baseline by more than this, 0 to 1")}),
+    "protection_levels": ("Hidden counts whose feasibility interval is too narrow", {
+        "upper": (int, None, "the interval must reach at least this far above the true count"),
+        "lower": (int, None, "the interval must reach at least this far below the true count (at most down to 0)"),
+        "upper_share": (float, None, "the same, as a share of the true count (0.2: 20%)"),
+        "lower_share": (float, None, "the same below, as a share of the true count")}),
     "undecided": ("Claims the attack could not decide (fail closed)", {}),
 }
 REID_RULES = {"reidentification": ("confirmed", "max_rate"), "attribute_inference": ("inferred_unlike", "max_lift")}
@@ -168,6 +173,12 @@ def _check_ranges(doc: Located, rid: str, s: dict) -> None:
             raise bad(limit, f"{rid}.{limit} must be between 0 and 1", f"{limit}: 0.05")
         if s["max_persons"] is None and s[limit] is None:
             raise bad("max_persons", f"{rid} needs max_persons or {limit}", "max_persons: 0")
+    if rid == "protection_levels":
+        for key, v in s.items():
+            if v is not None and v < 0:
+                raise bad(key, f"protection_levels.{key} must be 0 or more", f"{key}: 1")
+        if all(v is None for v in s.values()):
+            raise bad("upper", "protection_levels needs upper, lower, upper_share or lower_share", "upper: 1")
     if rid in ("derived_singletons", "direct_singletons") and s["min_columns"] is None:
         raise bad("min_columns", f"{rid} needs min_columns", "min_columns: 2")
 
@@ -219,6 +230,8 @@ def _unit_check(rule: Rule, unit: dict, rank_units: dict | None) -> dict:
             return _check(rule, geo, False, f"no published exact count below {t}")
         return _check(rule, geo, True, f"{_plural(len(small), 'published count')} below {t} (e.g. "
                       f"{', '.join(f'{cell} = {v}' for cell, v in small[:3])})", len(small))
+    if rule.id == "protection_levels":
+        return _protection_check(rule, unit)
     if rule.id == "undecided":
         n = unit["summary"].get("undecided", 0)
         why = f" ({unit['reason']})" if n and unit.get("reason") else ""
@@ -232,6 +245,36 @@ def _unit_check(rule: Rule, unit: dict, rank_units: dict | None) -> dict:
             return _check(rule, geo, None, "the ranking attack has no result for this unit")
         return _lift_check(rule, geo, entry, rank_units.get("__k_over_u__"))
     raise InternalError(f"rule '{rule.id}' has no check")
+
+
+def protection_needed(settings: Mapping, value: int) -> tuple[float, float]:
+    """How far a hidden count's interval must reach below and above its true ``value`` (tau-Argus and
+    sdcTable: absolute, or a share of the value, the larger when both are set; never below 0)."""
+    def level(absolute, share) -> float:
+        return max(absolute or 0, (share or 0) * value)
+
+    return (min(level(settings.get("lower"), settings.get("lower_share")), value),
+            level(settings.get("upper"), settings.get("upper_share")))
+
+
+def _protection_check(rule: Rule, unit: dict) -> dict:
+    geo, intervals = unit["geo"], unit.get("intervals")
+    if intervals is None:
+        why = unit.get("intervals_skipped")
+        return _check(rule, geo, None if why else False, why or "no count is hidden")
+    bad = []
+    for cell, iv in intervals.items():
+        if "value" not in iv:
+            return _check(rule, geo, None, "the true counts are not known (a published release alone)")
+        v = iv["value"]
+        below, above = protection_needed(rule.settings, v)
+        if not iv["certified"] or v - iv["lo"] < below or iv["hi"] - v < above:
+            bad.append(f"{cell} in [{iv['lo']}, {iv['hi']}]{'' if iv['certified'] else ' (not certified)'}, "
+                       f"true {v}, needs [{v - below:g}, {v + above:g}]")
+    if not bad:
+        return _check(rule, geo, False, f"every hidden count's interval meets the protection levels ({len(intervals)} cells)")
+    return _check(rule, geo, True, f"{_plural(len(bad), 'hidden count')} with too narrow an interval (e.g. "
+                  f"{'; '.join(bad[:3])})", len(bad))
 
 
 def rank_lift(curve: Mapping, k_over_u: list | None, upto: float) -> tuple[float, float | None, str]:

@@ -29,6 +29,7 @@ def register(app: typer.Typer) -> None:
         conflicts: Annotated[int, typer.Option("--conflicts", min=1, help="Conflict budget per solver call; past it a claim is undecided.")] = 200_000,
         unit_seconds: Annotated[float, typer.Option("--unit-seconds", min=0, help="Time limit per unit and attack; claims left are undecided.")] = 120.0,
         max_rows: Annotated[int, typer.Option("--max-rows", min=1, help="Units with more rows are reported undecided (too large).")] = 200,
+        audit_only: Annotated[bool, typer.Option("--audit-only", help="Audit the schedule's own suppression pattern as given (feasibility intervals, rules); search for no new protection. Exit 0 pass, 1 fail.")] = False,
         quiet: QuietOpt = False,
     ) -> None:
         """Recommend the least protection that makes the release pass the rules, and prove it by re-auditing."""
@@ -41,6 +42,9 @@ def register(app: typer.Typer) -> None:
         policy = load_rules(rules)
         exact = ExactOptions(max_columns=max_columns, seed=seed, conflicts=conflicts, unit_seconds=unit_seconds,
                              max_rows=max_rows)
+        if audit_only:
+            _audit_only(inputs, exact, policy, out, quiet)
+            return
         options = ProtectOptions(strategy=strategy, exact=exact, hitting=hitting, primary=primary,
                                  complementary=complementary, alpha=alpha, rank=rank)
         log = None if quiet else (lambda msg: echo(msg, err=True))
@@ -69,3 +73,23 @@ def register(app: typer.Typer) -> None:
                        f"{out / 'protected.yaml'}, {out / 'protection.json'}, {out / 'findings.json'}")
         if rec is None:
             raise typer.Exit(1)
+
+
+def _audit_only(inputs, exact, policy, out: Path, quiet: bool) -> None:
+    """Print each unit's hidden counts with their intervals and the failing rules; exit 1 on fail."""
+    from ..protect import audit_pattern
+
+    doc = audit_pattern(inputs, exact, policy, out, progress=not quiet)
+    if not quiet:
+        for unit in doc["units"]:
+            if unit.get("intervals_skipped"):
+                echo(f"{unit['geo']}: {unit['intervals_skipped']}")
+            for cell, iv in (unit.get("intervals") or {}).items():
+                mark = "" if iv["certified"] else " (outer bound, not certified)"
+                echo(f"{unit['geo']} {cell}: [{iv['lo']}, {iv['hi']}]{mark}")
+        echo(f"{doc['verdict'].upper()} ({doc['rules']['name']} policy, {doc['summary']['units']} units): "
+             f"{out / 'findings.json'}")
+        for f in doc["failing"]:
+            echo(f"FAIL {f['rule']}: {f['example']}")
+    if doc["verdict"] == "fail":
+        raise typer.Exit(1)

@@ -63,15 +63,17 @@ class HistogramEngine:
             return None
         return cls(problem, linear, truth, nodes)
 
-    def __init__(self, problem: Problem, linear: LinearProof, truth: np.ndarray, nodes: int = NODES):
+    def __init__(self, problem: Problem, linear: LinearProof, truth: np.ndarray | None, nodes: int = NODES):
         self.problem, self.linear, self.nodes = problem, linear, nodes
         self.n = len(linear.rows)
         self._cols = np.arange(self.n, dtype=np.int32)
         self._lp = linear.program()
         self._mip = None
         self._mip_upper: np.ndarray | None = None  # the column bounds the integer program holds now
-        self.used = truth > 0  # rows some known dataset or vertex uses: where restricted programs search
-        self.found: dict[bytes, np.ndarray] = {truth.tobytes(): problem.truth}  # distinct datasets, checked
+        self.truth = truth  # the confidential rows' histogram (None: a published release alone)
+        # rows some known dataset or vertex uses: where restricted programs search
+        self.used = truth > 0 if truth is not None else np.zeros(self.n, dtype=bool)
+        self.found: dict[bytes, np.ndarray] = {} if truth is None else {truth.tobytes(): problem.truth}  # checked
         self._checked: dict[bytes, np.ndarray | None] = dict(self.found)  # every histogram checked, and its rows if good
         # with count cells only the model is the release itself, not a relaxation of it
         self.exact = all(c.statistic.kind == "count" for c in problem.constraints)
@@ -206,6 +208,55 @@ class HistogramEngine:
             return _split(node, x) or None  # an integral optimum that is no dataset: give up
 
         return self._tree(w.astype(float), self.nodes, expand)
+
+    def extreme(self, w: np.ndarray, nodes: int | None = None) -> tuple[int | None, int | None, np.ndarray | None]:
+        """The least value of ``w.h`` over the consistent datasets, as ``(bound, best, rows)``.
+
+        ``bound``: a value proved by checked certificates (the root relaxation's, or the closed
+        branch-and-bound tree's) to be at most every dataset's, None when none checks out; ``best``: the
+        value of ``rows``, the best dataset found and checked exactly. The least value is known when
+        they are equal; otherwise it lies in ``[bound, best]``.
+        """
+        import highspy
+
+        linear, w = self.linear, np.asarray(w, dtype=np.int64)
+        state: dict = {"best": None, "rows": None}
+
+        def offer(counts: np.ndarray, rows: np.ndarray) -> None:
+            value = int(counts @ w)
+            if state["best"] is None or value < state["best"]:
+                state["best"], state["rows"] = value, rows
+
+        if self.truth is not None:
+            offer(self.truth, self.problem.truth)
+        bound = None
+        x = self._run(self._lp, w.astype(float))
+        if x is not None:
+            dual = linear.duals(self._lp.getSolution().row_dual)
+            z = int(np.ceil(x @ w - 1e-6))
+            bound = next((b for b in (z, z - 1) if linear.certificate(dual, w, b - 1) is not None), None)
+            rows = self.dataset(x)
+            if rows is not None:
+                offer(linear.integral(x, tolerance=1e-6), rows)
+        elif self._lp.getModelStatus() == highspy.HighsModelStatus.kInfeasible:
+            return None, None, None  # no dataset at all: the caller's release is inconsistent
+        if bound is not None and state["best"] is not None and bound >= state["best"]:
+            return state["best"], state["best"], state["rows"]
+
+        def expand(node, lower, upper, sol):
+            dual = linear.duals(sol.row_dual)
+            if state["best"] is not None and linear.certificate(dual, w, state["best"] - 1, lower, upper) is not None:
+                return []  # nothing in this box beats the best dataset
+            x = np.asarray(sol.col_value)
+            rows = self.dataset(x)
+            if rows is not None:
+                offer(linear.integral(x, tolerance=1e-6), rows)
+                return [] if linear.certificate(dual, w, state["best"] - 1, lower, upper) is not None else None
+            return _split(node, x) or None  # an integral optimum that is no dataset: give up
+
+        if self._tree(w.astype(float), self.nodes if nodes is None else nodes, expand) is True and state["best"] is not None:
+            bound = state["best"]
+        return bound, state["best"], state["rows"]
 
     def enumerate(self, limit: int, nodes: int) -> tuple[list[np.ndarray], bool]:
         """Every dataset, if there are at most ``limit`` and a certified search finds them all in

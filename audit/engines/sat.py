@@ -358,6 +358,19 @@ class SatEngine:
         self.solver.set_phases([])
         return out
 
+    def count_in(self, pred: Predicate, lo: int, hi: int) -> np.ndarray | bool | None:
+        """A dataset whose count of ``pred`` lies in ``[lo, hi]``: its rows; False when the solver proves
+        there is none; None when the conflict budget (or the deadline) runs out first."""
+        g = self.pool.id(("range", self.calls, pred, lo, hi))
+        self._card(self.matches(pred), lo, hi, [-g])
+        try:
+            result = self._solve([g])
+            if result is None:
+                return None
+            return self.decode(self.solver.get_model()) if result else False
+        finally:
+            self.solver.add_clause([-g])
+
     def _negation(self, claim: Claim, solver: Solver) -> int:
         """Add 'Count(a) != m' to ``solver`` under a fresh activation literal, and return it."""
         g = self.pool.id(("claim", self.calls, claim))

@@ -1,0 +1,105 @@
+"""Feasibility intervals against brute force: every consistent dataset enumerated, each interval its
+cell's least and greatest count over them."""
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from _oracle import all_datasets, random_problem
+from test_exact import _load
+from test_oracle import SETTINGS, _truth, cases
+
+from audit.exact import ExactOptions, audit_unit, make_engine
+from audit.implied import LinearProof
+from audit.intervals import feasibility_intervals, hidden_cells
+
+
+def _extremes(problem, datasets, predicate) -> tuple[int, int]:
+    counts = [int(problem.row_mask(rows, predicate).sum()) for rows in datasets]
+    return min(counts), max(counts)
+
+
+@settings(SETTINGS, max_examples=30)
+@given(cases())
+def test_intervals_of_a_release_equal_brute_force(case):
+    """Tabulated random releases (thresholds, complementary suppression, rounding, means and
+    medians): the whole pipeline's interval of each hidden count is [min, max] over every raw dataset
+    that re-tabulates to the same release, and certified."""
+    with tempfile.TemporaryDirectory() as tmp:
+        inputs = _load(*case, Path(tmp))
+        _, problem, worlds, _, _ = _truth(inputs)
+        result = audit_unit(problem, ExactOptions(explain="none", samples=2, solution_cap=8))
+        hidden = hidden_cells(problem)
+        assert set(result.intervals or {}) == set(hidden)
+        for key, interval in (result.intervals or {}).items():
+            assert (interval.lo, interval.hi) == _extremes(problem, worlds, hidden[key].predicate), key
+            assert interval.certified and interval.lo <= interval.value <= interval.hi
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_intervals_of_random_problems_equal_brute_force(seed):
+    """Count, sum, mean and median cells published exactly, as ranges, or suppressed: certified ends
+    are the brute-force extremes; with no search budget the outer bounds still contain them."""
+    rng = np.random.default_rng(7000 + seed)
+    problem = random_problem(rng, max_rows=4, numeric=seed % 2 == 0, n_cells=int(rng.integers(2, 6)))
+    datasets = all_datasets(problem)
+    linear = LinearProof(problem)
+    exact = feasibility_intervals(problem, linear, lambda: make_engine(problem, ExactOptions()))
+    outer = feasibility_intervals(problem, linear, None, nodes=0)
+    hidden = hidden_cells(problem)
+    assert set(exact) == set(outer) == set(hidden)
+    for key, cons in hidden.items():
+        lo, hi = _extremes(problem, datasets, cons.predicate)
+        assert exact[key].certified and (exact[key].lo, exact[key].hi) == (lo, hi), key
+        assert outer[key].lo <= lo and outer[key].hi >= hi, key
+        if outer[key].certified:
+            assert (outer[key].lo, outer[key].hi) == (lo, hi), key
+
+
+BLOCK7 = Path(__file__).resolve().parents[1] / "samples" / "block7"
+
+
+def _block7_checks(tmp_path, levels: str) -> list[dict]:
+    from audit.findings import run_exact
+    from audit.inputs import load_inputs
+    from audit.rules import load_rules
+
+    (tmp_path / "pl.yaml").write_text(f"name: pl\nprotection_levels: {levels}\n")
+    inputs = load_inputs(str(BLOCK7 / "data.csv"), str(BLOCK7 / "schema.yaml"), str(BLOCK7 / "tables.yaml"))
+    doc = run_exact(inputs, ExactOptions(explain="none"), rules=load_rules(tmp_path / "pl.yaml"))
+    return [c for c in doc["checks"] if c["rule"] == "protection_levels"]
+
+
+def test_protection_levels_fail_the_paper_block_whose_hidden_counts_are_all_disclosed(tmp_path):
+    """The CACM block: its rule-of-three suppression leaves every hidden count pinned to its value."""
+    check, = _block7_checks(tmp_path, "{upper: 1, lower_share: 0.5}")
+    assert check["outcome"] == "fail" and check["count"] == 7
+    assert "T1:3A in [2, 2], true 2, needs [1, 3]" in check["message"]
+    check, = _block7_checks(tmp_path, "{upper: 0, lower: 0}")
+    assert check["outcome"] == "pass"
+
+
+def test_protection_needed_takes_the_larger_level_and_stops_at_zero():
+    from audit.rules import protection_needed
+
+    assert protection_needed({"upper": 1, "upper_share": 0.5, "lower": 5}, 4) == (4, 2.0)
+    assert protection_needed({"lower_share": 0.25}, 8) == (2.0, 0)
+
+
+def test_protect_audit_only_audits_the_given_pattern_and_exits_like_gate(tmp_path, capsys):
+    """No new suppression: the schedule's own pattern, its intervals and the rules' verdict."""
+    from audit.cli import run
+
+    args = ["protect", str(BLOCK7 / "data.csv"), "--tables", str(BLOCK7 / "tables.yaml"), "--schema",
+            str(BLOCK7 / "schema.yaml"), "--audit-only"]
+    (tmp_path / "loose.yaml").write_text("name: loose\nprotection_levels: {upper: 0}\n")
+    assert run([*args, "--out", str(tmp_path / "a"), "--rules", str(tmp_path / "loose.yaml")]) == 0
+    assert "0001 T1:5A: [0, 0]" in capsys.readouterr().out
+    assert run([*args, "--out", str(tmp_path / "b"), "--rules", "strict", "--quiet"]) == 1
+    doc = json.loads((tmp_path / "b" / "findings.json").read_text())
+    assert doc["units"][0]["intervals"]["T1:3A"] == {"lo": 2, "hi": 2, "certified": True, "value": 2}
+    assert not (tmp_path / "b" / "protected.yaml").exists()
