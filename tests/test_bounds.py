@@ -235,15 +235,6 @@ def _hang_on_nine(problem, options, prior, limits):
     return audit_task(problem, options, prior, limits)
 
 
-@pytest.fixture(scope="module")
-def small(tmp_path_factory) -> Path:
-    data = pd.read_csv(SF1 / "data.csv", dtype=str)
-    sizes = data.groupby("block").size()
-    path = tmp_path_factory.mktemp("sf1") / "small.csv"
-    data[data["block"].isin(sizes[sizes <= 9].index)].to_csv(path, index=False)
-    return path
-
-
 def test_resume_retries_units_whose_worker_died(small, tmp_path):
     schema = load_schema(SF1 / "schema.yaml")
     schedule = load_schedule(SF1 / "tables.yaml", schema)

@@ -21,7 +21,7 @@ from audit.engines.sat import SatEngine
 from audit.exact import ExactOptions, audit_unit
 from audit.inputs import load_inputs
 
-from _oracle import consistent_worlds, to_atoms
+from _oracle import consistent_worlds, to_atoms, verified_claims
 
 
 @st.composite
@@ -86,10 +86,6 @@ def oracle(inputs):
     return consistent_worlds(inputs.schema, inputs.schedule, release, len(inputs.frame))
 
 
-def _atoms(problem, combo, schema) -> np.ndarray:
-    return to_atoms(problem, combo)
-
-
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(cases())
 def test_verdicts_equal_brute_force(case):
@@ -97,12 +93,12 @@ def test_verdicts_equal_brute_force(case):
     with tempfile.TemporaryDirectory() as tmp:
         inputs = _load(schema, tables, rows, Path(tmp))
         problem, = inputs.problems()
-        worlds = [_atoms(problem, combo, inputs.schema) for combo in oracle(inputs)]
+        worlds = [to_atoms(problem, combo) for combo in oracle(inputs)]
         assert worlds, "the true dataset always reproduces its own release"
         result = audit_unit(problem, ExactOptions(explain="all", solution_cap=10_000))
         assert not result.undecided
         truth_claims = candidates(problem.truth)
-        expected = {c for c in truth_claims if all(c.count(w) == c.m for w in worlds)}
+        expected = verified_claims(problem, worlds)
         assert {v.claim for v in result.verified} == expected
         assert result.refuted == len(truth_claims) - len(expected)
         distinct = {tuple(sorted(map(tuple, w.tolist()))) for w in worlds}

@@ -28,15 +28,6 @@ OPTIONS = ExactOptions(explain="none", max_columns=2)
 
 
 @pytest.fixture(scope="module")
-def small(tmp_path_factory) -> Path:
-    data = pd.read_csv(SF1 / "data.csv", dtype=str)
-    sizes = data.groupby("block").size()
-    path = tmp_path_factory.mktemp("sf1") / "small.csv"
-    data[data["block"].isin(sizes[sizes <= 9].index)].to_csv(path, index=False)
-    return path
-
-
-@pytest.fixture(scope="module")
 def spec():
     schema = load_schema(SF1 / "schema.yaml")
     return schema, load_schedule(SF1 / "tables.yaml", schema)

@@ -24,7 +24,8 @@ from audit.release import PUBLISHED, STRUCTURAL, SUPPRESSED, constraints_of
 from audit.schedule import load_schedule
 from audit.schema import load_schema
 from audit.tabulate import release_frame
-from test_exact import _atoms, _load, oracle
+from _oracle import to_atoms, verified_claims
+from test_exact import _load, oracle
 
 SCHEMA = {"unit": "person", "geography": ["block"],
           "columns": {"county": {"type": "categorical", "values": {"a": "A", "b": "B", "c": "C"}},
@@ -213,12 +214,12 @@ def test_verdicts_equal_brute_force_with_zeros_and_hierarchies(tmp_path, case, s
     rows = [allowed[i] for i in rng.integers(0, len(allowed), size=int(rng.integers(2, 4)))]
     inputs = _inputs(tmp_path, tables, protection, rows)
     problem, = inputs.problems()
-    worlds = [_atoms(problem, combo, inputs.schema) for combo in oracle(inputs)]
+    worlds = [to_atoms(problem, combo) for combo in oracle(inputs)]
     assert worlds, "the true dataset always reproduces its own release"
     result = audit_unit(problem, ExactOptions(explain="none", solution_cap=10_000))
     assert not result.undecided
     truth = candidates(problem.truth)
-    expected = {c for c in truth if all(c.count(w) == c.m for w in worlds)}
+    expected = verified_claims(problem, worlds)
     distinct = {tuple(sorted(map(tuple, w.tolist()))) for w in worlds}
     if protection.get("complementary"):
         # a suppressed cell is [0, N] to the attacker, who does not replay the heuristic that chose
