@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
+from typing import Iterable
 
 from .errors import AuditError
 
@@ -37,3 +38,11 @@ def _writable(start: Path, path: Path, option: str) -> None:
     except OSError as exc:
         raise AuditError(f"cannot write in {parent} ({exc.strerror or exc.__class__.__name__})", f"{option} {path}",
                          "give a folder you can write to") from None
+
+
+def clear_outputs(out: Path, names: Iterable[str]) -> None:
+    """Remove the outputs ``names`` an earlier run left in ``out``, so that a run that fails (input
+    error, exception, Ctrl-C) leaves none that looks current."""
+    if out.is_dir():
+        for name in names:
+            (out / name).unlink(missing_ok=True)

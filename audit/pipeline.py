@@ -21,7 +21,7 @@ from .extras import linear_target, write_linear, write_ranking
 from .findings import read_json, run_exact, write_json
 from .inputs import inputs_from
 from .junit import write_junit
-from .paths import output_folder
+from .paths import clear_outputs as clear_named, output_folder
 from .progress import Progress
 from .provenance import check_explicit, fingerprint, select
 from .published import check_options, run_published
@@ -89,11 +89,8 @@ class AuditOptions:
 
 
 def clear_outputs(out: Path) -> None:
-    """Remove the findings, JUnit XML and report an earlier run left in ``out``, so that a run that
-    fails (input error, exception, Ctrl-C) leaves none that looks current. Parts stay (``--resume``)."""
-    if out.is_dir():
-        for name in OUTPUTS:
-            (out / name).unlink(missing_ok=True)
+    """Remove the findings, JUnit XML and report an earlier run left in ``out``. Parts stay (``--resume``)."""
+    clear_named(out, OUTPUTS)
 
 
 def run_audit(data: Optional[Path], schema: Optional[Path], tables: Path, out: Path,

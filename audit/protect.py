@@ -40,6 +40,7 @@ from .claims import UNDECIDED, VERIFIED, Claim
 from .errors import AuditError, InconsistentRelease
 from .exact import ExactOptions, UnitResult, audit_unit
 from .inputs import Inputs
+from .paths import clear_outputs
 from .problem import Problem, build_problems
 from .reidentify import with_attacker
 from .release import PUBLISHED, SUPPRESSED, Constraint, UnitRelease
@@ -50,6 +51,7 @@ STRATEGIES = ("suppress", "round", "noise")
 ALPHA = 0.05
 ROUND_BASES = (2, 3, 4, 5, 10, 20)
 NOISE_SCALES = (0.25, 0.5, 1.0, 2.0, 3.0, 5.0, 8.0, 13.0, 21.0)
+OUTPUTS = ("protected.yaml", "protection.json", "protection.partial.json", "findings.json")  # what a run writes: an earlier run's are removed first
 
 
 @dataclass(frozen=True)
@@ -478,6 +480,7 @@ def protect(inputs: Inputs, options: ProtectOptions, rules, out: Path,
     from .progress import Progress
 
     start = time.perf_counter()
+    clear_outputs(out, OUTPUTS)  # nothing from an earlier run may pass for this one's
     policy = Policy.from_rules(rules)
     options = replace(options, exact=with_attacker(options.exact, inputs.schema))
     before = audited(inputs, options.exact, rules, "audit: units", progress)

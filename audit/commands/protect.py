@@ -48,8 +48,6 @@ def register(app: typer.Typer) -> None:
         options = ProtectOptions(strategy=strategy, exact=exact, hitting=hitting, primary=primary,
                                  complementary=complementary, alpha=alpha, rank=rank)
         log = None if quiet else (lambda msg: echo(msg, err=True))
-        for stale in ("protected.yaml", "protection.json", "protection.partial.json", "findings.json"):
-            (out / stale).unlink(missing_ok=True)  # nothing from an earlier run may pass for this one's
         try:
             report = run_protect(inputs, options, policy, out, log, progress=not quiet)
         except ProtectInterrupted as exc:
