@@ -80,6 +80,8 @@ def cells_json(release: UnitRelease) -> dict:
                 out["rounded"] += 1
             elif 1 <= v.value < SMALL_MAX:
                 out["small"][v.key.rsplit(":", 1)[0]] = int(v.value)
+    if release.magnitude:  # published sums: their contributors, for the magnitude rules
+        out["magnitude"] = {key: c.to_json() for key, c in release.magnitude.items()}
     return out
 
 

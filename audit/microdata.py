@@ -70,7 +70,7 @@ def load_microdata(path: str | Path, schema: Schema) -> pd.DataFrame:
 
 def validate(frame: pd.DataFrame, schema: Schema, name: str = "<data>") -> pd.DataFrame:
     """Check columns and domains; the error names the first bad row (1-based data row and file line)."""
-    needed = list(schema.geography) + list(schema.names)
+    needed = list(schema.geography) + list(schema.names) + ([schema.contributor] if schema.contributor else [])
     missing = [c for c in needed if c not in frame.columns]
     if missing:
         raise AuditError(f"missing column(s) {missing}; the file has {list(frame.columns)}", name,
@@ -87,6 +87,8 @@ def validate(frame: pd.DataFrame, schema: Schema, name: str = "<data>") -> pd.Da
                              f"give every row its {geo} code" + (f" ({int(blank.sum())} rows affected)"
                                                                  if blank.sum() > 1 else ""))
         out[geo] = raw.astype(str).to_numpy()
+    if schema.contributor:  # ids only group a contributor's rows for the magnitude rules; any text will do
+        out[schema.contributor] = frame[schema.contributor].astype(str).to_numpy()
     for col in schema.columns:
         raw = frame[col.name]
         if col.kind == "integer":

@@ -40,6 +40,7 @@ from .claims import UNDECIDED, VERIFIED, Claim
 from .errors import AuditError, InconsistentRelease
 from .exact import ExactOptions, UnitResult, audit_unit
 from .inputs import Inputs
+from .magnitude import MAGNITUDE_RULES, sensitive_values
 from .paths import clear_outputs
 from .problem import Problem, build_problems
 from .reidentify import with_attacker
@@ -66,6 +67,7 @@ class Policy:
     undecided: bool = True         # fail closed
     reidentification: int | None = None  # persons linked with every sensitive value proved, per unit
     inference: int | None = None   # persons unlike their unit's majority with their sensitive values proved
+    magnitude: tuple = ()          # (rule, settings) of the magnitude rules: published sums they find sensitive
 
     @classmethod
     def from_rules(cls, rules) -> "Policy":
@@ -75,7 +77,8 @@ class Policy:
                    full_records="full_records" in on, reconstructed="reconstructed_units" in on,
                    small=get("small_cells", "threshold"), undecided="undecided" in on,
                    reidentification=get("reidentification", "max_persons"),
-                   inference=get("attribute_inference", "max_persons"))
+                   inference=get("attribute_inference", "max_persons"),
+                   magnitude=tuple((rid, dict(on[rid].settings)) for rid in MAGNITUDE_RULES if rid in on))
 
 
 @dataclass(frozen=True)
@@ -250,15 +253,18 @@ def cell_counts(problem: Problem) -> dict[str, int]:
 
 def forced_cells(release: UnitRelease, problem: Problem, tables, policy: Policy,
                  options: ProtectOptions) -> tuple[list, list]:
-    """(primary, complementary): published counts the small_cells rule fails, and SIMPLEHEURISTIC's partners."""
-    if not options.primary or policy.small is None:
+    """(primary, complementary): published counts the small_cells rule fails and published sums a magnitude
+    rule finds sensitive, and SIMPLEHEURISTIC's partners."""
+    if not options.primary or (policy.small is None and not policy.magnitude):
         return [], []
     primary = set()
-    for v in release.values:
+    for v in release.values if policy.small is not None else ():
         p = release.protection.get(v.cell.table)
         rounded = p is not None and p.round_to and p.round_to > 1
         if v.status == PUBLISHED and v.stat.kind == "count" and not rounded and 1 <= v.value < policy.small:
             primary.add(v.cell.key)
+    magnitude = {k: c.to_json() for k, c in release.magnitude.items()}
+    primary |= {key.rsplit(":", 1)[0] for key in sensitive_values(magnitude, policy.magnitude)}
     comp: set[str] = set()
     if options.complementary and primary:
         counts = cell_counts(problem)

@@ -1,7 +1,7 @@
 """The release: every published value per geographic unit, and what it tells an attacker."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 from math import ceil, floor
 
@@ -82,6 +82,8 @@ class UnitRelease:
     geo: tuple[str, ...]
     values: tuple[Value, ...]
     protection: dict  # table id -> Protection
+    # published sum cells: "TABLE:CELL:sum(col)" -> its contributors (audit.magnitude.Contributions)
+    magnitude: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from typing import Any, Iterable, Iterator, Mapping
 
 from ._yaml import Located, load_yaml
 from .errors import AuditError, InternalError
+from .magnitude import MAGNITUDE_RULES, TOP, sensitive_values
 
 PASS, FAIL, WARN, SKIPPED = "pass", "fail", "warn", "skipped"
 ACTIONS = ("fail", "warn")
@@ -50,6 +51,16 @@ RULES: dict[str, tuple[str, dict[str, tuple[type, Any, str]]]] = {
         "lower": (int, None, "the interval must reach at least this far below the true count (at most down to 0)"),
         "upper_share": (float, None, "the same, as a share of the true count (0.2: 20%)"),
         "lower_share": (float, None, "the same below, as a share of the true count")}),
+    "dominance": ("Published sums dominated by a few contributors ((n,k) rule: primary sensitive)", {
+        "n": (int, 2, "the number of largest contributors, 1 to 10"),
+        "k": (float, 85.0, "fail when the n largest contributors make more than k% of the cell total, 0 to 100")}),
+    "p_percent": ("Published sums that let a contributor estimate the largest too closely (p% rule: primary sensitive)", {
+        "p": (float, 10.0, "fail when the total less the two largest contributions is under p% of the largest, "
+                           "0 to 100")}),
+    "pq_rule": ("Published sums failing the pq rule (primary sensitive)", {
+        "p": (float, 10.0, "the accuracy, in %, to which the largest contribution must stay unknown"),
+        "q": (float, 100.0, "the accuracy, in %, to which contributors know each other's values before release "
+                            "(q = 100: the p% rule)")}),
     "undecided": ("Claims the attack could not decide (fail closed)", {}),
 }
 REID_RULES = {"reidentification": ("confirmed", "max_rate"), "attribute_inference": ("inferred_unlike", "max_lift")}
@@ -179,6 +190,15 @@ def _check_ranges(doc: Located, rid: str, s: dict) -> None:
                 raise bad(key, f"protection_levels.{key} must be 0 or more", f"{key}: 1")
         if all(v is None for v in s.values()):
             raise bad("upper", "protection_levels needs upper, lower, upper_share or lower_share", "upper: 1")
+    if rid == "dominance":
+        if s["n"] is None or not 1 <= s["n"] <= TOP:
+            raise bad("n", f"dominance.n must be from 1 to {TOP}", "n: 2")
+        if s["k"] is None or not 0 < s["k"] <= 100:
+            raise bad("k", "dominance.k must be above 0 and at most 100", "k: 85")
+    if rid in ("p_percent", "pq_rule") and (s["p"] is None or not 0 < s["p"] <= 100):
+        raise bad("p", f"{rid}.p must be above 0 and at most 100", "p: 10")
+    if rid == "pq_rule" and (s["q"] is None or not s["p"] <= s["q"] <= 100):
+        raise bad("q", "pq_rule.q must be from p to 100", "q: 100")
     if rid in ("derived_singletons", "direct_singletons") and s["min_columns"] is None:
         raise bad("min_columns", f"{rid} needs min_columns", "min_columns: 2")
 
@@ -232,6 +252,8 @@ def _unit_check(rule: Rule, unit: dict, rank_units: dict | None) -> dict:
                       f"{', '.join(f'{cell} = {v}' for cell, v in small[:3])})", len(small))
     if rule.id == "protection_levels":
         return _protection_check(rule, unit)
+    if rule.id in MAGNITUDE_RULES:
+        return _magnitude_check(rule, unit)
     if rule.id == "undecided":
         n = unit["summary"].get("undecided", 0)
         why = f" ({unit['reason']})" if n and unit.get("reason") else ""
@@ -245,6 +267,23 @@ def _unit_check(rule: Rule, unit: dict, rank_units: dict | None) -> dict:
             return _check(rule, geo, None, "the ranking attack has no result for this unit")
         return _lift_check(rule, geo, entry, rank_units.get("__k_over_u__"))
     raise InternalError(f"rule '{rule.id}' has no check")
+
+
+def _magnitude_check(rule: Rule, unit: dict) -> dict:
+    """A published sum the rule finds primary sensitive fails; ``cells`` names each with the reason."""
+    geo, cells = unit["geo"], unit.get("cells")
+    if cells is None:
+        return _check(rule, geo, None, "the findings do not list published cell values (re-run audit run)")
+    found = cells.get("magnitude") or {}
+    if not found:
+        return _check(rule, geo, False, "no published sum from microdata")
+    hits = sensitive_values(found, [(rule.id, rule.settings)])
+    if not hits:
+        return _check(rule, geo, False, f"no primary sensitive sum ({_plural(len(found), 'published sum')})")
+    out = _check(rule, geo, True, f"{_plural(len(hits), 'primary sensitive sum')} (e.g. "
+                 + "; ".join(f"{key}: {why}" for key, why in list(hits.items())[:2]) + ")", len(hits))
+    out["cells"] = hits
+    return out
 
 
 def protection_needed(settings: Mapping, value: int) -> tuple[float, float]:

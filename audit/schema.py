@@ -78,6 +78,7 @@ class Schema:
     edits: tuple[Edit, ...] = ()
     source: str = "<schema>"
     attacker: Any = None  # an audit.attacker.AttackerModel: what an attacker knows and wants (optional)
+    contributor: str | None = None  # data column naming each row's contributor (magnitude rules; optional)
 
     def __post_init__(self):
         names = [c.name for c in self.columns] + [r.name for r in self.recodes]
@@ -195,10 +196,10 @@ def load_schema(path: str | Path) -> Schema:
     if not isinstance(data, Mapping):
         raise doc.error("a schema must be a mapping with unit, geography and columns"
                         + (" (the file is empty)" if data is None else ""), fix="see the README's 'Schema' section")
-    unknown = set(data) - {"unit", "geography", "columns", "recodes", "constraints", "attacker"}
+    unknown = set(data) - {"unit", "geography", "columns", "recodes", "constraints", "attacker", "contributor"}
     if unknown:
         raise doc.error(f"unknown key(s) {sorted(map(str, unknown))}", sorted(unknown, key=str)[0],
-                        fix="allowed: unit, geography, columns, recodes, constraints, attacker")
+                        fix="allowed: unit, geography, columns, recodes, constraints, attacker, contributor")
     for key in ("unit", "geography", "columns"):
         if key not in data:
             raise doc.error(f"missing required key '{key}'", fix=f"add '{key}:' (see the README)")
@@ -239,7 +240,14 @@ def load_schema(path: str | Path) -> Schema:
                         fix="e.g. constraints: [{forbid: {marital: [M], age: {max: 14}}}]")
     edits = tuple(_load_edit(doc, schema, spec, i) for i, spec in enumerate(constraints))
     attacker = load_attacker(doc, schema, data["attacker"]) if "attacker" in data else None
-    return Schema(schema.unit, schema.geography, schema.columns, schema.recodes, edits, str(doc.file), attacker)
+    contributor = None
+    if data.get("contributor") is not None:
+        contributor = doc.code(data["contributor"], "contributor")
+        if contributor in names or contributor in geography:
+            raise doc.error(f"the contributor column '{contributor}' is also a geography level or attribute",
+                            "contributor", fix="name the data column of contributor ids (e.g. an enterprise id)")
+    return Schema(schema.unit, schema.geography, schema.columns, schema.recodes, edits, str(doc.file), attacker,
+                  contributor)
 
 
 def _unit(doc: Located, value: Any) -> str:

@@ -8,6 +8,7 @@ from functools import lru_cache
 import numpy as np
 import pandas as pd
 
+from .magnitude import Contributions
 from .release import EMPTY, PUBLISHED, STRUCTURAL, SUPPRESSED, UnitRelease, Value, round_half_up, round_to_base
 from .schedule import MARGIN, Schedule, Table
 from .schema import Schema
@@ -48,12 +49,14 @@ def tabulate(frame: pd.DataFrame, schema: Schema, schedule: Schedule) -> list[Un
         for geo, idx in units_of(frame, schema, level):
             sub, sub_masks = (frame.iloc[idx] if needs_rows else None), masks[idx]
             values: list[Value] = []
+            magnitude: dict = {}
             hidden = per_unit.get("/".join(geo), frozenset())
             if hidden:
                 used.add("/".join(geo))
             for table, base in zip(tables, offsets):
-                values.extend(_publish_table(_hide(table, hidden) if hidden else table, sub, sub_masks, int(base)))
-            releases.append(UnitRelease(level, geo, tuple(values), {t.id: t.protection for t in tables}))
+                values.extend(_publish_table(_hide(table, hidden) if hidden else table, sub, sub_masks, int(base),
+                                             magnitude, schema.contributor))
+            releases.append(UnitRelease(level, geo, tuple(values), {t.id: t.protection for t in tables}, magnitude))
     unknown = sorted(set(per_unit) - used)
     if unknown:
         from .errors import AuditError
@@ -90,7 +93,9 @@ def _whole(n: int) -> Fraction:
     return Fraction(n)
 
 
-def _publish_table(table: Table, sub: pd.DataFrame | None, sub_masks: np.ndarray, base: int) -> list[Value]:
+def _publish_table(table: Table, sub: pd.DataFrame | None, sub_masks: np.ndarray, base: int,
+                   magnitude: dict | None = None, contributor: str | None = None) -> list[Value]:
+    """The table's values in one unit; each published sum's contributors go into ``magnitude`` (by value key)."""
     counts = sub_masks[:, base: base + len(table.cells)].sum(axis=0)
     p = table.protection
     structural = np.array([c.structural for c in table.cells], dtype=bool)
@@ -124,6 +129,10 @@ def _publish_table(table: Table, sub: pd.DataFrame | None, sub_masks: np.ndarray
                 out.append(Value(cell, stat, PUBLISHED, Fraction(round_to_base(int(exact), p.round_to))))
             else:
                 out.append(Value(cell, stat, PUBLISHED, exact))
+                if stat.kind == "sum" and magnitude is not None:
+                    rows = sub[sub_masks[:, base + j]]
+                    magnitude[out[-1].key] = Contributions.of(
+                        rows[stat.column].to_numpy(), rows[contributor].to_numpy() if contributor else None)
     return out
 
 
