@@ -122,6 +122,10 @@ def load_attacker(doc: Located, schema, spec: Any) -> AttackerModel:
                 close = difflib.get_close_matches(name, known + list(schema.geography), n=1)
                 raise doc.error(f"unknown column '{name}' in the attacker model", *where,
                                 fix=f"did you mean '{close[0]}'?" if close else f"use one of {known}")
+            recode = schema.recode(name)
+            if recode is not None and recode.nested:
+                raise doc.error(f"'{name}' is a hierarchy, whose codes overlap (a subtotal holds its leaves)", *where,
+                                fix=f"name its column '{recode.source}', or a recode of it")
     levels = [n for n in lists["quasi_identifiers"] if n in schema.geography]
     if len(levels) != 1:
         raise doc.error("the quasi-identifiers must name exactly one geography level (where the attacker "

@@ -334,5 +334,11 @@ def _by(doc: Located, schema: Schema, spec: Any, i: int) -> tuple[str, ...]:
             raise doc.error(f"unknown column '{name}'", *here, fix=f"use one of {schema.known()}")
         if name in names:
             raise doc.error(f"'{name}' is listed twice", *here, fix="list each column once")
+        bases = {n: (schema.recode(n).source if schema.recode(n) else n) for n in names + [name]}
+        nested = [n for n in bases if schema.recode(n) is not None and schema.recode(n).nested]
+        if any(bases[n] == bases[h] for h in nested for n in bases if n != h):
+            h = nested[0]
+            raise doc.error(f"hierarchy '{h}' publishes every level of '{bases[h]}' already", *here,
+                            fix=f"list '{h}' alone for '{bases[h]}' in by")
         names.append(name)
     return tuple(names)
