@@ -163,19 +163,22 @@ def _histogram(values: list[int], bins: int = 12) -> dict[str, dict[str, float]]
 
 # ----------------------------------------------------------------------------------------------- context
 
-def _unit_rows(doc: Mapping) -> tuple[list[dict], list[int]]:
-    """The TOP_UNITS riskiest units' rows (each with its position in ``doc["units"]``), and every
-    unit's number of derived singletons."""
+def _unit_rows(doc: Mapping) -> tuple[list[dict], list[int], list[int]]:
+    """The TOP_UNITS riskiest units' rows (each with its position in ``doc["units"]``), every unit's
+    number of derived singletons, and the positions of the units with a ``grid``."""
     failing: dict[str, list[str]] = {}
     for c in doc.get("checks", ()):
         if c["outcome"] == "fail":
             failing.setdefault(c["unit"], []).append(c["rule"])
     threshold = ((doc.get("rules") or {}).get("rules", {}).get("small_cells") or {}).get("threshold")
     derived: list[int] = []
+    gridded: list[int] = []
 
     def rows():
         for i, u in enumerate(doc["units"]):
             s = u["summary"]
+            if u.get("grid"):
+                gridded.append(i)
             small = (u.get("cells") or {}).get("small", {})
             derived.append(s.get("derived_singletons", 0))
             yield {"index": i, "geo": u["geo"], "level": u.get("level", ""), "rows": u.get("rows"),
@@ -190,7 +193,103 @@ def _unit_rows(doc: Mapping) -> tuple[list[dict], list[int]]:
 
     top = heapq.nsmallest(TOP_UNITS, rows(), key=lambda r: (-len(r["failing"]), -r["records"], -r["derived"],
                                                              -r["undecided"], r["geo"]))
-    return top, derived
+    return top, derived, gridded
+
+
+# Status of a published value in a unit's grid (findings.grid_code's letter) -> CSS class, legend words.
+GRID_STATUS = {"p": ("s-pub", "published"), "r": ("s-round", "rounded"), "P": ("s-pri", "primary suppression"),
+               "S": ("s-sec", "secondary suppression"), "D": ("s-sup", "suppressed"),
+               "z": ("s-zero", "structural zero"), "e": ("s-empty", "empty (no records to average)")}
+
+
+def _grid_cell(code: str, interval: Mapping | None) -> dict:
+    """One value of a grid: its CSS class, the text shown and the status in words (with the feasibility
+    interval of a hidden count where the findings have it)."""
+    css, words = GRID_STATUS.get(code[:1], GRID_STATUS["D"])
+    text = code[1:] if code[:1] in "przP" else ""
+    if code[:1] == "z" and not text:
+        text = "–"
+    if interval is not None and code[:1] in "PSDr":
+        span = f"{interval['lo']}" if interval["lo"] == interval["hi"] else f"{interval['lo']}–{interval['hi']}"
+        proof = "exact" if interval.get("certified") else "outer bound"
+        words = f"{words}; an attacker can prove it lies in [{interval['lo']}, {interval['hi']}] ({proof})"
+        text = f"{text} [{span}]".strip() if code[:1] == "r" else f"[{span}]"
+    elif code[:1] in "PSD":
+        text = "(D)"
+    return {"css": css, "text": text, "title": words if code[:1] not in "p" else ""}
+
+
+def _grid_tables(tables: list[Mapping], unit: Mapping, cell_labels: Mapping[str, str]) -> list[dict]:
+    """The unit's published tables as grids: a cross-classified table as rows (every axis but the last)
+    by columns (the last axis), any other table as one column per statistic."""
+    grid, intervals = unit.get("grid") or {}, unit.get("intervals") or {}
+    out = []
+    for t in tables:
+        stats = t.get("stats") or ["count"]
+
+        def cells(cid: str) -> list[dict]:
+            key = f"{t['id']}:{cid}"
+            codes = (grid.get(key) or "").split()
+            return [dict(_grid_cell(c, intervals.get(key) if i == 0 else None), k=cid, stat=stats[i] if i < len(stats) else "")
+                    for i, c in enumerate(codes)]
+
+        axes = t.get("by") or []
+        if len(axes) >= 2 and len(stats) == 1:
+            cols = axes[-1]["codes"]
+            rows, index = [], {}
+            for cid in t["cells"]:
+                parts = cid.split(",")
+                head = tuple(parts[:-1])
+                if head not in index:
+                    labels = {a["column"]: dict(map(tuple, a["codes"])) for a in axes[:-1]}
+                    index[head] = len(rows)
+                    rows.append({"label": ", ".join(labels[a["column"]].get(c, c) for a, c in zip(axes[:-1], head)),
+                                 "cells": {}})
+                rows[index[head]]["cells"][parts[-1]] = cells(cid)
+            body = [{"label": r["label"], "cells": [(r["cells"].get(code) or [None])[0] for code, _ in cols]}
+                    for r in rows]
+            head_row = [label for _, label in cols]
+            corner = f"{' × '.join(a['title'] for a in axes[:-1])} ↓ · {axes[-1]['title']} →"
+        else:
+            labels = {a["column"]: dict(map(tuple, a["codes"])) for a in axes}
+            body = []
+            for cid in t["cells"]:
+                if axes:
+                    label = ", ".join(labels[a["column"]].get(c, c) for a, c in zip(axes, cid.split(",")))
+                else:
+                    label = cell_labels.get(f"{t['id']}:{cid}", cid).split(": ", 1)[-1]
+                body.append({"label": label, "cells": cells(cid) or [None] * len(stats)})
+            head_row = stats
+            corner = " × ".join(a["title"] for a in axes) or "Cell"
+        counts: dict[str, int] = {}
+        for row in body:
+            for c in row["cells"]:
+                if c is not None and c["css"] != "s-pub":
+                    counts[c["css"]] = counts.get(c["css"], 0) + 1
+        out.append({"id": t["id"], "title": t.get("title") or t["id"], "corner": corner, "head": head_row,
+                    "rows": body, "counts": counts, "open": bool(set(counts) - {"s-zero"})})
+    return out
+
+
+def _grids(doc: Mapping, indices: list[int], rows: list[dict], cell_labels: Mapping[str, str]) -> dict | None:
+    """The published tables of the units whose grid findings.json kept, riskiest first."""
+    tables = doc.get("tables") or []
+    if not tables or not indices:
+        return None
+    rank = {r["index"]: i for i, r in enumerate(rows)}
+    out = []
+    for i in sorted(indices, key=lambda i: (rank.get(i, len(rank)), i)):
+        u = doc["units"][i]
+        grids = _grid_tables(tables, u, cell_labels)
+        hidden: dict[str, int] = {}
+        for g in grids:
+            for css, n in g["counts"].items():
+                hidden[css] = hidden.get(css, 0) + n
+        out.append({"geo": u["geo"], "level": u.get("level", ""), "rows": u.get("rows"), "tables": grids,
+                    "counts": hidden})
+    present = {css for g in out for css in g["counts"]} | {"s-pub"}
+    legend = [(css, words) for css, words in dict.fromkeys(GRID_STATUS.values()) if css in present]
+    return {"units": out, "legend": legend}
 
 
 def _claims_by_columns(doc: Mapping) -> dict[str, dict[str, float]]:
@@ -236,6 +335,7 @@ def _detail(doc: Mapping, rows: list[dict], cell_labels: Mapping[str, str], stor
                 for c in records]
         total = u["summary"].get("derived_singletons", len(singles))
         out.append({"geo": u["geo"], "level": u.get("level", ""), "rows": u.get("rows"), "claims": shown,
+                    "grid": bool(u.get("grid")),
                     "more": max(total - len(shown), 0), "total": total,
                     "records": recs, "record_columns": [column_title(schema, c) for c in (schema.get("columns") or {})],
                     "more_records": max(u["summary"].get("full_records", 0) - sum(c["m"] for c in records), 0)})
@@ -503,7 +603,7 @@ def context(doc: Mapping, extras: Mapping[str, Mapping] | None = None, store=Non
     the riskiest units' claims from the claim store ``store`` when given)."""
     extras = dict(extras or {})
     rules = doc.get("rules") or {}
-    rows, derived = _unit_rows(doc)
+    rows, derived, gridded = _unit_rows(doc)
     n_units = len(derived)
     cell_labels = doc.get("cell_labels") or {}
     by_cols = _claims_by_columns(doc)
@@ -533,6 +633,7 @@ def context(doc: Mapping, extras: Mapping[str, Mapping] | None = None, store=Non
         "detail_limit": DETAIL_UNITS, "claims_limit": CLAIMS_PER_UNIT,
         "schema": doc.get("schema") or {}, "rank": _rank_section(extras.get("rank"), rules),
         "reid": reid, "intervals": _intervals_section(doc, cell_labels),
+        "grids": _grids(doc, gridded, rows, cell_labels),
         "linear": _linear_section(extras.get("linear")), "protection": protection,
         "appendix": _appendix(doc, extras),
     }
