@@ -358,10 +358,10 @@ def run_published(release: Path, schema_path: Path, tables_path: Path, options: 
     keeper = GridKeeper(grid_cap(len(problems)))
     units = []
     for problem in problems:
-        release = by_unit.get((problem.level, problem.geo))
-        units.append(unit_findings(attack_unit(problem, options), release))
-        if release is not None:
-            keeper.offer(units[-1], grid_json(release))
+        published = by_unit.get((problem.level, problem.geo))
+        units.append(unit_findings(attack_unit(problem, options), published))
+        if published is not None:
+            keeper.offer(units[-1], grid_json(published))
         if on_unit:
             on_unit(units[-1])
     doc = document(Inputs(schema, schedule, pd.DataFrame(), str(release)), options, units,

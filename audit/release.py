@@ -1,7 +1,7 @@
 """The release: every published value per geographic unit, and what it tells an attacker."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 from math import ceil, floor
 
@@ -62,7 +62,7 @@ class Value:
     stat: Statistic
     status: str
     value: Fraction | None = None
-    suppression: str = ""
+    suppression: str = field(default="", compare=False)  # what the tabulation knew; a release read back does not
 
     @property
     def key(self) -> str:
