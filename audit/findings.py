@@ -29,7 +29,7 @@ from .exact import ExactOptions, UnitResult, audit_unit
 from .inputs import Inputs
 from .problem import Problem
 from .reidentify import section as reidentification_section, with_attacker
-from .release import PUBLISHED, STRUCTURAL, SUPPRESSED, UnitRelease
+from .release import EMPTY, PUBLISHED, STRUCTURAL, SUPPRESSED, UnitRelease, Value
 
 FORMAT = 2
 NOTICE = ("CONFIDENTIAL: this file contains records reconstructed from confidential microdata. "
@@ -37,6 +37,8 @@ NOTICE = ("CONFIDENTIAL: this file contains records reconstructed from confident
 LISTED = 10  # claims of each kind listed per unit (derived singletons, full records, undecided)
 LISTED_LARGE = 3  # the same in runs of more than AUTO_CAP_UNITS units
 AUTO_CAP_UNITS = 200
+GRID_UNITS = 10  # units whose every published value is kept (``grid``: the report draws their tables)
+GRID_UNITS_LARGE = 5  # the same in runs of more than AUTO_CAP_UNITS units
 TOTALS = ("verified", "undecided", "refuted", "verified_singletons", "derived_singletons", "explained_singletons",
           "minimal_explanations", "full_records")
 
@@ -62,14 +64,102 @@ def prior_rows(frame: pd.DataFrame, inputs: Inputs, problem: Problem, cache: dic
     return cache[key]
 
 
+def grid_code(value: Value, round_to: int | None) -> str:
+    """One published value in a unit's ``grid``: a status letter, then the value as published.
+
+    ``p`` published exactly, ``r`` rounded to the table's base, ``P`` primary suppression (count below
+    the threshold), ``S`` secondary suppression, ``D`` suppressed (why not known: a published release
+    read back), ``z`` structural zero, ``e`` empty (a mean or median of no rows).
+    """
+    if value.status == SUPPRESSED:
+        return {"primary": "P", "secondary": "S"}.get(value.suppression, "D")
+    if value.status == STRUCTURAL:
+        return "z" + ("" if value.value is None else value.text())
+    if value.status == EMPTY:
+        return "e"
+    rounded = value.stat.kind == "count" and round_to is not None and round_to > 1
+    return ("r" if rounded else "p") + value.text()
+
+
+def grid_json(release: UnitRelease) -> dict[str, str]:
+    """Every value the unit publishes: cell key (``TABLE:CELL``) -> its statistics' :func:`grid_code`
+    in the table's order of statistics, separated by spaces."""
+    out: dict[str, list[str]] = {}
+    for v in release.values:
+        protection = release.protection.get(v.cell.table)
+        out.setdefault(v.cell.key, []).append(grid_code(v, protection.round_to if protection else None))
+    return {k: " ".join(codes) for k, codes in out.items()}
+
+
+def grid_rank(unit: dict) -> tuple:
+    """How high a unit comes among those whose tables are kept: the report's riskiest units first."""
+    s = unit["summary"]
+    return (s.get("full_records", 0), s.get("derived_singletons", 0), s.get("undecided", 0),
+            (unit.get("cells") or {}).get("suppressed", 0), tuple(-ord(ch) for ch in unit["geo"]))
+
+
+def grid_cap(units: int) -> int:
+    """Units whose tables findings.json keeps, by the size of the run."""
+    return GRID_UNITS if units <= AUTO_CAP_UNITS else GRID_UNITS_LARGE
+
+
+class GridKeeper:
+    """The ``cap`` highest-ranked units seen so far (:func:`grid_rank`) carry their ``grid``; a unit
+    pushed out loses it again. Offered every unit of a run, the keeper ends with the run's top ``cap``."""
+
+    def __init__(self, cap: int):
+        self.cap, self.heap, self.count = cap, [], 0
+
+    def offer(self, unit: dict, grid: dict | None) -> bool:
+        """Give ``unit`` its ``grid`` when it ranks among the first ``cap``; True when it does."""
+        if grid is None or self.cap <= 0:
+            return False
+        self.count += 1
+        item = (grid_rank(unit), self.count, unit)
+        if len(self.heap) < self.cap:
+            heapq.heappush(self.heap, item)
+        elif item[:2] > self.heap[0][:2]:
+            heapq.heapreplace(self.heap, item)[2].pop("grid", None)
+        else:
+            return False
+        unit["grid"] = grid
+        return True
+
+
+def kept_grids(ranks: dict, cap: int) -> set:
+    """The keys of the ``cap`` units of highest :func:`grid_rank` (``ranks``: key -> rank)."""
+    return set(heapq.nlargest(cap, ranks, key=ranks.__getitem__))
+
+
+def tables_json(schedule, schema) -> list[dict]:
+    """The table schedule as the report draws it: per table its id, title, level, statistics, cells
+    (ids in order) and, for cross-classified tables, the ``by`` axes with their codes and labels
+    (``*``: the margin)."""
+    out = []
+    for t in schedule.tables:
+        axes = []
+        if t.by:
+            combos = [c.id.split(",") for c in t.cells]
+            for i, name in enumerate(t.by):
+                codes = list(dict.fromkeys(combo[i] for combo in combos))
+                col = schema.recode(name) or schema.column(name)
+                axes.append({"column": name, "title": str(getattr(col, "title", None) or name),
+                             "codes": [[c, "Total" if c == "*" else str(schema.code_label(name, c))] for c in codes]})
+        stats = list(dict.fromkeys(s.name for c in t.cells for s in c.stats))
+        out.append({"id": t.id, "title": t.title, "level": t.level, "stats": stats, "by": axes,
+                    "cells": [c.id for c in t.cells]})
+    return out
+
+
 def cells_json(release: UnitRelease) -> dict:
     """What one unit publishes: counts of values by status, and every exact published count below 10
     (structural zeros, which no row can fall in, are neither small nor suppressed). ``_counts`` holds
-    every published count until :func:`attach_cells` keeps those that explain the listed claims."""
+    every published count until :func:`attach_cells` keeps those that explain the listed claims;
+    ``_grid`` every value (:func:`grid_json`), for :class:`GridKeeper`."""
     from .rules import SMALL_MAX
 
     out = {"values": len(release.values), "suppressed": 0, "structural": 0, "rounded": 0, "small": {},
-           "_counts": {}}
+           "_counts": {}, "_grid": grid_json(release)}
     for v in release.values:
         protection = release.protection.get(v.cell.table)
         if v.status in (SUPPRESSED, STRUCTURAL):
@@ -85,14 +175,18 @@ def cells_json(release: UnitRelease) -> dict:
     return out
 
 
-def attach_cells(unit: dict, cells: dict) -> dict:
+def attach_cells(unit: dict, cells: dict, keeper: GridKeeper | None = None) -> dict:
     """Set ``unit["cells"]`` from :func:`cells_json`, with ``explaining``: the published count of each
-    cell that explains a listed claim (what the report shows beside the claim)."""
+    cell that explains a listed claim (what the report shows beside the claim); offer the unit's
+    ``grid`` to ``keeper``."""
     cells = dict(cells)
     counts = cells.pop("_counts", {})
+    grid = cells.pop("_grid", None)
     wanted = {k for c in unit.get("claims", ()) for k in c.get("cells", ())}
     cells["explaining"] = {k: counts[k] for k in sorted(wanted) if k in counts}
     unit["cells"] = cells
+    if keeper is not None:
+        keeper.offer(unit, grid)
     return unit
 
 
@@ -234,13 +328,14 @@ def run_exact(inputs: Inputs, options: ExactOptions, on_unit: Callable[[dict], N
     header = store_columns(inputs.schema, inputs.schedule, coupled=False)
     writer = StoreWriter(Path(out) / STORE_FILE, header) if out is not None else None
     cap = listing_cap(len(problems), cap)
+    keeper = GridKeeper(grid_cap(len(problems)))
     cache: dict = {}
     tasks = ((p, prior_rows(inputs.frame, inputs, p, cache), by_unit.get((p.level, p.geo))) for p in problems)
     units = []
 
     def record(unit: dict, release: UnitRelease | None) -> None:
         if release is not None:
-            attach_cells(unit, cells_json(release))
+            attach_cells(unit, cells_json(release), keeper)
         units.append(store_unit(unit, writer))
         if on_unit:
             on_unit(unit)
@@ -305,6 +400,7 @@ def document(inputs: Inputs, options: ExactOptions, units: Sequence[dict], secon
             {"attacker": options.attacker.describe()} if options.attacker is not None else {}),
         "verdict": None,
         "summary": totals(units), "schema": schema_json(inputs.schema), "cell_labels": cell_labels(inputs.schedule),
+        "tables": tables_json(inputs.schedule, inputs.schema),
         "claim_store": store, "units": units, "seconds": round(seconds, 3),
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "reidentification": reidentification_section(options.attacker, units),

@@ -344,7 +344,7 @@ def unit_findings(result: UnitResult, release: UnitRelease | None) -> dict:
 def run_published(release: Path, schema_path: Path, tables_path: Path, options: ExactOptions,
                   on_unit: Callable[[dict], None] | None = None, rules=None) -> dict:
     """Read the release, attack every unit, and assemble the findings document (no microdata)."""
-    from .findings import document
+    from .findings import GridKeeper, document, grid_cap, grid_json
     from .inputs import Inputs
     from .schedule import load_schedule
     from .schema import load_schema
@@ -355,9 +355,13 @@ def run_published(release: Path, schema_path: Path, tables_path: Path, options: 
     releases, notes = read_release(release, schema, schedule)
     problems = published_problems(releases, schema, schedule)
     by_unit = {(r.level, r.geo): r for r in releases}
+    keeper = GridKeeper(grid_cap(len(problems)))
     units = []
     for problem in problems:
-        units.append(unit_findings(attack_unit(problem, options), by_unit.get((problem.level, problem.geo))))
+        published = by_unit.get((problem.level, problem.geo))
+        units.append(unit_findings(attack_unit(problem, options), published))
+        if published is not None:
+            keeper.offer(units[-1], grid_json(published))
         if on_unit:
             on_unit(units[-1])
     doc = document(Inputs(schema, schedule, pd.DataFrame(), str(release)), options, units,

@@ -53,12 +53,16 @@ def int_hi(hi: Fraction | None, hi_open: bool) -> int | None:
 @dataclass(frozen=True)
 class Value:
     """One published number: status is published, suppressed, empty (a mean of no rows), or
-    structural (a cell no row can fall in: its count and sum are 0, its mean and median empty)."""
+    structural (a cell no row can fall in: its count and sum are 0, its mean and median empty).
+    ``suppression`` says why a suppressed value is hidden, where the tabulation knows: ``primary``
+    (its count is below the threshold) or ``secondary`` (hidden to protect other cells: the
+    complementary heuristic, or the schedule's or ``audit protect``'s list); empty otherwise."""
 
     cell: CellDef
     stat: Statistic
     status: str
     value: Fraction | None = None
+    suppression: str = field(default="", compare=False)  # what the tabulation knew; a release read back does not
 
     @property
     def key(self) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import heapq
 import importlib.resources
 import json
+import math
 import os
 import re
 from html import escape
@@ -18,7 +19,7 @@ from typing import Any, Mapping
 
 from markupsafe import Markup
 
-from ._svg import PALETTE, _fmt, _ticks, line_chart
+from ._svg import PALETTE, _fmt, _ticks, legend, line_chart, text_width
 from .findings import read_json
 
 TOP_UNITS = 200          # rows of the unit table
@@ -102,50 +103,61 @@ def plural(n: Any, noun: str, many: str | None = None) -> str:
 
 def bar_chart(groups: Mapping[str, Mapping[str, float]], *, title: str = "", xlabel: str = "", ylabel: str = "",
               width: int = 560, height: int = 300) -> str:
-    """Grouped bars: ``groups`` maps x label -> {series: value}. Returns an inline ``<svg>``."""
+    """Grouped bars: ``groups`` maps x label -> {series: value}. Returns an inline ``<svg>``; x labels
+    that would collide are turned and, if still too many, thinned; the legend (several series) sits below."""
     series = list(dict.fromkeys(s for g in groups.values() for s in g))
     ticks = _ticks(0, max([v for g in groups.values() for v in g.values()] + [1]), 4)
     top = ticks[-1] if ticks[-1] > 0 else 1
     if max([v for g in groups.values() for v in g.values()] + [0]) > top:
         top = top + (ticks[1] - ticks[0] if len(ticks) > 1 else 1)
         ticks.append(top)
-    left, right, head, bottom = 55, 150, 30 if title else 12, 45
-    pw, ph = width - left - right, height - head - bottom
     n = max(len(groups), 1)
+    left, right, head = 55, 20, 30 if title else 12
+    pw = width - left - right
     slot = pw / n
+    widest = max((text_width(str(g)) for g in groups), default=0)
+    turned = widest + 6 > slot
+    every = max(1, math.ceil(n * 16 / pw)) if turned else 1  # turned labels need ~16 px each
+    under = (widest * 0.71 + 14) if turned else 16  # height of the x labels (turned 45 degrees)
+    ph = height - head - under - 30
     bw = max(slot * 0.8 / max(len(series), 1), 1)
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
-           f'font-family="sans-serif" font-size="11" role="img">',
-           f'<rect x="0" y="0" width="{width}" height="{height}" fill="white"/>']
+    body = []
     if title:
-        out.append(f'<text x="{left + pw / 2:.1f}" y="18" text-anchor="middle" font-size="13">{escape(title)}</text>')
+        body.append(f'<text x="{left + pw / 2:.1f}" y="18" text-anchor="middle" font-size="13">{escape(title)}</text>')
     for v in ticks:
         y = head + ph - ph * v / top
-        out.append(f'<line x1="{left}" x2="{left + pw}" y1="{y:.1f}" y2="{y:.1f}" stroke="#eee"/>'
-                   f'<text x="{left - 5}" y="{y + 4:.1f}" text-anchor="end">{_fmt(v)}</text>')
+        body.append(f'<line x1="{left}" x2="{left + pw}" y1="{y:.1f}" y2="{y:.1f}" stroke="#eee"/>'
+                    f'<text x="{left - 5}" y="{y + 4:.1f}" text-anchor="end">{_fmt(v)}</text>')
     for gi, (label, values) in enumerate(groups.items()):
         x0 = left + gi * slot + slot * 0.1
         for si, name in enumerate(series):
             v = float(values.get(name, 0) or 0)
             h = ph * v / top
-            out.append(f'<rect x="{x0 + si * bw:.1f}" y="{head + ph - h:.1f}" width="{bw - 1:.1f}" height="{h:.1f}" '
-                       f'fill="{PALETTE[si % len(PALETTE)]}"><title>{escape(str(label))}: {escape(name)} '
-                       f'{v:g}</title></rect>')
-        if n <= 30 or gi % max(n // 15, 1) == 0:
-            out.append(f'<text x="{left + gi * slot + slot / 2:.1f}" y="{head + ph + 15}" text-anchor="middle">'
-                       f'{escape(str(label))}</text>')
-    out.append(f'<rect x="{left}" y="{head}" width="{pw}" height="{ph}" fill="none" stroke="#333"/>')
+            body.append(f'<rect x="{x0 + si * bw:.1f}" y="{head + ph - h:.1f}" width="{bw - 1:.1f}" height="{h:.1f}" '
+                        f'fill="{PALETTE[si % len(PALETTE)]}"><title>{escape(str(label))}: {escape(name)} '
+                        f'{v:g}</title></rect>')
+        if gi % every == 0:
+            x, y = left + gi * slot + slot / 2, head + ph + 14
+            if turned:
+                body.append(f'<text transform="translate({x + 3:.1f},{y - 4:.1f}) rotate(-45)" text-anchor="end">'
+                            f'{escape(str(label))}</text>')
+            else:
+                body.append(f'<text x="{x:.1f}" y="{y}" text-anchor="middle">{escape(str(label))}</text>')
+    body.append(f'<rect x="{left}" y="{head}" width="{pw}" height="{ph}" fill="none" stroke="#333"/>')
     if xlabel:
-        out.append(f'<text x="{left + pw / 2:.1f}" y="{height - 8}" text-anchor="middle">{escape(xlabel)}</text>')
+        body.append(f'<text x="{left + pw / 2:.1f}" y="{head + ph + under + 18:.1f}" text-anchor="middle">'
+                    f'{escape(xlabel)}</text>')
     if ylabel:
-        out.append(f'<text transform="translate(14,{head + ph / 2:.1f}) rotate(-90)" text-anchor="middle">'
-                   f'{escape(ylabel)}</text>')
-    for si, name in enumerate(series):
-        y = head + 10 + si * 16
-        out.append(f'<rect x="{left + pw + 8}" y="{y - 6}" width="12" height="10" fill="{PALETTE[si % len(PALETTE)]}"/>'
-                   f'<text x="{left + pw + 24}" y="{y + 3}">{escape(name)}</text>')
-    out.append("</svg>")
-    return "\n".join(out)
+        body.append(f'<text transform="translate(14,{head + ph / 2:.1f}) rotate(-90)" text-anchor="middle">'
+                    f'{escape(ylabel)}</text>')
+    keys = [(f'<rect x="{{x:.1f}}" y="{{y:.1f}}" width="14" height="10" transform="translate(4,-6)" '
+             f'fill="{PALETTE[si % len(PALETTE)]}"/>', name) for si, name in enumerate(series)] if len(series) > 1 else []
+    entries, extra = legend(keys, left, head + ph + under + 38, pw)
+    total = head + ph + under + 30 + (extra + 12 if extra else 0)
+    return "\n".join([f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{total:.0f}" '
+                      f'viewBox="0 0 {width} {total:.0f}" font-family="sans-serif" font-size="11" role="img">',
+                      f'<rect x="0" y="0" width="{width}" height="{total:.0f}" fill="white"/>', *body, *entries,
+                      "</svg>"])
 
 
 def _histogram(values: list[int], bins: int = 12) -> dict[str, dict[str, float]]:
@@ -163,19 +175,22 @@ def _histogram(values: list[int], bins: int = 12) -> dict[str, dict[str, float]]
 
 # ----------------------------------------------------------------------------------------------- context
 
-def _unit_rows(doc: Mapping) -> tuple[list[dict], list[int]]:
-    """The TOP_UNITS riskiest units' rows (each with its position in ``doc["units"]``), and every
-    unit's number of derived singletons."""
+def _unit_rows(doc: Mapping) -> tuple[list[dict], list[int], list[int]]:
+    """The TOP_UNITS riskiest units' rows (each with its position in ``doc["units"]``), every unit's
+    number of derived singletons, and the positions of the units with a ``grid``."""
     failing: dict[str, list[str]] = {}
     for c in doc.get("checks", ()):
         if c["outcome"] == "fail":
             failing.setdefault(c["unit"], []).append(c["rule"])
     threshold = ((doc.get("rules") or {}).get("rules", {}).get("small_cells") or {}).get("threshold")
     derived: list[int] = []
+    gridded: list[int] = []
 
     def rows():
         for i, u in enumerate(doc["units"]):
             s = u["summary"]
+            if u.get("grid"):
+                gridded.append(i)
             small = (u.get("cells") or {}).get("small", {})
             derived.append(s.get("derived_singletons", 0))
             yield {"index": i, "geo": u["geo"], "level": u.get("level", ""), "rows": u.get("rows"),
@@ -190,7 +205,103 @@ def _unit_rows(doc: Mapping) -> tuple[list[dict], list[int]]:
 
     top = heapq.nsmallest(TOP_UNITS, rows(), key=lambda r: (-len(r["failing"]), -r["records"], -r["derived"],
                                                              -r["undecided"], r["geo"]))
-    return top, derived
+    return top, derived, gridded
+
+
+# Status of a published value in a unit's grid (findings.grid_code's letter) -> CSS class, legend words.
+GRID_STATUS = {"p": ("s-pub", "published"), "r": ("s-round", "rounded"), "P": ("s-pri", "primary suppression"),
+               "S": ("s-sec", "secondary suppression"), "D": ("s-sup", "suppressed"),
+               "z": ("s-zero", "structural zero"), "e": ("s-empty", "empty (no records to average)")}
+
+
+def _grid_cell(code: str, interval: Mapping | None) -> dict:
+    """One value of a grid: its CSS class, the text shown and the status in words (with the feasibility
+    interval of a hidden count where the findings have it)."""
+    css, words = GRID_STATUS.get(code[:1], GRID_STATUS["D"])
+    text = code[1:] if code[:1] in "przP" else ""
+    if code[:1] == "z" and not text:
+        text = "–"
+    if interval is not None and code[:1] in "PSDr":
+        span = f"{interval['lo']}" if interval["lo"] == interval["hi"] else f"{interval['lo']}–{interval['hi']}"
+        proof = "exact" if interval.get("certified") else "outer bound"
+        words = f"{words}; an attacker can prove it lies in [{interval['lo']}, {interval['hi']}] ({proof})"
+        text = f"{text} [{span}]".strip() if code[:1] == "r" else f"[{span}]"
+    elif code[:1] in "PSD":
+        text = "(D)"
+    return {"css": css, "text": text, "title": words if code[:1] not in "p" else ""}
+
+
+def _grid_tables(tables: list[Mapping], unit: Mapping, cell_labels: Mapping[str, str]) -> list[dict]:
+    """The unit's published tables as grids: a cross-classified table as rows (every axis but the last)
+    by columns (the last axis), any other table as one column per statistic."""
+    grid, intervals = unit.get("grid") or {}, unit.get("intervals") or {}
+    out = []
+    for t in tables:
+        stats = t.get("stats") or ["count"]
+
+        def cells(cid: str) -> list[dict]:
+            key = f"{t['id']}:{cid}"
+            codes = (grid.get(key) or "").split()
+            return [dict(_grid_cell(c, intervals.get(key) if i == 0 else None), k=cid, stat=stats[i] if i < len(stats) else "")
+                    for i, c in enumerate(codes)]
+
+        axes = t.get("by") or []
+        if len(axes) >= 2 and len(stats) == 1:
+            cols = axes[-1]["codes"]
+            rows, index = [], {}
+            for cid in t["cells"]:
+                parts = cid.split(",")
+                head = tuple(parts[:-1])
+                if head not in index:
+                    labels = {a["column"]: dict(map(tuple, a["codes"])) for a in axes[:-1]}
+                    index[head] = len(rows)
+                    rows.append({"label": ", ".join(labels[a["column"]].get(c, c) for a, c in zip(axes[:-1], head)),
+                                 "cells": {}})
+                rows[index[head]]["cells"][parts[-1]] = cells(cid)
+            body = [{"label": r["label"], "cells": [(r["cells"].get(code) or [None])[0] for code, _ in cols]}
+                    for r in rows]
+            head_row = [label for _, label in cols]
+            corner = f"{' × '.join(a['title'] for a in axes[:-1])} ↓ · {axes[-1]['title']} →"
+        else:
+            labels = {a["column"]: dict(map(tuple, a["codes"])) for a in axes}
+            body = []
+            for cid in t["cells"]:
+                if axes:
+                    label = ", ".join(labels[a["column"]].get(c, c) for a, c in zip(axes, cid.split(",")))
+                else:
+                    label = cell_labels.get(f"{t['id']}:{cid}", cid).split(": ", 1)[-1]
+                body.append({"label": label, "cells": cells(cid) or [None] * len(stats)})
+            head_row = stats
+            corner = " × ".join(a["title"] for a in axes) or "Cell"
+        counts: dict[str, int] = {}
+        for row in body:
+            for c in row["cells"]:
+                if c is not None and c["css"] != "s-pub":
+                    counts[c["css"]] = counts.get(c["css"], 0) + 1
+        out.append({"id": t["id"], "title": t.get("title") or t["id"], "corner": corner, "head": head_row,
+                    "rows": body, "counts": counts, "open": bool(set(counts) - {"s-zero"})})
+    return out
+
+
+def _grids(doc: Mapping, indices: list[int], rows: list[dict], cell_labels: Mapping[str, str]) -> dict | None:
+    """The published tables of the units whose grid findings.json kept, riskiest first."""
+    tables = doc.get("tables") or []
+    if not tables or not indices:
+        return None
+    rank = {r["index"]: i for i, r in enumerate(rows)}
+    out = []
+    for i in sorted(indices, key=lambda i: (rank.get(i, len(rank)), i)):
+        u = doc["units"][i]
+        grids = _grid_tables(tables, u, cell_labels)
+        hidden: dict[str, int] = {}
+        for g in grids:
+            for css, n in g["counts"].items():
+                hidden[css] = hidden.get(css, 0) + n
+        out.append({"geo": u["geo"], "level": u.get("level", ""), "rows": u.get("rows"), "tables": grids,
+                    "counts": hidden})
+    present = {css for g in out for css in g["counts"]} | {"s-pub"}
+    legend = [(css, words) for css, words in dict.fromkeys(GRID_STATUS.values()) if css in present]
+    return {"units": out, "legend": legend}
 
 
 def _claims_by_columns(doc: Mapping) -> dict[str, dict[str, float]]:
@@ -236,6 +347,7 @@ def _detail(doc: Mapping, rows: list[dict], cell_labels: Mapping[str, str], stor
                 for c in records]
         total = u["summary"].get("derived_singletons", len(singles))
         out.append({"geo": u["geo"], "level": u.get("level", ""), "rows": u.get("rows"), "claims": shown,
+                    "grid": bool(u.get("grid")),
                     "more": max(total - len(shown), 0), "total": total,
                     "records": recs, "record_columns": [column_title(schema, c) for c in (schema.get("columns") or {})],
                     "more_records": max(u["summary"].get("full_records", 0) - sum(c["m"] for c in records), 0)})
@@ -263,9 +375,35 @@ def _rank_section(rank: Mapping | None, rules: Mapping) -> dict | None:
         units.append({"geo": u.get("geo"), "rows": u.get("rows"), "lift": ul if uat is not None else None,
                       "at": uat, "baseline": uwhich})
     units.sort(key=lambda x: -(x["lift"] if x["lift"] is not None else -1))
-    return {"chart": chart, "lift": lift, "at": at, "baseline": which, "upto": upto,
+    return {"chart": chart, "empty": _rank_empty(rank, pooled), "lift": lift, "at": at, "baseline": which, "upto": upto,
             "units": units[:TOP_UNITS], "more": max(len(units) - TOP_UNITS, 0),
             "settings": {k: v for k, v in rank.items() if k not in ("pooled", "units") and not isinstance(v, (dict, list))}}
+
+
+def _rank_empty(rank: Mapping, pooled: Mapping) -> str:
+    """Why the ranking attack shows nothing usable (no curve, or a curve flat at zero), in words; ''
+    when it does show something."""
+    attack = [a for a in pooled.get("attack") or () if a is not None]
+    if attack and max(attack) > 0:
+        return ""
+    units = [u for u in rank.get("units") or () if isinstance(u, Mapping)]
+    why = []
+    if not attack:
+        why.append("The ranking attack produced no curve: no unit could be ranked and scored.")
+    else:
+        why.append("The ranking attack put none of the true records among its guesses at any k (its curve is flat "
+                   "at zero), so it shows no risk here — and nothing to compare with the baselines.")
+    runs = [u["consistent_runs"] for u in units if isinstance(u.get("consistent_runs"), (int, float))]
+    if runs and max(runs) == 0:
+        why.append("None of its relaxed reconstructions reproduced the published tables once rounded, so its "
+                   "guesses are not datasets that fit the release.")
+    if attack:
+        why.append("A guess counts only when it matches a true record on every attribute, which is rare when a "
+                   "unit has few records and many possible values.")
+    notes = [str(n) for n in rank.get("notes") or ()] + [str(n) for u in units for n in u.get("notes") or ()]
+    if notes:
+        why.append("Notes from the attack: " + "; ".join(dict.fromkeys(notes)) + ".")
+    return " ".join(why)
 
 
 def _linear_section(linear: Mapping | None) -> dict | None:
@@ -503,7 +641,7 @@ def context(doc: Mapping, extras: Mapping[str, Mapping] | None = None, store=Non
     the riskiest units' claims from the claim store ``store`` when given)."""
     extras = dict(extras or {})
     rules = doc.get("rules") or {}
-    rows, derived = _unit_rows(doc)
+    rows, derived, gridded = _unit_rows(doc)
     n_units = len(derived)
     cell_labels = doc.get("cell_labels") or {}
     by_cols = _claims_by_columns(doc)
@@ -533,9 +671,33 @@ def context(doc: Mapping, extras: Mapping[str, Mapping] | None = None, store=Non
         "detail_limit": DETAIL_UNITS, "claims_limit": CLAIMS_PER_UNIT,
         "schema": doc.get("schema") or {}, "rank": _rank_section(extras.get("rank"), rules),
         "reid": reid, "intervals": _intervals_section(doc, cell_labels),
+        "grids": _grids(doc, gridded, rows, cell_labels),
+        "counted": _counted(doc),
         "linear": _linear_section(extras.get("linear")), "protection": protection,
         "appendix": _appendix(doc, extras),
     }
+
+
+def _counted(doc: Mapping) -> dict:
+    """What the singleton rules count when they count fewer claims than the tiles (their ``min_columns``):
+    the derived singletons a rule counts, and the reasons in words."""
+    rules = (doc.get("rules") or {}).get("rules") or {}
+    by = (doc.get("summary") or {}).get("singletons_by_columns") or {}
+    out: dict = {"derived": None, "derived_k": None, "notes": []}
+    for rule, kind, what in (("derived_singletons", "derived", "derived singleton claims"),
+                             ("direct_singletons", "direct", "published counts of one")):
+        k = (rules.get(rule) or {}).get("min_columns")
+        if not k or k <= 1 or (rules.get(rule) or {}).get("action") not in ("fail", "warn"):
+            continue
+        counts = {int(c): n for c, n in (by.get(kind) or {}).items()}
+        total, n = sum(counts.values()), sum(v for c, v in counts.items() if c >= k)
+        if kind == "derived":
+            out["derived"], out["derived_k"] = n, k
+        if n != total:
+            out["notes"].append(f"the {rule} rule counts only {what} over {k} or more attributes — {n:,} of the "
+                                f"{total:,}; the other {total - n:,} fix fewer attributes and are counted in the tiles "
+                                "and charts only.")
+    return out
 
 
 def _rule_titles() -> dict[str, str]:

@@ -44,7 +44,8 @@ from .coupled import build_coupled_problems, coupled_levels
 from .engines._explain import WORK_PER_SECOND
 from .errors import AuditError, InternalError, Interrupted, OptionalDependencyMissing
 from .exact import ExactOptions, audit_unit, unfinished
-from .findings import JsonLines, attach_cells, cells_json, document, listing_cap, prior_rows, unit_json
+from .findings import (GridKeeper, JsonLines, attach_cells, cells_json, document, grid_cap, grid_rank, kept_grids,
+                       listing_cap, prior_rows, unit_json)
 from .inputs import Inputs
 from .problem import Problem, build_problems
 from .provenance import file_digest
@@ -356,11 +357,12 @@ def run_scaled(source, schema: Schema, schedule: Schedule, options: ExactOptions
                     listing_cap(total, scale.claims_cap), store_columns(schema, schedule, coupled))
     writer = _PartWriter(parts)
     finished = already
+    keeper = GridKeeper(grid_cap(total))  # units written with their grid; merge keeps the final top's
 
     def record(unit: dict, cells: dict | None) -> None:
         nonlocal finished
         if cells is not None:
-            attach_cells(unit, cells)
+            attach_cells(unit, cells, keeper)
         writer.write(unit)
         finished += 1
         if on_unit:
@@ -569,8 +571,12 @@ def merge(parts: Path, schema: Schema, schedule: Schedule, options: ExactOptions
     """
     out = Path(out) if out is not None else parts.parent
     latest: dict[tuple[str, str], tuple[Path, int]] = {}
+    ranks: dict[tuple[str, str], tuple] = {}
     for path, at, unit in _part_lines(parts):
         latest[unit_key(unit)] = (path, at)
+        ranks[unit_key(unit)] = grid_rank(unit)
+    grids = kept_grids(ranks, grid_cap(len(ranks)))
+    del ranks
     order = {lv: i for i, lv in enumerate(schedule.levels)}
     keys = sorted(latest, key=lambda k: (order.get(k[0], 99), k[1].split("/")))
     coupled = bool(scale.coupled and coupled_levels(schema, schedule))
@@ -588,6 +594,8 @@ def merge(parts: Path, schema: Schema, schedule: Schedule, options: ExactOptions
         for key in keys:
             path, at = latest.pop(key)
             unit = json.loads(read(path, at))
+            if key not in grids:
+                unit.pop("grid", None)
             block = unit.pop("block", None)
             if block is not None:
                 unit["store"] = writer.add(read(path.with_suffix(".claims"), block[0], block[1]), block[2])

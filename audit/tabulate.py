@@ -117,7 +117,8 @@ def _publish_table(table: Table, sub: pd.DataFrame | None, sub_masks: np.ndarray
                 out.append(Value(cell, stat, STRUCTURAL, None if stat.kind in ("mean", "median") else Fraction(0)))
                 continue
             if suppressed[j]:
-                out.append(Value(cell, stat, SUPPRESSED))
+                why = "primary" if small is not False and small[j] else "secondary"
+                out.append(Value(cell, stat, SUPPRESSED, suppression=why))
                 continue
             # counts come from the mask sums; only sums, means and medians need the matching rows
             exact = _whole(int(counts[j])) if stat.kind == "count" else exact_value(stat, sub[sub_masks[:, base + j]])

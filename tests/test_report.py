@@ -403,3 +403,59 @@ def test_sf1_report_in_headless_chromium(sf1_report, chromium):
     assert js("document.querySelectorAll('details.unit').length") >= 10
     assert js("document.querySelector('#memo').getBoundingClientRect().top") < 400  # the summary on the first screen
     assert page_problems(chromium) == ([], [])
+
+
+def test_grids_colour_cells_and_highlight_claims(tmp_path, chromium):
+    """A cross-classified table with primary and secondary suppression, drawn as a grid: cells
+    coloured by status, hidden ones with their proved interval, and a hidden count's row highlighting
+    its cell; at 1280 px with no overflow, console error or network request."""
+    tables = tmp_path / "tables.yaml"
+    tables.write_text("protection: {suppress_below: 2, complementary: true}\n"
+                      "tables:\n  - {id: T, title: Households by sex and size, geography: block, by: [hhsex, size]}\n")
+    head, *rows = (PROTECTED / "data.csv").read_text().splitlines()
+    male1, male2, female1 = rows[1], rows[2], rows[3]  # households of size 1, 2 and 1
+    female2 = ",".join(male2.split(",")[:2] + ["1"] + male2.split(",")[3:])
+    data = tmp_path / "data.csv"  # one female household of size 2: primary, and a secondary to hide it
+    data.write_text("\n".join([head] + [male1, male2, female1] * 3 + [female2]) + "\n")
+    assert run(["run", str(data), "-s", str(PROTECTED / "schema.yaml"), "-t", str(tables),
+                "-o", str(tmp_path / "out"), "--quiet"]) in (0, 1)
+    doc = json.loads((tmp_path / "out" / "findings.json").read_text())
+    grid = doc["units"][0]["grid"]
+    assert {code[0] for code in grid.values()} >= {"p", "P", "S"}
+    (table,) = doc["tables"]
+    assert [a["column"] for a in table["by"]] == ["hhsex", "size"] and len(table["cells"]) == len(grid)
+    page = tmp_path / "out" / "report.html"
+    _, js = open_page(chromium, page, 1280, 900)
+    chromium.drain(0.5)
+    assert js("document.querySelectorAll('table.grid tbody tr').length") == 3  # Male, Female, Total
+    assert js("document.querySelectorAll('table.grid td.s-pri').length") == sum(c == "P" for c in grid.values())
+    assert js("document.querySelectorAll('table.grid td.s-sec').length") == sum(c == "S" for c in grid.values())
+    colours = js("[...new Set([...document.querySelectorAll('table.grid td[data-k]')]"
+                 ".map(td => getComputedStyle(td).backgroundColor))].length")
+    assert colours >= 3  # published, primary, secondary look different
+    legend = js("[...document.querySelectorAll('#tables .legend .g')].map(e => e.textContent)")
+    assert {"published", "primary suppression", "secondary suppression"} <= set(legend)
+    hidden = js("document.querySelector('table.grid td.s-pri').textContent")
+    assert re.fullmatch(r"\[\d+(–\d+)?\]", hidden)  # the interval an attacker can prove
+    row = "document.querySelector('#intervals tr[data-cells]')"
+    key = js(f"{row}.getAttribute('data-cells')")
+    js(f"{row}.dispatchEvent(new MouseEvent('mouseenter')); 1")
+    lit = js("[...document.querySelectorAll('td.hl')].map(td => td.closest('table').dataset.t + ':' + td.dataset.k)")
+    assert lit == [key]
+    assert js("document.documentElement.scrollWidth") <= 1280
+    assert page_problems(chromium) == ([], [])
+
+
+def test_sf1_claims_highlight_their_cells(sf1_report, chromium):
+    """Clicking a claim highlights exactly its explaining cells in the unit's grid and opens them."""
+    _, doc, page = sf1_report
+    _, js = open_page(chromium, page, 1280, 900)
+    claim = "document.querySelector('.claim[data-cells]')"
+    keys = js(f"{claim}.getAttribute('data-cells')").split()
+    js(f"{claim}.click(); 1")
+    lit = js("[...document.querySelectorAll('td.hl')].map(td => td.closest('table').dataset.t + ':' + td.dataset.k)")
+    assert sorted(lit) == sorted(keys) and keys
+    assert js("[...document.querySelectorAll('td.hl')].every(td => td.closest('details.gt').open)")
+    assert sum("grid" in u for u in doc["units"]) == 10 and js("document.querySelectorAll('details.grid-unit').length") == 10
+    assert js("document.documentElement.scrollWidth") <= 1280
+    assert page_problems(chromium) == ([], [])

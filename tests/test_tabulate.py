@@ -1,6 +1,8 @@
 """Tabulation and what each published value tells the attacker: suppression, rounding, means, medians."""
 from __future__ import annotations
 
+from collections import Counter
+
 import warnings
 from fractions import Fraction
 from pathlib import Path
@@ -99,6 +101,13 @@ def test_complementary_suppression_hides_the_difference(tmp_path):
             key = tuple(parts[:axis] + ["*"] + parts[axis + 1:])
             lines.setdefault(key, []).append(",".join(parts) in hidden)
         assert all(sum(line) != 1 for line in lines.values())
+    # primary: the count itself is below 3; secondary: hidden only to protect the others
+    rows = ROWS[:1] + [("1", 10 + i, sex, race) for i in range(4) for sex, race in (("F", "W"), ("M", "B"), ("M", "W"))]
+    unit, = tabulate(frame_of(rows, schema), schema, schedule)
+    why = {v.cell.id: v.suppression for v in unit.values if v.cell.table == "T1" and v.status == SUPPRESSED}
+    assert why["F,B"] == "primary" and set(why.values()) == {"primary", "secondary"}
+    true = Counter(f"{sex},{race}" for _, _, sex, race in rows)
+    assert all((0 < true[k] < 3) == (w == "primary") for k, w in why.items() if "*" not in k)
 
 
 @pytest.mark.parametrize("base", [2, 3, 5, 10])
