@@ -78,10 +78,10 @@ def _without(problem: Problem, *cells: str) -> Problem:
 
 
 def test_block7_has_one_solution_fast(block7):
-    start = time.perf_counter()
+    start = time.process_time()  # CPU, not wall: the machine running the suite may be loaded
     engine = SatEngine(block7)
     solutions = list(engine.solutions(10))
-    assert time.perf_counter() - start < 1.0
+    assert time.process_time() - start < 1.0
     assert engine.last_exhausted and len(solutions) == 1
     assert _records(block7, solutions[0]) == {(a, s, r, m) for a, s, r, m in TRUE_BLOCK}
     assert block7.violations(solutions[0]) == []
