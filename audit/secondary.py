@@ -28,7 +28,8 @@ import numpy as np
 
 from .exact import audit_unit
 from .implied import flat_mask, in_sets, support
-from .intervals import Interval, hidden_cells
+from .implied import LinearProof
+from .intervals import Interval, feasibility_intervals, hidden_cells
 from .problem import Problem
 from .release import PUBLISHED, SUPPRESSED, UnitRelease
 from .rules import protection_needed
@@ -217,10 +218,10 @@ def suppress_unit(ctx, policy, options, log: Callable[[str], None] | None = None
 
     start = time.perf_counter()
     exact = replace(options.exact, explain="none")
+    claims = any(v not in (None, False) for v in (policy.derived, policy.direct, policy.full_records, policy.reconstructed,
+                                                 policy.reidentification, policy.inference))
     problem, release = ctx.problem()
     out = UnitProtection(ctx.level, ctx.geo, problem.n_rows[1])
-    result = audit_unit(problem, exact)
-    out.before = _summary(result, policy)
     out.primary, _ = forced_cells(release, problem, ctx.schedule.tables, policy, replace(options, complementary=False))
     cost = cell_costs(problem, release, options.cost)
     tie = cell_costs(problem, release, "persons" if options.cost == "cells" else "cells")
@@ -232,20 +233,29 @@ def suppress_unit(ctx, policy, options, log: Callable[[str], None] | None = None
     chosen = set(out.primary)
     while True:
         out.iterations += 1
-        if chosen:
-            result = audit_unit(ctx.problem(chosen)[0], exact)
-        bad, undecided = failing(result, policy)
-        recon = policy.reconstructed and result.reconstructed
-        if result.status != "done" or (undecided and policy.undecided):
-            out.status = "undecided"
-            out.reason = result.reason or f"{len(undecided)} claims undecided: no recommendation (fail closed)"
-            break
+        current = ctx.problem(chosen)[0] if chosen else problem
+        if claims:
+            result = audit_unit(current, exact)
+            bad, undecided = failing(result, policy)
+            recon = policy.reconstructed and result.reconstructed
+            intervals, summary = result.intervals, _summary(result, policy)
+            if result.status != "done" or (undecided and policy.undecided):
+                out.status = "undecided"
+                out.reason = result.reason or f"{len(undecided)} claims undecided: no recommendation (fail closed)"
+                break
+        else:  # protection levels alone: the intervals, without the claim search (tables of thousands of rows)
+            bad, recon = [], False
+            intervals = feasibility_intervals(current, LinearProof.of(current), None)
         short = []
         if policy.protection is not None:
-            if result.intervals is None and hidden_cells(result.problem):
+            if intervals is None and hidden_cells(current):
                 out.status, out.reason = "undecided", "the feasibility intervals could not be computed"
                 break
-            short = too_narrow(result.intervals or {}, policy.protection)
+            short = too_narrow(intervals or {}, policy.protection)
+        if not claims:
+            summary = {"hidden_counts": len(intervals or {}), "intervals_too_narrow": len({c for c, _, _ in short})}
+        if not out.before:
+            out.before = summary
         if not bad and not recon and not short:
             out.status = "protected" if chosen else "pass"
             break
@@ -276,7 +286,7 @@ def suppress_unit(ctx, policy, options, log: Callable[[str], None] | None = None
                 f"intervals too narrow, {len(clauses)} clauses and {len(cuts)} cuts, trying {len(chosen)} cells")
     out.clauses = len(clauses) + len(cuts)
     out.complementary = sorted(chosen - set(out.primary))
-    out.after = _summary(result, policy)
+    out.after = summary
     out.loss = information_loss(problem, out.cells, cell_counts(problem))
     out.seconds = time.perf_counter() - start
     return out
