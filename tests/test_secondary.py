@@ -77,3 +77,23 @@ def test_secondary_suppression_is_the_cheapest_pattern_meeting_the_levels(tmp_pa
         assert unit.status in ("protected", "pass"), (seed, cost, unit.reason)
         assert _protected(keys, table, truth, set(unit.cells), policy.protection), (seed, cost, unit.cells)
         assert sum(price[k] for k in unit.cells) == best, (seed, cost, unit.cells)
+
+
+def test_protect_cli_with_protection_levels_passes_its_own_re_audit(tmp_path):
+    """End to end: the recommended pattern, written to protected.yaml and audited again through the
+    ordinary path, passes small_cells and protection_levels."""
+    import json
+
+    from audit.cli import run
+
+    rows = [["x", "p"], ["x", "p"], ["x", "q"], ["y", "q"], ["y", "q"], ["y", "q"], ["z", "q"], ["z", "p"], ["z", "p"]]
+    _case(tmp_path, {"a": ["x", "y", "z"], "b": ["p", "q"]}, [{"id": "T1", "by": ["a", "b"], "margins": True}], rows,
+          "name: pl\nsmall_cells: {threshold: 2}\nprotection_levels: {upper: 1, lower: 1}\n")
+    args = ["protect", str(tmp_path / "data.csv"), "-t", str(tmp_path / "tables.yaml"), "-s", str(tmp_path / "schema.yaml"),
+            "--rules", str(tmp_path / "rules.yaml"), "--quiet"]
+    assert run([*args, "--cost", "persons", "--out", str(tmp_path / "out")]) == 0
+    report = json.loads((tmp_path / "out" / "protection.json").read_text())
+    unit, = report["units"]
+    assert unit["primary"] == ["T1:x,q", "T1:z,q"] and unit["status"] == "protected"
+    assert report["after"]["verdict"] == "pass" and report["recommendation"]["cells_suppressed"] == len(unit["cells"])
+    assert run([*args, "--cost", "euros", "--out", str(tmp_path / "bad")]) == 2
