@@ -35,7 +35,7 @@ from .release import PUBLISHED, SUPPRESSED, UnitRelease
 from .rules import protection_needed
 
 SUPPORT = 50_000  # most rows the attacker LP holds; past it, no-goods alone (slower, still exact)
-TOLERANCE = 1e-6  # cuts are loosened by this much: floating-point duals never cut off a feasible pattern
+TOLERANCE = 1e-6  # cuts are loosened by this much (relative to their size): floating-point duals never cut off a feasible pattern
 
 
 @dataclass(frozen=True)
@@ -123,19 +123,17 @@ class AttackerLP:
                     coef[key] = gain
             else:
                 bound += min(y[r] * lo[r], y[r] * hi[r])
+        slack = TOLERANCE * (1.0 + abs(bound) + sum(coef.values()))
         now = bound - sum(v for k, v in coef.items() if k in hidden)
-        if now <= target + TOLERANCE:
+        if now <= target + slack:
             return None  # the LP reaches the target at this pattern: only the integers fail it
-        return Cut(coef, bound - target - TOLERANCE, cell if cell in variables else None)
+        return Cut(coef, bound - target - slack, cell if cell in variables else None)
 
     def _duals(self, c: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> tuple:
         """Row duals and reduced costs of ``min c.h`` over ``lo <= A h <= hi``, ``0 <= h <= N``."""
         import highspy
 
-        h = highspy.Highs()
-        h.setOptionValue("output_flag", False)
-        h.setOptionValue("threads", 1)
-        h.setOptionValue("random_seed", 0)
+        h = _highs()
         m, n = self.a.shape
         h.addVars(n, np.zeros(n), np.full(n, float(self.n[1])))
         h.changeColsCost(n, np.arange(n, dtype=np.int32), c)
@@ -149,6 +147,17 @@ class AttackerLP:
         return y, c - y @ self.a
 
 
+def _highs():
+    """A quiet, single-threaded, seeded HiGHS model."""
+    import highspy
+
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    h.setOptionValue("threads", 1)
+    h.setOptionValue("random_seed", 0)
+    return h
+
+
 def cheapest(variables: list[str], cost: Mapping[str, float], forced: set[str], clauses, cuts: list[Cut],
              tie: Mapping[str, float]) -> set[str] | None:
     """The cheapest pattern (``cost``, then ``tie``) meeting every claim clause (pos, neg) and cut, by a
@@ -159,10 +168,7 @@ def cheapest(variables: list[str], cost: Mapping[str, float], forced: set[str], 
     at = {k: i for i, k in enumerate(variables)}
     n = len(variables)
     scale = sum(tie.get(k, 0) for k in variables) + 1
-    h = highspy.Highs()
-    h.setOptionValue("output_flag", False)
-    h.setOptionValue("threads", 1)
-    h.setOptionValue("random_seed", 0)
+    h = _highs()
     h.setOptionValue("mip_rel_gap", 0.0)
     h.setOptionValue("mip_abs_gap", 1e-9)
     h.addVars(n, np.array([1.0 if k in forced else 0.0 for k in variables]), np.ones(n))
