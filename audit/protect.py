@@ -49,6 +49,7 @@ from .schedule import Protection, Schedule, rounds_to_zero
 from .tabulate import tabulate, units_of
 
 STRATEGIES = ("suppress", "round", "noise")
+COSTS = ("cells", "persons", "values")
 ALPHA = 0.05
 ROUND_BASES = (2, 3, 4, 5, 10, 20)
 NOISE_SCALES = (0.25, 0.5, 1.0, 2.0, 3.0, 5.0, 8.0, 13.0, 21.0)
@@ -68,6 +69,7 @@ class Policy:
     reidentification: int | None = None  # persons linked with every sensitive value proved, per unit
     inference: int | None = None   # persons unlike their unit's majority with their sensitive values proved
     magnitude: tuple = ()          # (rule, settings) of the magnitude rules: published sums they find sensitive
+    protection: dict | None = None  # protection_levels settings: every hidden count's interval must meet them
 
     @classmethod
     def from_rules(cls, rules) -> "Policy":
@@ -78,7 +80,8 @@ class Policy:
                    small=get("small_cells", "threshold"), undecided="undecided" in on,
                    reidentification=get("reidentification", "max_persons"),
                    inference=get("attribute_inference", "max_persons"),
-                   magnitude=tuple((rid, dict(on[rid].settings)) for rid in MAGNITUDE_RULES if rid in on))
+                   magnitude=tuple((rid, dict(on[rid].settings)) for rid in MAGNITUDE_RULES if rid in on),
+                   protection=dict(on["protection_levels"].settings) if "protection_levels" in on else None)
 
 
 @dataclass(frozen=True)
@@ -88,6 +91,7 @@ class ProtectOptions:
     primary: bool = True           # suppress the published counts the small_cells rule fails
     complementary: bool = True     # SIMPLEHEURISTIC around them in tables with margins
     hitting: str = "exact"         # exact (MaxSAT) | greedy
+    cost: str = "cells"            # what suppression costs: cells | persons | values (tau-Argus' options)
     max_iterations: int = 60
     round_bases: tuple[int, ...] = ROUND_BASES
     noise_scales: tuple[float, ...] = NOISE_SCALES
@@ -99,6 +103,8 @@ class ProtectOptions:
             raise AuditError(f"unknown strategy '{self.strategy}'", "--strategy", f"use one of {list(STRATEGIES)}")
         if self.hitting not in ("exact", "greedy"):
             raise AuditError(f"unknown hitting-set method '{self.hitting}'", "--hitting", "use exact or greedy")
+        if self.cost not in COSTS:
+            raise AuditError(f"unknown cost '{self.cost}'", "--cost", f"use one of {list(COSTS)}")
         if not 0 < self.alpha < 1:
             raise AuditError("alpha must be between 0 and 1", "--alpha", "e.g. --alpha 0.05")
 
@@ -175,6 +181,32 @@ def _explain(engine, claim: Claim, hidden: set[str]) -> frozenset:
     if not cells:  # explanation budget spent: every published cell together still implies the claim
         cells = tuple(engine.selectors)
     return frozenset(cells) - hidden
+
+
+def claim_clauses(result: UnitResult, bad: list, recon: bool, hidden: set[str], direct_of: dict,
+                  options: ProtectOptions) -> list[tuple[frozenset, frozenset]]:
+    """Clauses (pos, neg) "suppress one of pos, or un-suppress one of neg" that every pattern defeating
+    the failing claims (and a unique reconstruction, with ``recon``) meets: their explanations."""
+    from .engines.sat import SatEngine
+
+    engine = SatEngine(result.problem, conflicts=options.exact.conflicts, seed=options.exact.seed)
+    engine.explainer(options.exact.explain_budget)
+    new = []
+    for v in _to_explain(bad, result.problem.truth):
+        if v.direct:
+            new.append((frozenset(v.cells), frozenset()))
+            continue
+        pos = _explain(engine, v.claim, hidden)
+        neg = frozenset(k for k in direct_of.get((v.claim.assignment, v.claim.m), ()) if k in hidden)
+        new.append((pos, neg))
+    if recon:  # unique solution: every full record is implied; hit the union of their explanations
+        truth = result.problem.truth
+        union: set = set()
+        for row in {tuple(r) for r in truth.tolist()}:
+            m = int((truth == np.array(row)).all(axis=1).sum())
+            union |= _explain(engine, Claim(tuple(enumerate(row)), m), hidden)
+        new.append((frozenset(union), frozenset()))
+    return new
 
 
 # ------------------------------------------------------------------------------ suppression
@@ -311,9 +343,12 @@ def information_loss(problem: Problem, cells: list[str], counts: dict[str, int])
 
 def suppress_unit(ctx: UnitContext, policy: Policy, options: ProtectOptions,
                   log: Callable[[str], None] | None = None) -> UnitProtection:
-    """The implicit-hitting-set loop for one unit (see the module docstring)."""
-    from .engines.sat import SatEngine
+    """The implicit-hitting-set loop for one unit (see the module docstring); with protection levels
+    in the policy, or a cost other than cells, the joint search of :mod:`audit.secondary`."""
+    if policy.protection is not None or options.cost != "cells":
+        from .secondary import suppress_unit as joint
 
+        return joint(ctx, policy, options, log)
     start = time.perf_counter()
     exact = replace(options.exact, explain="none")
     problem, release = ctx.problem()
@@ -351,25 +386,7 @@ def suppress_unit(ctx: UnitContext, policy: Policy, options: ProtectOptions,
         if out.iterations > options.max_iterations:
             out.status, out.reason = "gave-up", f"no protection within {options.max_iterations} iterations"
             break
-        engine = SatEngine(result.problem, conflicts=exact.conflicts, seed=exact.seed)
-        engine.explainer(options.exact.explain_budget)
-        hidden = chosen | set(ctx.already)
-        new = []
-        for v in _to_explain(bad, result.problem.truth):
-            if v.direct:
-                new.append((frozenset(v.cells), frozenset()))
-                continue
-            pos = _explain(engine, v.claim, hidden)
-            neg = frozenset(k for k in direct_of.get((v.claim.assignment, v.claim.m), ()) if k in hidden)
-            new.append((pos, neg))
-        if recon:  # unique solution: every full record is implied; hit the union of their explanations
-            truth = result.problem.truth
-            rows = {tuple(r) for r in truth.tolist()}
-            union: set = set()
-            for row in rows:
-                m = int((truth == np.array(row)).all(axis=1).sum())
-                union |= _explain(engine, Claim(tuple(enumerate(row)), m), hidden)
-            new.append((frozenset(union), frozenset()))
+        new = claim_clauses(result, bad, recon, chosen | set(ctx.already), direct_of, options)
         if any(not pos and not (neg - forced) for pos, neg in new):
             out.status = "unfixable"
             out.reason = "a failing claim follows from the population and the structural edits alone"

@@ -21,6 +21,7 @@ def register(app: typer.Typer) -> None:
         strategy: Annotated[str, typer.Option("--strategy", help="suppress (reconstruction-aware cell suppression), round (smallest base), or noise (smallest Laplace scale).")] = "suppress",
         max_columns: Annotated[Optional[int], typer.Option("--max-columns", min=1, help="Largest number of columns in a claim (default: all).")] = None,
         hitting: Annotated[str, typer.Option("--hitting", help="Hitting set: exact (MaxSAT, fewest cells) or greedy.")] = "exact",
+        cost: Annotated[str, typer.Option("--cost", help="Suppress: what a suppressed cell costs, cells, persons (its count) or values (its sum(col), else count); any but cells, or protection_levels in the rules, runs the joint secondary-suppression search.")] = "cells",
         primary: Annotated[bool, typer.Option("--primary/--no-primary", help="Suppress the published counts the small_cells rule fails.")] = True,
         complementary: Annotated[bool, typer.Option("--complementary/--no-complementary", help="Complementary suppression around them in tables with margins.")] = True,
         alpha: Annotated[float, typer.Option("--alpha", min=0, max=1, help="Noise: the attacker trusts each noisy count to within its 1-alpha interval.")] = 0.05,
@@ -45,7 +46,7 @@ def register(app: typer.Typer) -> None:
         if audit_only:
             _audit_only(inputs, exact, policy, out, quiet)
             return
-        options = ProtectOptions(strategy=strategy, exact=exact, hitting=hitting, primary=primary,
+        options = ProtectOptions(strategy=strategy, exact=exact, hitting=hitting, cost=cost, primary=primary,
                                  complementary=complementary, alpha=alpha, rank=rank)
         log = None if quiet else (lambda msg: echo(msg, err=True))
         try:

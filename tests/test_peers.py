@@ -1,0 +1,67 @@
+"""Peers' published examples (tests/data/peers/README.md): our exact intervals and secondary suppression
+on the same tables."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from audit.exact import ExactOptions
+from audit.implied import LinearProof
+from audit.inputs import load_inputs
+from audit.intervals import feasibility_intervals
+from audit.protect import Policy, ProtectOptions, unit_contexts
+from audit.rules import Rule, Rules
+from audit.secondary import suppress_unit, too_narrow
+
+PEERS = Path(__file__).resolve().parent / "data" / "peers"
+LEVELS = {"upper": 1, "lower": 1}
+
+
+@pytest.fixture(scope="module")
+def sdctable(tmp_path_factory):
+    """sdcTable's SIMPLEHEURISTIC table as microdata (one row per person), its primaries suppressed."""
+    table = pd.read_csv(PEERS / "sdctable_simpleheuristic.csv")
+    folder = tmp_path_factory.mktemp("sdctable")
+    rows = table.loc[table.index.repeat(table["freq"]), ["v1", "v2"]].assign(block="b1")
+    rows.to_csv(folder / "data.csv", index=False)
+    schema = {"unit": "person", "geography": ["block"], "columns": {
+        c: {"type": "categorical", "values": {v: v for v in sorted(table[c].unique())}} for c in ("v1", "v2")}}
+    (folder / "schema.yaml").write_text(yaml.safe_dump(schema))
+    primary = [f"T:{a},{b}" for a, b in table.loc[table["primary"] == 1, ["v1", "v2"]].itertuples(index=False)]
+    (folder / "tables.yaml").write_text(yaml.safe_dump({"tables": [{"id": "T", "by": ["v1", "v2"], "margins": True}],
+                                                       "suppress": {"b1": primary}}))
+    inputs = load_inputs(folder / "data.csv", folder / "schema.yaml", folder / "tables.yaml")
+    return unit_contexts(inputs)[0], primary
+
+
+def _intervals(ctx, extra=()):
+    problem, _ = ctx.problem(set(extra))
+    return feasibility_intervals(problem, LinearProof.of(problem), None)
+
+
+def test_sdctable_primaries_alone_leave_w_b_computable_and_x_b_protects_it_as_attack_finds(sdctable):
+    """sdcTable: with its 9 primaries and no secondary cell, w|b = 47 follows from the margins; with x|b
+    suppressed too, attack() gives w|b in [0, 141]. The exact integer intervals agree on both."""
+    ctx, primary = sdctable
+    alone = _intervals(ctx)
+    assert set(alone) == set(primary)
+    assert (alone["T:w,b"].lo, alone["T:w,b"].hi) == (47, 47)
+    assert [k for k, *_ in too_narrow(alone, LEVELS)] == ["T:w,b", "T:w,b"]
+    theirs = _intervals(ctx, {"T:x,b"})
+    assert (theirs["T:w,b"].lo, theirs["T:w,b"].hi) == (0, 141)
+    assert all(iv.certified for iv in theirs.values()) and not too_narrow(theirs, LEVELS)
+
+
+@pytest.mark.parametrize("cost, cells", [("cells", 1), ("persons", 1)])
+def test_sdctable_our_secondary_suppression_needs_one_cell_and_the_fewest_persons(sdctable, cost, cells):
+    """Ours also adds one cell; by persons it picks x|d (31 persons) where sdcTable picked x|b (124)."""
+    ctx, _ = sdctable
+    rules = Rules("levels", (Rule("protection_levels", settings=LEVELS),))
+    unit = suppress_unit(ctx, Policy.from_rules(rules), ProtectOptions(exact=ExactOptions(explain="none"), cost=cost))
+    assert unit.status == "protected" and len(unit.complementary) == cells
+    assert not too_narrow(_intervals(ctx, unit.complementary), LEVELS)
+    if cost == "persons":
+        assert unit.complementary == ["T:x,d"]
