@@ -37,6 +37,7 @@ import pandas as pd
 
 from ._suppress import hitting_set, simple_heuristic
 from .claims import UNDECIDED, VERIFIED, Claim
+from .engines import get_engine
 from .errors import AuditError, InconsistentRelease
 from .exact import ExactOptions, UnitResult, audit_unit
 from .inputs import Inputs
@@ -170,7 +171,7 @@ def _to_explain(bad: list, truth: np.ndarray) -> list:
 def _explain(engine, claim: Claim, hidden: set[str]) -> frozenset:
     cells, _ = engine.explain(claim)
     if not cells:  # explanation budget spent: every published cell together still implies the claim
-        cells = tuple(engine.selectors)
+        cells = tuple(engine.cells)
     return frozenset(cells) - hidden
 
 
@@ -306,8 +307,6 @@ def information_loss(problem: Problem, cells: list[str], counts: dict[str, int])
 def suppress_unit(ctx: UnitContext, policy: Policy, options: ProtectOptions,
                   log: Callable[[str], None] | None = None) -> UnitProtection:
     """The implicit-hitting-set loop for one unit (see the module docstring)."""
-    from .engines.sat import SatEngine
-
     start = time.perf_counter()
     exact = replace(options.exact, explain="none")
     problem, release = ctx.problem()
@@ -345,7 +344,7 @@ def suppress_unit(ctx: UnitContext, policy: Policy, options: ProtectOptions,
         if out.iterations > options.max_iterations:
             out.status, out.reason = "gave-up", f"no protection within {options.max_iterations} iterations"
             break
-        engine = SatEngine(result.problem, conflicts=exact.conflicts, seed=exact.seed)
+        engine = get_engine("sat", result.problem, conflicts=exact.conflicts, seed=exact.seed)
         engine.explainer(options.exact.explain_budget)
         hidden = chosen | set(ctx.already)
         new = []
