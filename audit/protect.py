@@ -38,7 +38,7 @@ import pandas as pd
 from ._suppress import hitting_set, simple_heuristic
 from .claims import UNDECIDED, VERIFIED, Claim
 from .engines import get_engine
-from .errors import AuditError, InconsistentRelease
+from .errors import AuditError, InconsistentRelease, InternalError
 from .exact import ExactOptions, UnitResult, audit_unit
 from .inputs import Inputs
 from .paths import clear_outputs
@@ -166,6 +166,16 @@ def _to_explain(bad: list, truth: np.ndarray) -> list:
         by_record.setdefault(match, []).append(v)
     picked = [v for turn in itertools.zip_longest(*by_record.values()) for v in turn if v is not None]
     return direct + picked[:PER_ITERATION]
+
+
+def _audit_truthful(problem: Problem, exact: ExactOptions) -> UnitResult:
+    """:func:`audit_unit` on a rounded or noisy release whose intervals hold the true rows: a release
+    that admits no dataset is then a bug, never a scheme that fails."""
+    try:
+        return audit_unit(problem, exact)
+    except InconsistentRelease as err:
+        raise InternalError(f"unit {'/'.join(problem.geo)}: no dataset reproduces a release whose intervals "
+                            f"hold the true rows ({err.message})") from err
 
 
 def _explain(engine, claim: Claim, hidden: set[str]) -> frozenset:
@@ -582,11 +592,7 @@ def _round_sweep(inputs: Inputs, options: ProtectOptions, policy: Policy, failin
         for ctx in contexts:
             p, _ = ctx.problem(schedule=replace(sched, tables=tuple(t for t in sched.tables if t.level == ctx.level),
                                                suppress={}))
-            try:
-                res = audit_unit(p, exact)
-            except InconsistentRelease:  # pragma: no cover - rounding intervals always hold the truth
-                ok = False
-                break
+            res = _audit_truthful(p, exact)
             bad, undecided = failing(res, policy)
             recon = policy.reconstructed and res.reconstructed
             detail[geo_key(ctx.geo)] = {"failing_claims": len(bad), "undecided": len(undecided), "reconstructed": res.reconstructed}
@@ -653,11 +659,7 @@ def _noise(inputs: Inputs, options: ProtectOptions, policy: Policy, failing_unit
     for b in options.noise_scales:
         ok, detail = True, {}
         for key, p in problems.items():
-            try:
-                res = audit_unit(noisy_problem(p, b, options.alpha), exact)
-            except InconsistentRelease:  # cannot happen: the intervals hold the truth
-                ok = False
-                break
+            res = _audit_truthful(noisy_problem(p, b, options.alpha), exact)
             bad, undecided = failing(res, policy)
             recon = policy.reconstructed and res.reconstructed
             detail[key] = {"failing_claims": len(bad), "undecided": len(undecided), "reconstructed": res.reconstructed}
