@@ -22,6 +22,14 @@ def _problem(seed: int):
     return random_problem(np.random.default_rng(4200 + seed), max_rows=3)
 
 
+@pytest.fixture(params=[(name, seed) for name in ENGINE_NAMES for seed in SEEDS], ids=lambda p: f"{p[0]}-{p[1]}")
+def case(request):
+    """An engine by name over a small random problem, with the problem's datasets by brute force."""
+    name, seed = request.param
+    problem = _problem(seed)
+    return get_engine(name, problem), problem, all_datasets(problem), seed
+
+
 def _only(problem, cells):
     """The problem with only these cells published (the edits and the number of rows stay)."""
     return replace(problem, constraints=tuple(c for c in problem.constraints if cell_of(c.key) in set(cells)))
@@ -37,12 +45,9 @@ def test_registry_names_both_engines_and_rejects_others():
         get_engine("cplex", problem)
 
 
-@pytest.mark.parametrize("seed", SEEDS)
-@pytest.mark.parametrize("name", ENGINE_NAMES)
-def test_datasets_match_brute_force(name, seed):
-    problem = _problem(seed)
-    expected = sorted(canonical(d) for d in all_datasets(problem))
-    engine = get_engine(name, problem)
+def test_datasets_match_brute_force(case):
+    engine, problem, datasets, seed = case
+    expected = sorted(canonical(d) for d in datasets)
     assert problem.violations(engine.solve()) == []
     found = engine.solutions(len(expected) + 2)
     assert sorted(canonical(rows) for rows in found) == expected
@@ -61,13 +66,9 @@ def test_datasets_match_brute_force(name, seed):
         assert canonical(rows) in expected
 
 
-@pytest.mark.parametrize("seed", SEEDS)
-@pytest.mark.parametrize("name", ENGINE_NAMES)
-def test_verdicts_and_explanations_match_brute_force(name, seed):
-    problem = _problem(seed)
-    datasets = all_datasets(problem)
+def test_verdicts_and_explanations_match_brute_force(case):
+    engine, problem, datasets, _ = case
     implied = verified_claims(problem, datasets)
-    engine = get_engine(name, problem)
     left_out = [c for c in problem.constraints if cell_of(c.key) not in engine.cells]
     assert all(not c.predicate.clauses and c.statistic.kind == "count" for c in left_out)  # the population only
     for claim in candidates(problem.truth):
@@ -87,12 +88,8 @@ def test_verdicts_and_explanations_match_brute_force(name, seed):
                 assert any(claim.count(rows) != claim.m for rows in all_datasets(fewer)), (claim, cell)
 
 
-@pytest.mark.parametrize("seed", SEEDS)
-@pytest.mark.parametrize("name", ENGINE_NAMES)
-def test_count_in_matches_brute_force(name, seed):
-    problem = _problem(seed)
-    datasets = all_datasets(problem)
-    engine = get_engine(name, problem)
+def test_count_in_matches_brute_force(case):
+    engine, problem, datasets, _ = case
     n = problem.n_rows[1]
     for c in problem.constraints[:3]:
         counts = {int(problem.row_mask(rows, c.predicate).sum()) for rows in datasets}
