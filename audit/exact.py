@@ -13,6 +13,7 @@ import numpy as np
 
 from .claims import (REFUTED, UNDECIDED, VERIFIED, Claim, ClaimTable, Verdict, candidates, count_candidates,
                      distinct_rows, n_subsets)
+from .engines import engine_class, get_engine
 from .engines._explain import EXPLAIN_BUDGET
 from .errors import AuditError, InconsistentRelease
 from .implied import LinearProof
@@ -20,7 +21,6 @@ from .intervals import feasibility_intervals, hidden_cells
 from .problem import Problem
 from .release import int_hi, int_lo
 
-ENGINES = ("sat", "ip")
 # Bytes per unit of work, measured on SF1 and household blocks (README, "Bounds"): a candidate key
 # becomes up to one claim and one verdict (Python objects), a clause is a Python list before the
 # solver copies it.
@@ -54,8 +54,7 @@ class ExactOptions:
     intervals: bool = True  # feasibility intervals of the count cells not published exactly (audit.intervals)
 
     def __post_init__(self):
-        if self.engine not in ENGINES:
-            raise AuditError(f"unknown engine '{self.engine}'", "--engine", fix=f"use one of {list(ENGINES)}")
+        engine_class(self.engine)  # an unknown name fails here, naming the option
         if self.explain not in EXPLAIN_MODES:
             raise AuditError(f"unknown explain mode '{self.explain}'", "--explain", f"use one of {', '.join(EXPLAIN_MODES)}")
         for option, value, low, example in (("--max-columns", self.max_columns, 1, 3), ("--seed", self.seed, 0, 0),
@@ -196,15 +195,9 @@ def unfinished(problem: Problem, options: ExactOptions, status: str, reason: str
 def make_engine(problem: Problem, options: ExactOptions, deadline: float | None = None, verifying: bool = True):
     """The engine named in the options, over this problem; its solver calls give up at ``deadline``
     (SAT; the IP's calls stop at their own time limit). ``verifying``: False when it only explains."""
-    if options.engine == "ip":
-        from .engines.ip import IpEngine
-
-        return IpEngine(problem, seed=options.seed, time_limit=min(60.0, options.unit_seconds))
-    from .engines.sat import SatEngine
-
-    engine = SatEngine(problem, conflicts=options.conflicts, seed=options.seed, verifying=verifying)
-    engine.deadline = deadline
-    return engine
+    own = {"sat": {"conflicts": options.conflicts, "verifying": verifying, "deadline": deadline},
+           "ip": {"time_limit": min(60.0, options.unit_seconds)}}
+    return get_engine(options.engine, problem, seed=options.seed, **own[options.engine])
 
 
 @lru_cache(maxsize=1 << 16)
@@ -377,7 +370,7 @@ def _search(linear: LinearProof | None, problem: Problem, options: ExactOptions,
                     break
         finally:
             found.close()
-        exhausted = len(universe) <= cap and engine.last_exhausted
+        exhausted = len(universe) <= cap and found.exhausted
         pool.append(first)
         if hist is None:
             samples = options.samples if len(pending) and not late("enumeration") else 0

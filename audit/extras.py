@@ -6,29 +6,29 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import asdict
 from pathlib import Path
 from typing import Optional
 
+from .attacks import DifferenceAttack, LinearAttack, RankingAttack
+from .engines.linear import MECHANISMS, METHODS, load_frame, mitigation_sweep, prepare
 from .errors import AuditError
+from .findings import NOTICE, write_json
+from .inputs import load_inputs
 from .paths import output_folder
+from .provenance import fingerprint
+from .reidentify import ranking_part
 
 
 def write_ranking(inputs, options, out: Path, top: Optional[int] = None, made_from: dict | None = None):
     """Run the ranking attack, write ``out/rank.json`` (with the inputs' fingerprint) and ``rank.svg``;
     return the document and the results."""
-    from dataclasses import asdict
-
-    from .engines.rank import rank_inputs
-    from .findings import NOTICE, write_json
-
-    results = rank_inputs(inputs, options)
+    results = RankingAttack(inputs, options).evaluate().results().detail
     doc = {"notice": NOTICE, "confidential": True,
            "inputs": {"data": inputs.data_path, "schema": inputs.schema.source, "tables": inputs.schedule.source},
            "fingerprint": {**(made_from or {}), "options": asdict(options)},
            **results.to_dict(top)}
     if inputs.schema.attacker is not None:
-        from .reidentify import ranking_part
-
         doc["reidentification"] = ranking_part(results, inputs.frame, inputs.schema.geography, inputs.schema.attacker)
     out.mkdir(parents=True, exist_ok=True)
     write_json(doc, out / "rank.json")
@@ -63,8 +63,6 @@ def _json_default(value):
 
 def linear_target(data: Path, secret: str, public: str):
     """The attacked table: the data checked for a 0/1 or small-integer ``secret`` and the ``public`` columns."""
-    from .engines.linear import load_frame, prepare
-
     return prepare(load_frame(data), secret, _split(public), str(data))
 
 
@@ -74,9 +72,6 @@ def write_linear(data: Path, secret: str, public: str, out: Path, *, queries: Op
                  schema: Optional[Path] = None) -> dict:
     """Run the linear attack (and the sweep), write ``out/linear.json`` with the inputs' fingerprint and
     the SVG plots; return the report. OpenDP is optional: without it epsilon is left out."""
-    from .engines.linear import MECHANISMS, METHODS, LinearReconstruction, mitigation_sweep
-    from .provenance import fingerprint
-
     if method not in METHODS:
         raise AuditError(f"unknown --method '{method}'", "--method", f"use one of {list(METHODS)}")
     if mechanism not in MECHANISMS:
@@ -89,13 +84,13 @@ def write_linear(data: Path, secret: str, public: str, out: Path, *, queries: Op
     output_folder(out)
     target = linear_target(data, secret, public)
     grid = _params(params)
-    runs = {m: LinearReconstruction(target, secret, n_queries=queries, method=m, seed=seed).evaluate()
+    runs = {m: LinearAttack(target, secret, n_queries=queries, method=m, seed=seed).evaluate().results()
             for m in METHODS}
     head = runs[method]
     report = {"data": str(data), "secret": secret, "public": list(target.names), "n_rows": target.n,
-              "n_queries": head.n_queries, "seed": seed, "method": method, "accuracy": head.accuracy,
-              "baseline": head.baseline, "ci": list(head.ci), "confidence": head.confidence,
-              "methods": {m: r.to_dict() for m, r in runs.items()}, "sweep": [], "plots": {}}
+              "n_queries": head.detail.n_queries, "seed": seed, "method": method, "accuracy": head.risk.value,
+              "baseline": head.risk.baseline, "ci": list(head.risk.ci), "confidence": head.risk.confidence,
+              "methods": {m: r.detail.to_dict() for m, r in runs.items()}, "sweep": [], "plots": {}}
     out.mkdir(parents=True, exist_ok=True)
     if sweep:
         result = mitigation_sweep(target, secret, params=grid, trials=trials, seed=seed, n_queries=queries,
@@ -108,11 +103,8 @@ def write_linear(data: Path, secret: str, public: str, out: Path, *, queries: Op
             (out / f"linear_{name}.svg").write_text(svg)
             report["plots"][name] = f"linear_{name}.svg"
     if tables is not None:
-        from .difference import find_differences
-        from .inputs import load_inputs
-
         inputs = load_inputs(data, schema, tables)
-        report["differences"] = [f.to_dict() for f in find_differences(inputs.frame, inputs.schema, inputs.schedule)]
+        report["differences"] = [f.to_dict() for f in DifferenceAttack(inputs).evaluate().results().detail]
     report["fingerprint"] = {**fingerprint(data, schema, tables),
                              "options": {"secret": secret, "public": list(target.names), "seed": seed,
                                          "queries": queries, "sweep": sweep}}

@@ -30,6 +30,7 @@ from .inputs import Inputs
 from .problem import Problem
 from .reidentify import section as reidentification_section, with_attacker
 from .release import EMPTY, PUBLISHED, STRUCTURAL, SUPPRESSED, UnitRelease, Value
+from .rules import SMALL_MAX, apply, load_rules
 
 FORMAT = 2
 NOTICE = ("CONFIDENTIAL: this file contains records reconstructed from confidential microdata. "
@@ -156,8 +157,6 @@ def cells_json(release: UnitRelease) -> dict:
     (structural zeros, which no row can fall in, are neither small nor suppressed). ``_counts`` holds
     every published count until :func:`attach_cells` keeps those that explain the listed claims;
     ``_grid`` every value (:func:`grid_json`), for :class:`GridKeeper`."""
-    from .rules import SMALL_MAX
-
     out = {"values": len(release.values), "suppressed": 0, "structural": 0, "rounded": 0, "small": {},
            "_counts": {}, "_grid": grid_json(release)}
     for v in release.values:
@@ -389,8 +388,6 @@ def totals(units: Iterable[dict]) -> dict:
 def document(inputs: Inputs, options: ExactOptions, units: Sequence[dict], seconds: float, rules=None,
              store: dict | None = None) -> dict:
     """The findings document around per-unit results, with the verdict of the rules (default policy when None)."""
-    from .rules import apply, load_rules
-
     doc = {
         "format": FORMAT, "notice": NOTICE, "confidential": True,
         "tool": {"name": "disclosure-audit", "version": __version__, "python": platform.python_version()},

@@ -7,6 +7,8 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Mapping
 
+from .rules import RELEASE, RULES
+
 UNIT_CASES = 100  # failing units with a test case of their own, per rule; the rule's case names them all
 ALL_UNITS = "(all units)"
 
@@ -21,8 +23,6 @@ class _Suite:
         self.release: dict | None = None
 
     def add(self, check: dict) -> None:
-        from .rules import RELEASE
-
         outcome = check["outcome"]
         self.outcomes[outcome] = self.outcomes.get(outcome, 0) + 1
         if check["unit"] == RELEASE:
@@ -61,8 +61,6 @@ def _rule_case(suite: ET.Element, rule: str, s: _Suite) -> None:
 
 def junit_xml(doc: Mapping) -> str:
     """The checks of a findings document (after :func:`audit.rules.apply`) as a JUnit XML string."""
-    from .rules import RULES
-
     titles = {k: v[0] for k, v in RULES.items()}
     suites: dict[str, _Suite] = {}
     for c in doc.get("checks") or ():

@@ -13,12 +13,14 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Callable, Optional
 
+from .attacks import ExactAttack
 from .claimstore import store_beside
 from .engines._explain import EXPLAIN_BUDGET
+from .engines.rank import RankOptions, resolve_device
 from .errors import AuditError
 from .exact import ExactOptions
 from .extras import linear_target, write_linear, write_ranking
-from .findings import read_json, run_exact, write_json
+from .findings import read_json, write_json
 from .inputs import inputs_from
 from .junit import write_junit
 from .paths import clear_outputs as clear_named, output_folder
@@ -116,8 +118,6 @@ def run_audit(data: Optional[Path], schema: Optional[Path], tables: Path, out: P
     policy = load_rules(options.rules)
     exact = options.exact
     if options.rank:
-        from .engines.rank import resolve_device
-
         resolve_device("auto")  # needs torch: stop now with the install hint, not after the exact attack
     if options.linear_secret:
         linear_target(data, options.linear_secret, options.linear_public or "")  # a wrong column fails now
@@ -145,13 +145,11 @@ def run_audit(data: Optional[Path], schema: Optional[Path], tables: Path, out: P
             if options.published is not None:
                 doc = run_published(options.published, schema, tables, exact, on_unit=tick, rules=policy)
             else:
-                doc = run_exact(inputs, exact, on_unit=tick, rules=policy, run_units=runner, out=out,
-                                on_total=bar.total)
+                doc = ExactAttack(inputs, exact, on_unit=tick, rules=policy, run_units=runner, out=out,
+                                  on_total=bar.total).evaluate().results().detail
     out.mkdir(parents=True, exist_ok=True)
     fresh: dict[str, dict] = {}
     if options.rank:
-        from .engines.rank import RankOptions
-
         ranked = inputs or inputs_from(data, schema, tables, options.infer_schema, options.geography)
         fresh["rank"], _ = write_ranking(ranked, RankOptions(seed=options.seed), out, made_from=made_from)
     if options.linear_secret:

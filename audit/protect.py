@@ -37,7 +37,8 @@ import pandas as pd
 
 from ._suppress import hitting_set, simple_heuristic
 from .claims import UNDECIDED, VERIFIED, Claim
-from .errors import AuditError, InconsistentRelease
+from .engines import get_engine
+from .errors import AuditError, InconsistentRelease, InternalError
 from .exact import ExactOptions, UnitResult, audit_unit
 from .inputs import Inputs
 from .magnitude import MAGNITUDE_RULES, sensitive_values
@@ -176,10 +177,20 @@ def _to_explain(bad: list, truth: np.ndarray) -> list:
     return direct + picked[:PER_ITERATION]
 
 
+def _audit_truthful(problem: Problem, exact: ExactOptions) -> UnitResult:
+    """:func:`audit_unit` on a rounded or noisy release whose intervals hold the true rows: a release
+    that admits no dataset is then a bug, never a scheme that fails."""
+    try:
+        return audit_unit(problem, exact)
+    except InconsistentRelease as err:
+        raise InternalError(f"unit {'/'.join(problem.geo)}: no dataset reproduces a release whose intervals "
+                            f"hold the true rows ({err.message})") from err
+
+
 def _explain(engine, claim: Claim, hidden: set[str]) -> frozenset:
     cells, _ = engine.explain(claim)
     if not cells:  # explanation budget spent: every published cell together still implies the claim
-        cells = tuple(engine.selectors)
+        cells = tuple(engine.cells)
     return frozenset(cells) - hidden
 
 
@@ -187,9 +198,7 @@ def claim_clauses(result: UnitResult, bad: list, recon: bool, hidden: set[str], 
                   options: ProtectOptions) -> list[tuple[frozenset, frozenset]]:
     """Clauses (pos, neg) "suppress one of pos, or un-suppress one of neg" that every pattern defeating
     the failing claims (and a unique reconstruction, with ``recon``) meets: their explanations."""
-    from .engines.sat import SatEngine
-
-    engine = SatEngine(result.problem, conflicts=options.exact.conflicts, seed=options.exact.seed)
+    engine = get_engine("sat", result.problem, conflicts=options.exact.conflicts, seed=options.exact.seed)
     engine.explainer(options.exact.explain_budget)
     new = []
     for v in _to_explain(bad, result.problem.truth):
@@ -606,11 +615,7 @@ def _round_sweep(inputs: Inputs, options: ProtectOptions, policy: Policy, failin
         for ctx in contexts:
             p, _ = ctx.problem(schedule=replace(sched, tables=tuple(t for t in sched.tables if t.level == ctx.level),
                                                suppress={}))
-            try:
-                res = audit_unit(p, exact)
-            except InconsistentRelease:  # pragma: no cover - rounding intervals always hold the truth
-                ok = False
-                break
+            res = _audit_truthful(p, exact)
             bad, undecided = failing(res, policy)
             recon = policy.reconstructed and res.reconstructed
             detail[geo_key(ctx.geo)] = {"failing_claims": len(bad), "undecided": len(undecided), "reconstructed": res.reconstructed}
@@ -677,11 +682,7 @@ def _noise(inputs: Inputs, options: ProtectOptions, policy: Policy, failing_unit
     for b in options.noise_scales:
         ok, detail = True, {}
         for key, p in problems.items():
-            try:
-                res = audit_unit(noisy_problem(p, b, options.alpha), exact)
-            except InconsistentRelease:  # cannot happen: the intervals hold the truth
-                ok = False
-                break
+            res = _audit_truthful(noisy_problem(p, b, options.alpha), exact)
             bad, undecided = failing(res, policy)
             recon = policy.reconstructed and res.reconstructed
             detail[key] = {"failing_claims": len(bad), "undecided": len(undecided), "reconstructed": res.reconstructed}

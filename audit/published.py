@@ -25,14 +25,19 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
+from . import census_lp
+from .coupled import build_coupled_problems, coupled_levels
 from .errors import AuditError, InconsistentRelease
 from .exact import ExactOptions, UnitResult, audit_unit, make_engine
-from .intervals import without_values
+from .findings import GridKeeper, document, grid_cap, grid_json, unit_json
 from .implied import LinearProof
+from .inputs import Inputs
+from .intervals import without_values
+from .microdata import read_table
 from .problem import Problem, build_problems
 from .release import EMPTY, PUBLISHED, STRUCTURAL, SUPPRESSED, UnitRelease, Value
-from .schedule import Schedule
-from .schema import Schema
+from .schedule import Schedule, load_schedule
+from .schema import Schema, load_schema
 from .tabulate import _hide
 
 STATUSES = (PUBLISHED, SUPPRESSED, EMPTY, STRUCTURAL)
@@ -55,12 +60,9 @@ UNAVAILABLE = (
 # -- reading the release ---------------------------------------------------------------------------
 def read_release(path: str | Path, schema: Schema, schedule: Schedule) -> tuple[list[UnitRelease], list[str]]:
     """The units of a published release file (CSV, Parquet, or a dbrecon ``.lp``/``.lp.gz``) and notes on it."""
-    from . import census_lp
-
     if census_lp.is_lp(path):
         imported = census_lp.release_frame(census_lp.read_lp(path), schema, schedule)
         return releases_from_frame(imported.frame, schema, schedule, str(path))[0], imported.notes()
-    from .microdata import read_table
 
     return releases_from_frame(read_table(path), schema, schedule, str(path))
 
@@ -255,8 +257,6 @@ def _explained(cell, table) -> bool:
 def published_problems(releases: list[UnitRelease], schema: Schema, schedule: Schedule) -> list[Problem]:
     """The units' problems, as from microdata but with no true rows: one per unit of the finest level,
     and one coupled problem per unit of each coarser level (its tables with all its children's)."""
-    from .coupled import build_coupled_problems, coupled_levels
-
     coupled = coupled_levels(schema, schedule)
     problems = build_problems(None, schema, schedule, [r for r in releases if r.level not in coupled])
     if coupled:
@@ -332,8 +332,6 @@ def _undecided(problem: Problem, status: str, reason: str, start: float) -> Unit
 def unit_findings(result: UnitResult, release: UnitRelease | None) -> dict:
     """The unit's findings (:func:`audit.findings.unit_json`); a unit attacked no further than its
     status (too large, timed out) counts as undecided: its claims are not known, so never safe."""
-    from .findings import unit_json
-
     unit = unit_json(result, release)
     if result.status != "done" and not unit["claims"]:
         unit["summary"]["undecided"] = max(unit["summary"]["undecided"], 1)
@@ -344,11 +342,6 @@ def unit_findings(result: UnitResult, release: UnitRelease | None) -> dict:
 def run_published(release: Path, schema_path: Path, tables_path: Path, options: ExactOptions,
                   on_unit: Callable[[dict], None] | None = None, rules=None) -> dict:
     """Read the release, attack every unit, and assemble the findings document (no microdata)."""
-    from .findings import GridKeeper, document, grid_cap, grid_json
-    from .inputs import Inputs
-    from .schedule import load_schedule
-    from .schema import load_schema
-
     start = time.perf_counter()
     schema = load_schema(schema_path)
     schedule = load_schedule(tables_path, schema)

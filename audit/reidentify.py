@@ -25,7 +25,7 @@ the atom and a note says so. The evaluator follows anonymeter's shape: ``Reident
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
@@ -34,6 +34,7 @@ import pandas as pd
 from .attacker import AttackerModel, Attribute
 from .claims import REFUTED, UNDECIDED, VERIFIED, Claim, Verdict
 from .engines.linear import wilson
+from .engines.rank import parent_rows, torch_available
 from .problem import Problem
 
 CONFIDENCE = 0.95
@@ -438,8 +439,6 @@ class ReidentificationAttack:
 # ------------------------------------------------------------------------------------ findings hooks
 def with_attacker(options, schema):
     """The exact attack's options with the schema's attacker model (unchanged when it has none)."""
-    from dataclasses import replace
-
     if getattr(schema, "attacker", None) is None or options.attacker is not None:
         return options
     return replace(options, attacker=schema.attacker)
@@ -475,16 +474,12 @@ def add_ranking(doc: dict, rank: Mapping | None) -> None:
         reid["ranking"] = {"status": "not run", "reason": "rank.json has no re-identification part: run the ranking "
                            "attack again with this schema (audit run --rank)"}
     else:
-        from .engines.rank import torch_available
-
         reid["ranking"] = {"status": "not run", "reason": "the ranking attack was not run (audit run --rank)"
                            if torch_available() else "not run: PyTorch is not installed (the 'rank' extra)"}
 
 
 def ranking_part(results, frame, geography: Sequence[str], attacker: AttackerModel) -> dict:
     """The ranking attack's part for ``rank.json``: every unit at the attacker's level, scored."""
-    from .engines.rank import parent_rows
-
     cache: dict = {}
     units = [u for u in results.units if u.problem.level == attacker.geography]
     if not units:

@@ -8,6 +8,7 @@ from functools import lru_cache
 import numpy as np
 import pandas as pd
 
+from .errors import AuditError
 from .magnitude import Contributions
 from .release import EMPTY, PUBLISHED, STRUCTURAL, SUPPRESSED, UnitRelease, Value, round_half_up, round_to_base
 from .schedule import MARGIN, Schedule, Table
@@ -59,8 +60,6 @@ def tabulate(frame: pd.DataFrame, schema: Schema, schedule: Schedule) -> list[Un
             releases.append(UnitRelease(level, geo, tuple(values), {t.id: t.protection for t in tables}, magnitude))
     unknown = sorted(set(per_unit) - used)
     if unknown:
-        from .errors import AuditError
-
         raise AuditError(f"suppress: unit '{unknown[0]}' is not a geographic unit of the data"
                          + (f" (and {len(unknown) - 1} more)" if len(unknown) > 1 else ""), schedule.source,
                          fix="key units by their geography codes joined by '/', e.g. '000100/1003'")
@@ -100,8 +99,6 @@ def _publish_table(table: Table, sub: pd.DataFrame | None, sub_masks: np.ndarray
     p = table.protection
     structural = np.array([c.structural for c in table.cells], dtype=bool)
     if counts[structural].any():
-        from .errors import AuditError
-
         cell = table.cells[int(np.flatnonzero(structural & (counts > 0))[0])]
         raise AuditError(f"cell {cell.key} ({cell.label}) can hold no one under the schema's edits, yet "
                          f"{int(counts[structural].max())} rows fall in it", "data",

@@ -40,8 +40,9 @@ def test_ip_equals_sat_on_random_problems(seed):
     problem = random_problem(rng, max_rows=3, numeric=seed % 3 != 0)
     ip = IpEngine(problem, backend="highs")
     expected = all_datasets(problem)
-    assert sorted(canonical(s) for s in ip.solutions(len(expected) + 3)) == sorted(canonical(d) for d in expected)
-    assert ip.last_exhausted
+    found = ip.solutions(len(expected) + 3)
+    assert sorted(canonical(s) for s in found) == sorted(canonical(d) for d in expected)
+    assert found.exhausted
     _same_verdicts(problem, ip)
 
 
@@ -147,9 +148,10 @@ def test_audit_unit_on_ip_slips_stays_sound():
 def test_enumeration_with_slips_is_not_exhausted():
     problem = _large_values(3)
     ip = IpEngine(problem, backend="highs", tolerance=1e-2)
-    found = list(ip.solutions(50))
+    enumeration = ip.solutions(50)
+    found = list(enumeration)
     assert found and all(problem.violations(rows) == [] for rows in found)
-    assert ip.slips > 0 and not ip.last_exhausted
+    assert ip.slips > 0 and not enumeration.exhausted
     assert ip.count_solutions(50)[1] is False
     assert all(problem.violations(rows) == [] for rows in ip.sample(6, seed=3))
 

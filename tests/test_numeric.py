@@ -32,8 +32,9 @@ def test_numeric_cells_match_brute_force(seed):
     expected = all_datasets(problem)
     assert expected, "the truth always reproduces its own release"
     engine = SatEngine(problem)
-    found = [canonical(s) for s in engine.solutions(len(expected) + 5)]
-    assert engine.last_exhausted
+    enumeration = engine.solutions(len(expected) + 5)
+    found = [canonical(s) for s in enumeration]
+    assert enumeration.exhausted
     assert sorted(found) == sorted(canonical(d) for d in expected)
     assert len(set(found)) == len(found), "symmetry breaking: each dataset once"
     result = audit_unit(problem, ExactOptions(samples=4, explain="none"))
@@ -80,9 +81,10 @@ def _without(problem: Problem, *cells: str) -> Problem:
 def test_block7_has_one_solution_fast(block7):
     start = time.process_time()  # CPU, not wall: the machine running the suite may be loaded
     engine = SatEngine(block7)
-    solutions = list(engine.solutions(10))
+    found = engine.solutions(10)
+    solutions = list(found)
     assert time.process_time() - start < 1.0
-    assert engine.last_exhausted and len(solutions) == 1
+    assert found.exhausted and len(solutions) == 1
     assert _records(block7, solutions[0]) == {(a, s, r, m) for a, s, r, m in TRUE_BLOCK}
     assert block7.violations(solutions[0]) == []
 
@@ -100,8 +102,9 @@ def test_block7_every_record_is_a_verified_singleton(block7):
 def test_block7_without_4A_has_two_solutions(block7):
     """CACM: 'Removing the constraints for statistic 4A increases the number of solutions from one to two.'"""
     engine = SatEngine(_without(block7, "4A"))
-    solutions = list(engine.solutions(10))
-    assert engine.last_exhausted and len(solutions) == 2
+    found = engine.solutions(10)
+    solutions = list(found)
+    assert found.exhausted and len(solutions) == 2
     assert any(_records(block7, s) == TRUE_BLOCK for s in solutions)
 
 
@@ -122,8 +125,9 @@ def test_block7_without_2A_and_2B(block7):
     four = {(8, "F", "B", "S"), (36, "F", "B", "M"), (66, "F", "B", "M"), (84, "M", "B", "M")}
     for dropped, expected in ((("2A", "2B"), 6), (("2A", "2B", "4C", "4D"), 8)):
         engine = SatEngine(_without(block7, *dropped))
-        solutions = list(engine.solutions(50))
-        assert engine.last_exhausted and len(solutions) == expected, dropped
+        found = engine.solutions(50)
+        solutions = list(found)
+        assert found.exhausted and len(solutions) == expected, dropped
         for s in solutions:
             assert four <= _records(block7, s)
 

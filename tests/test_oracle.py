@@ -206,8 +206,9 @@ def test_rounding_boundaries_with_negative_and_offset_domains(tmp_path, name):
     release, problem, atoms, claims, expected = _truth(inputs)
     distinct = sorted({canonical(w) for w in atoms})
     for engine in (SatEngine(problem), IpEngine(problem, backend="highs")):
-        assert sorted(canonical(s) for s in engine.solutions(len(distinct) + 3)) == distinct
-        assert engine.last_exhausted
+        found = engine.solutions(len(distinct) + 3)
+        assert sorted(canonical(s) for s in found) == distinct
+        assert found.exhausted
     for ip in (False, True):
         result = audit_unit(problem, ExactOptions(engine="ip" if ip else "sat", explain="none", samples=2))
         assert {v.claim for v in result.verified} == expected and not result.undecided

@@ -10,6 +10,11 @@ from typing import Annotated, Optional
 
 import typer
 
+from ..claimstore import store_beside
+from ..errors import AuditError
+from ..findings import read_findings
+from ..terminal import echo, printable
+
 STATUSES = ("verified", "undecided", "refuted")
 
 
@@ -33,11 +38,6 @@ def register(app: typer.Typer) -> None:
         limit: Annotated[Optional[int], typer.Option("--limit", min=0, help="Print at most this many claims.")] = None,
     ) -> None:
         """Print the claims of a run (every claim the attack decided, from claims.csv.gz), filtered."""
-        from ..claimstore import store_beside
-        from ..errors import AuditError
-        from ..findings import read_findings
-        from ..terminal import echo
-
         if status is not None and status not in STATUSES:
             raise AuditError(f"unknown status '{status}'", "--status", f"use one of {list(STATUSES)}")
         if fmt not in ("csv", "json"):
@@ -70,8 +70,6 @@ def register(app: typer.Typer) -> None:
 
 def _print(rows, store, fmt: str, limit: int | None) -> None:
     """CSV or a JSON array on stdout (on a terminal, CSV values are shown escaped: data cannot act on it)."""
-    from ..terminal import printable
-
     out = sys.stdout
     if fmt == "csv":
         writer = csv.writer(out, lineterminator="\n")

@@ -7,6 +7,10 @@ from typing import Annotated, Optional
 
 import typer
 
+from ..claimstore import store_beside
+from ..diff import compare
+from ..findings import read_findings
+from ..rules import apply, load_rules
 from ..terminal import echo
 from . import QuietOpt, output_file
 from .run import JsonOpt
@@ -24,11 +28,6 @@ def register(app: typer.Typer) -> None:
         quiet: QuietOpt = False,
     ) -> None:
         """Compare two findings: units and claims newly verified, rules newly failing. Exit 1 if a rule newly fails."""
-        from ..claimstore import store_beside
-        from ..diff import compare
-        from ..findings import read_findings
-        from ..rules import apply, load_rules
-
         if out is not None:
             output_file(out)
         a, b = read_findings(old), read_findings(new)

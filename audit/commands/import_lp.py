@@ -6,6 +6,10 @@ from typing import Annotated, Optional
 
 import typer
 
+from ..census_lp import read_lp, read_solution, release_frame
+from ..errors import AuditError
+from ..schedule import load_schedule
+from ..schema import load_schema
 from ..terminal import echo
 from . import SchemaOpt, TablesOpt, output_file
 
@@ -21,11 +25,6 @@ def register(app: typer.Typer) -> None:
         persons: Annotated[Optional[Path], typer.Option("--persons", help="With --solution: CSV of the solution's persons (the SF1 sample's columns).")] = None,
     ) -> None:
         """Read a Census Bureau reconstruction LP and write its published SF1 values as a release CSV."""
-        from ..census_lp import read_lp, read_solution, release_frame
-        from ..errors import AuditError
-        from ..schedule import load_schedule
-        from ..schema import load_schema
-
         if schema is None:
             raise AuditError("no schema given", "--schema", "pass --schema FILE (the SF1 schema, samples/sf1/schema.yaml)")
         if (solution is None) != (persons is None):

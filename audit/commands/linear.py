@@ -6,6 +6,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from ..engines.linear import DP_HINT, opendp_available
 from ..extras import write_linear
 from ..terminal import echo
 from . import DataArg
@@ -30,8 +31,6 @@ def register(app: typer.Typer) -> None:
         out: Annotated[Path, typer.Option("--out", "-o", help="Output folder for linear.json and the SVG plots (created if missing).")] = Path("audit-linear"),
     ) -> None:
         """Linear reconstruction (least squares and LP) of a secret column from subset sums; mitigation sweep."""
-        from ..engines.linear import opendp_available, DP_HINT
-
         report = write_linear(data, secret, public, out, queries=queries, seed=seed, method=method, sweep=sweep,
                               params=params, trials=trials, mechanism=mechanism, delta=delta, tables=tables,
                               schema=schema)

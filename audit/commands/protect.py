@@ -6,6 +6,9 @@ from typing import Annotated, Optional
 
 import typer
 
+from ..exact import ExactOptions
+from ..protect import ProtectInterrupted, ProtectOptions, audit_pattern, protect as run_protect
+from ..rules import load_rules
 from ..terminal import echo
 from . import DataArg, OutOpt, QuietOpt, SchemaOpt, SeedOpt, TablesOpt, inputs_from, output_folder
 
@@ -34,10 +37,6 @@ def register(app: typer.Typer) -> None:
         quiet: QuietOpt = False,
     ) -> None:
         """Recommend the least protection that makes the release pass the rules, and prove it by re-auditing."""
-        from ..exact import ExactOptions
-        from ..protect import ProtectInterrupted, ProtectOptions, protect as run_protect
-        from ..rules import load_rules
-
         output_folder(out)
         inputs = inputs_from(data, schema, tables)
         policy = load_rules(rules)
@@ -76,8 +75,6 @@ def register(app: typer.Typer) -> None:
 
 def _audit_only(inputs, exact, policy, out: Path, quiet: bool) -> None:
     """Print each unit's hidden counts with their intervals and the failing rules; exit 1 on fail."""
-    from ..protect import audit_pattern
-
     doc = audit_pattern(inputs, exact, policy, out, progress=not quiet)
     if not quiet:
         for unit in doc["units"]:

@@ -6,6 +6,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from ..engines.rank import RankOptions, resolve_device
 from ..extras import write_ranking
 from ..provenance import fingerprint
 from ..terminal import echo
@@ -31,8 +32,6 @@ def register(app: typer.Typer) -> None:
         quiet: QuietOpt = False,
     ) -> None:
         """Rank reconstructed rows by confidence (RAP-RANK) and score them against holdout and parent baselines."""
-        from ..engines.rank import RankOptions, resolve_device
-
         options = RankOptions(runs=runs, steps=steps, lr=lr, init=init, device=device, seed=seed)
         output_folder(out)
         resolve_device(device)                      # needs torch: fails early with the install hint

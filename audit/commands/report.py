@@ -6,6 +6,12 @@ from typing import Annotated, Optional
 
 import typer
 
+from ..claimstore import store_beside
+from ..findings import read_findings
+from ..junit import write_junit
+from ..provenance import select
+from ..report import extras_beside, write_report
+from ..rules import apply, load_rules
 from ..terminal import echo
 from . import QuietOpt, output_file
 from .run import RulesOpt
@@ -21,13 +27,6 @@ def register(app: typer.Typer) -> None:
         quiet: QuietOpt = False,
     ) -> None:
         """Re-render report.html from findings.json; rank/linear/protection.json beside it are included."""
-        from ..claimstore import store_beside
-        from ..findings import read_findings
-        from ..junit import write_junit
-        from ..provenance import select
-        from ..report import extras_beside, write_report
-        from ..rules import apply, load_rules
-
         out = output_file(out or findings.parent / "report.html")
         if junit is not None:
             output_file(junit, "--junit")

@@ -7,6 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from ..tabulate import release_frame
 from ..terminal import echo, printable
 from . import DataArg, GeographyOpt, InferOpt, SchemaOpt, TablesOpt, inputs_from, output_file
 
@@ -22,8 +23,6 @@ def register(app: typer.Typer) -> None:
         geography: GeographyOpt = None,
     ) -> None:
         """Tabulate the release: every cell of every unit with its published value or suppression mark."""
-        from ..tabulate import release_frame
-
         if out is not None:
             output_file(out)
         inputs = inputs_from(data, schema, tables, infer_schema, geography)

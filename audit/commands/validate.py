@@ -6,6 +6,9 @@ from typing import Annotated, Optional
 
 import typer
 
+from ..microdata import load_microdata
+from ..schedule import load_schedule
+from ..schema import load_schema
 from ..terminal import echo
 
 
@@ -17,10 +20,6 @@ def register(app: typer.Typer) -> None:
         data: Annotated[Optional[Path], typer.Option("--data", "-d", help="Microdata to check against the schema.")] = None,
     ) -> None:
         """Check the schema, the table schedule and the data; exit 0 if all are valid, 2 otherwise."""
-        from ..microdata import load_microdata
-        from ..schedule import load_schedule
-        from ..schema import load_schema
-
         the_schema = load_schema(schema)
         parts = [f"schema {schema}: {len(the_schema.columns)} columns, {len(the_schema.recodes)} recodes, "
                  f"{len(the_schema.edits)} edits"]

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import logging
 from fractions import Fraction
-from typing import Iterator, Sequence
+from typing import Generator, Sequence
 
 import numpy as np
 
@@ -46,6 +46,7 @@ from ..query import Predicate
 from ..release import Constraint, int_hi as _int_hi, int_lo as _int_lo
 from ._explain import EXPLAIN_BUDGET, Explainer
 from ._explain import LIMIT as EXPLAIN_LIMIT, SAT as EXPLAIN_SAT, UNSAT as EXPLAIN_UNSAT
+from .base import Enumeration, ExactEngine
 from .sat import cell_of, integer_bounds
 
 log = logging.getLogger("audit.engines.ip")
@@ -77,7 +78,7 @@ class _Model:
         self.rows.append((coef, lo, hi, tag))
 
 
-class IpEngine:
+class IpEngine(ExactEngine):
     """Exact reconstruction by integer programming, for one :class:`~audit.problem.Problem`.
 
     Parameters
@@ -102,6 +103,7 @@ class IpEngine:
                  threads: int = 1, explain_nodes: int = 1_000, tolerance: float = 1e-6):
         self.problem, self.seed, self.time_limit, self.threads = problem, seed, time_limit, threads
         self.explain_nodes = explain_nodes
+        self.deadline: float | None = None  # not read: each MIP stops at ``time_limit`` instead
         self._explainer: Explainer | None = None
         self.last_iterations = 0
         self.tolerance = tolerance
@@ -440,27 +442,28 @@ class IpEngine:
                 coef[v] = 1
         return coef, 1 - ones, INF, None
 
-    def solutions(self, limit: int) -> Iterator[np.ndarray]:
+    def solutions(self, limit: int) -> Enumeration:
         """Distinct consistent datasets, up to ``limit`` (no-good cuts; repeats under hash ties skipped).
 
         A solution that fails the exact check is cut off and skipped, and the enumeration is then
         never called exhausted (the solver's "infeasible" that ends it is no longer trusted); after
         ``limit`` such solutions it stops.
         """
+        return Enumeration(self._solutions(limit))
+
+    def _solutions(self, limit: int) -> Generator[np.ndarray, None, bool]:
         cuts, seen = [], set()
-        self.last_exhausted = False
         found, slipped = 0, 0
         while found < limit:
             status, sol = self._solve(None, cuts)
             if status != FEASIBLE:
-                self.last_exhausted = status == INFEASIBLE and not slipped
-                return
+                return status == INFEASIBLE and not slipped
             cuts.append(self._nogood(sol))
             rows = self.checked(sol)
             if rows is None:
                 slipped += 1
                 if slipped >= limit:
-                    return
+                    return False
                 continue
             key = tuple(sorted(map(tuple, rows.tolist())))
             if key in seen:
@@ -468,10 +471,7 @@ class IpEngine:
             seen.add(key)
             found += 1
             yield rows
-
-    def count_solutions(self, cap: int) -> tuple[int, bool]:
-        count = sum(1 for _ in self.solutions(cap + 1))
-        return min(count, cap), count <= cap and self.last_exhausted
+        return False
 
     def sample(self, k: int, seed: int = 0) -> list[np.ndarray]:
         """Up to ``k`` consistent datasets found under random objectives (any that fail the exact check dropped)."""
@@ -485,6 +485,21 @@ class IpEngine:
             if rows is not None:
                 out.append(rows)
         return out
+
+    def count_in(self, pred: Predicate, lo: int, hi: int) -> np.ndarray | bool | None:
+        """A dataset whose count of ``pred`` lies in ``[lo, hi]``: its rows; False when the solver proves
+        there is none; None at the time limit or when its dataset fails the exact check."""
+        coef: dict[int, float] = {}
+        for s in range(self.n):
+            w = self.w(s, pred)
+            coef[w] = coef.get(w, 0) + 1
+        status, sol = self._solve(None, [(coef, lo, hi, None)])
+        if status != FEASIBLE:
+            return False if status == INFEASIBLE else None
+        rows = self.checked(sol)
+        if rows is None or not lo <= int(self.problem.row_mask(rows, pred).sum()) <= hi:
+            return None
+        return rows
 
     def _negation(self, claim: Claim) -> tuple[list, list]:
         """Rows and variables for Count(a) != m (eqs. 13-16, with T = X in a one-hot model)."""

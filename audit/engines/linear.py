@@ -30,7 +30,9 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
+from .._svg import line_chart
 from ..errors import AuditError
+from ..microdata import read_table
 
 PRIME = 691  # the notebook's hashing modulus
 NOTEBOOK_PUBLIC = ("sex", "age", "educ", "latino", "black", "asian", "married", "divorced", "children",
@@ -66,8 +68,6 @@ class Target:
 
 def load_frame(path: str | Path) -> pd.DataFrame:
     """Read CSV/Parquet (errors name the file) and turn every all-numeric column into numbers."""
-    from ..microdata import read_table
-
     frame = read_table(path)
     for col in frame.columns:
         values = pd.to_numeric(frame[col], errors="coerce")
@@ -476,8 +476,6 @@ class Sweep:
 
     def plots(self) -> dict[str, str]:
         """Inline SVG line charts: accuracy and RMSE by parameter, accuracy against RMSE, epsilon by scale."""
-        from .._svg import line_chart
-
         names = self.mitigations
         base = {f"baseline {self.baseline:.2f}": self.baseline}
         out = {

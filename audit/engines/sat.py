@@ -10,7 +10,7 @@ added by :mod:`audit.engines._numeric`.
 from __future__ import annotations
 
 import time
-from typing import Iterator, Sequence
+from typing import Generator, Sequence
 
 import numpy as np
 from pysat.card import CardEnc, EncType
@@ -22,6 +22,7 @@ from ..problem import Problem
 from ..query import Predicate
 from ..release import Constraint, int_hi, int_lo
 from ._explain import EXPLAIN_BUDGET, LIMIT, SAT, UNSAT, Explainer
+from .base import Enumeration, ExactEngine
 
 DEFAULT_SOLVER = "cadical195"
 FIRST_SLICE = 1_000  # conflicts of a call's first slice when a deadline is set
@@ -38,7 +39,7 @@ def cell_of(key: str) -> str:
     return key.rsplit(":", 1)[0]
 
 
-class SatEngine:
+class SatEngine(ExactEngine):
     """Exact reconstruction engine for one :class:`~audit.problem.Problem`.
 
     Parameters
@@ -56,12 +57,15 @@ class SatEngine:
     verifying : bool
         Build the verifying solver (cells hard); False when the engine only explains claims: a cell
         is then encoded when an explanation first assumes it.
+    deadline : float, optional
+        :func:`time.perf_counter` time after which a solver call gives up (undecided).
     """
 
     name = "sat"
 
     def __init__(self, problem: Problem, solver: str = DEFAULT_SOLVER, conflicts: int = 200_000,
-                 symmetry: bool = True, seed: int = 0, explain_conflicts: int = 5_000, verifying: bool = True):
+                 symmetry: bool = True, seed: int = 0, explain_conflicts: int = 5_000, verifying: bool = True,
+                 deadline: float | None = None):
         self.problem, self.conflicts, self.seed = problem, conflicts, seed
         self.explain_conflicts = explain_conflicts
         self.pool = IDPool()
@@ -102,7 +106,7 @@ class SatEngine:
         self._explainer: Explainer | None = None
         self._x_grid: np.ndarray | None = None
         self.calls = 0
-        self.deadline: float | None = None  # perf_counter time after which a call gives up (undecided)
+        self.deadline = deadline
         self._pace: float | None = None  # conflicts per second on this formula, once measured
 
     # -- encoding -------------------------------------------------------------------------------
@@ -317,16 +321,22 @@ class SatEngine:
         core = set(self.guarded.get_core() or [])
         return sorted(k for k, sel in self.selectors.items() if sel in core)
 
-    def solutions(self, limit: int) -> Iterator[np.ndarray]:
+    @property
+    def cells(self) -> tuple[str, ...]:
+        """The published cells, in the order of their selectors."""
+        return tuple(self.selectors)
+
+    def solutions(self, limit: int) -> Enumeration:
         """Distinct consistent datasets, up to ``limit`` (blocking clauses retired afterwards)."""
+        return Enumeration(self._solutions(limit))
+
+    def _solutions(self, limit: int) -> Generator[np.ndarray, None, bool]:
         guard = self.pool.id(("enum", self.calls))
-        self.last_exhausted = False
         try:
             for _ in range(limit):
                 result = self._solve([guard])
                 if not result:
-                    self.last_exhausted = result is False
-                    return
+                    return result is False
                 model = self.solver.get_model()
                 true = set(lit for lit in model if lit > 0)
                 block = [-guard]
@@ -337,13 +347,9 @@ class SatEngine:
                         block.append(self.act[s])
                 self.solver.add_clause(block)
                 yield self.decode(model)
+            return False
         finally:
             self.solver.add_clause([-guard])
-
-    def count_solutions(self, cap: int) -> tuple[int, bool]:
-        """Number of distinct datasets, up to ``cap``; ``exhausted`` is True when the count is exact."""
-        count = sum(1 for _ in self.solutions(cap + 1))
-        return min(count, cap), count <= cap and self.last_exhausted
 
     def sample(self, k: int, seed: int = 0) -> list[np.ndarray]:
         """Up to ``k`` consistent datasets found under random phases (for pruning candidate claims)."""
