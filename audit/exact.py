@@ -440,21 +440,29 @@ def explain_targets(problem: Problem, verdicts: list[Verdict], mode: str) -> lis
     """
     if mode == "none":
         return []
-    picked = [i for i, v in enumerate(verdicts) if v.status == VERIFIED and not v.direct
-              and (mode == "all" or v.claim.singleton)]
-    if mode == "records":
-        rows: dict[tuple, dict] = {}  # columns -> their values -> the record (a singleton's values are unique)
-        best: dict[int, int] = {}
-        for i in picked:
-            claim = verdicts[i].claim
-            values = rows.get(claim.columns)
-            if values is None:
-                values = rows[claim.columns] = {tuple(r): k for k, r in enumerate(problem.truth[:, list(claim.columns)].tolist())}
-            record = values[tuple(a for _, a in claim.assignment)]
-            if record not in best or len(claim.assignment) > len(verdicts[best[record]].claim.assignment):
-                best[record] = i
-        picked = sorted(best.values())
-    return sorted(picked, key=lambda i: (-len(verdicts[i].claim.assignment), i))
+    picked = sorted((-len(v.claim.assignment), i) for i, v in enumerate(verdicts)
+                    if v.status == VERIFIED and not v.direct and (mode == "all" or v.claim.m == 1))
+    if mode != "records":
+        return [i for _, i in picked]
+    # most columns first, so a record's first singleton is its pick; done once every record that can
+    # have a singleton (one not repeated in the data) has one
+    truth = problem.truth
+    times = distinct_rows(truth)[1]
+    unique = int((times == 1).sum())
+    rows: dict[tuple, dict] = {}  # columns -> their values -> the record (a singleton's values are unique)
+    best: dict[int, int] = {}
+    for _, i in picked:
+        assignment = verdicts[i].claim.assignment
+        columns = tuple(c for c, _ in assignment)
+        values = rows.get(columns)
+        if values is None:
+            values = rows[columns] = {tuple(r): k for k, r in enumerate(truth[:, list(columns)].tolist())}
+        record = values[tuple(a for _, a in assignment)]
+        if record not in best:
+            best[record] = i
+            if len(best) == unique:
+                break
+    return sorted(best.values(), key=lambda i: (-len(verdicts[i].claim.assignment), i))
 
 
 def _explain(engine, result: UnitResult, options: ExactOptions, linear: LinearProof | None,

@@ -25,7 +25,9 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "samples" / "sf1"))
-EXTRACT = ROOT.parent / "shared" / "data" / "recon_replication" / "extract" / "rhdf_bt_0solvar_extract.csv"
+_FILE = Path("shared", "data", "recon_replication", "extract", "rhdf_bt_0solvar_extract.csv")
+# beside the checkout (../shared), or beside the folder of worktrees (../../shared)
+EXTRACT = next((p / _FILE for p in ROOT.parents[:2] if (p / _FILE).exists()), ROOT.parent / _FILE)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -98,6 +98,14 @@ def test_records_mode_picks_the_widest_singleton_of_each_record(households):
     widest = max(len(result.verdicts[i].claim.assignment) for i in every)
     assert len(result.verdicts[picked[0]].claim.assignment) == widest
     assert all(result.verdicts[i].status == VERIFIED for i in picked)
+    # by brute force: per record, its widest verified derived singleton, the first on ties
+    best = {}
+    for i in every:
+        claim = result.verdicts[i].claim
+        record = next(k for k, row in enumerate(problem.truth) if claim.count(row[None]) == 1)
+        if record not in best or len(claim.assignment) > len(result.verdicts[best[record]].claim.assignment):
+            best[record] = i
+    assert sorted(picked) == sorted(best.values())
 
 
 @pytest.mark.parametrize("sample, block", [("households", "1003"), ("block7", "0001")])

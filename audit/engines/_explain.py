@@ -36,7 +36,8 @@ UNSAT, SAT, LIMIT = "unsat", "sat", "limit"
 FREE_ROUNDS = 2  # hitting sets over all cells tried before the search is confined to a sufficient set
 CONFINED_ROUNDS = 3  # hitting sets inside it tried before it is shrunk one cell at a time
 MAX_NEAR = 20_000  # datasets near the truth seeded into a unit's pool
-EXPLAIN_BUDGET = 50.0  # default work per unit: millions of solver propagations (about 10 s of solving)
+EXPLAIN_BUDGET = 20.0  # default work per unit: millions of solver propagations (about 4 s of solving)
+WHOLE_SHARE = 5  # a call over every cell gets this fraction of the conflicts of a call over a few
 WORK_PER_SECOND = 5.0  # millions of propagations the explanation solver makes per CPU second, about
 
 
@@ -429,7 +430,7 @@ class Explainer:
         """A call on the solver that holds every cell (``open_whole``)."""
         whole = self.open_whole(claim)
         try:
-            return self._solve(whole, cells)
+            return self._solve(whole, cells, self.per_call // WHOLE_SHARE)
         finally:
             whole.close()
 
@@ -446,10 +447,10 @@ class Explainer:
         found = linear.bound(claim)
         return found is not None and found[0] == "verified"
 
-    def _solve(self, session: Session, cells: list[int]) -> tuple[str, object, int]:
+    def _solve(self, session: Session, cells: list[int], limit: int | None = None) -> tuple[str, object, int]:
         if self.left <= 0:
             return LIMIT, None, 0
-        status, info, work = session.solve(cells, self.per_call)
+        status, info, work = session.solve(cells, limit or self.per_call)
         self.calls += 1
         self.left -= work
         return status, info, work
