@@ -16,7 +16,7 @@ import typer
 
 from . import __version__
 from .errors import AuditError, InternalError, Interrupted
-from .terminal import echo
+from .outputs.terminal import echo
 
 try:  # typer >= 0.20 carries its own copy of click
     from typer._click import exceptions as click_errors

@@ -13,24 +13,24 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Callable, Optional
 
-from .attacks import ExactAttack
-from .claimstore import store_beside
-from .engines._explain import EXPLAIN_BUDGET
-from .engines.rank import RankOptions, resolve_device
+from .attacks.base import ExactAttack
+from .findings.claimstore import store_beside
+from .attacks.engines._explain import EXPLAIN_BUDGET
+from .attacks.engines.rank import RankOptions, resolve_device
 from .errors import AuditError
-from .exact import ExactOptions
-from .extras import linear_target, write_linear, write_ranking
-from .findings import read_json, write_json
-from .inputs import inputs_from
-from .junit import write_junit
+from .attacks.exact import ExactOptions
+from .attacks.extras import linear_target, write_linear, write_ranking
+from .findings.document import read_json, write_json
+from .data.inputs import inputs_from
+from .findings.junit import write_junit
 from .paths import clear_outputs as clear_named, output_folder
-from .progress import Progress
-from .provenance import check_explicit, fingerprint, select
-from .published import check_options, run_published
-from .reidentify import add_ranking
-from .report import extras_beside, write_report
-from .rules import apply, load_rules
-from .scale import ScaleOptions, bounded_runner, run_cli
+from .scale.progress import Progress
+from .findings.provenance import check_explicit, fingerprint, select
+from .release.published import check_options, run_published
+from .attacks.reidentify import add_ranking
+from .outputs.report import extras_beside, write_report
+from .policy.rules import apply, load_rules
+from .scale.runner import ScaleOptions, bounded_runner, run_cli
 
 OUTPUTS = ("findings.json", "junit.xml", "report.html")
 
@@ -39,13 +39,13 @@ OUTPUTS = ("findings.json", "junit.xml", "report.html")
 class AuditOptions:
     """Everything ``audit run`` takes besides its three inputs and output folder; checked when made.
 
-    The exact attack's knobs (``engine`` ... ``memory_mb``) are those of :class:`audit.exact.ExactOptions`.
+    The exact attack's knobs (``engine`` ... ``memory_mb``) are those of :class:`audit.attacks.exact.ExactOptions`.
     ``rank`` / ``linear_secret`` + ``linear_public`` also run those attacks; ``rank_results`` /
     ``linear_results`` fold in ones already run. ``use_existing``: take rank.json / linear.json already
-    in the output folder when made from the same inputs. ``scale`` (:class:`audit.scale.ScaleOptions`):
+    in the output folder when made from the same inputs. ``scale`` (:class:`audit.scale.runner.ScaleOptions`):
     stream the data and run units on a pool or Dask (None: the whole frame here, each unit in one
     worker process bounded by ``memory_mb``). ``published``: attack that release file alone
-    (:mod:`audit.published`), with no microdata.
+    (:mod:`audit.release.published`), with no microdata.
     """
 
     rules: Optional[str | Path] = None

@@ -19,11 +19,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from audit.census_lp import compare, read_lp, read_solution, release_frame  # noqa: E402
-from audit.exact import ExactOptions  # noqa: E402
-from audit.published import attack_unit, published_problems, releases_from_frame  # noqa: E402
-from audit.schedule import load_schedule  # noqa: E402
-from audit.schema import load_schema  # noqa: E402
+from audit.release.census_lp import compare, read_lp, read_solution, release_frame  # noqa: E402
+from audit.attacks.exact import ExactOptions  # noqa: E402
+from audit.release.published import attack_unit, published_problems, releases_from_frame  # noqa: E402
+from audit.specs.schedule import load_schedule  # noqa: E402
+from audit.specs.schema import load_schema  # noqa: E402
 
 RECON = next((p for p in (ROOT.parent / "shared" / "data" / "recon_replication",
                           Path("/work/shared/data/recon_replication")) if p.is_dir()), None)

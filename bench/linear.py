@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np  # noqa: E402
 
-from audit.engines.linear import (NOTEBOOK_PUBLIC, Mitigation, answer_queries, hashed_masks, load_frame,  # noqa: E402
+from audit.attacks.engines.linear import (NOTEBOOK_PUBLIC, Mitigation, answer_queries, hashed_masks, load_frame,  # noqa: E402
                                   prepare, random_predicates, reconstruct)
 
 

@@ -27,12 +27,12 @@ sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
 
-from audit.engines.rank import RankAttack, RankOptions, resolve_device  # noqa: E402
-from audit.inputs import Inputs  # noqa: E402
-from audit.microdata import validate  # noqa: E402
-from audit.reidentify import ranking_part  # noqa: E402
-from audit.schedule import Protection, load_schedule  # noqa: E402
-from audit.schema import load_schema  # noqa: E402
+from audit.attacks.engines.rank import RankAttack, RankOptions, resolve_device  # noqa: E402
+from audit.data.inputs import Inputs  # noqa: E402
+from audit.data.microdata import validate  # noqa: E402
+from audit.attacks.reidentify import ranking_part  # noqa: E402
+from audit.specs.schedule import Protection, load_schedule  # noqa: E402
+from audit.specs.schema import load_schema  # noqa: E402
 
 SHOW = (0.1, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0)
 

@@ -3,7 +3,7 @@
 Usage: ``python bench/scale.py [--blocks N] [--workers 2] [--out DIR] [--explain records|none]``.
 Converts ``../shared/data/recon_replication/extract/rhdf_bt_0solvar_extract.csv`` with
 samples/sf1/convert.py, keeps every k-th block when ``--blocks`` is given (the same size mix as the
-whole file), and runs :func:`audit.scale.run_scaled` on a process pool. Explanations are as in
+whole file), and runs :func:`audit.scale.runner.run_scaled` on a process pool. Explanations are as in
 ``audit run`` by default (``--explain records``: the product's figure); ``--explain none`` measures the
 attack alone.
 Prints wall time, units per second, peak memory (parent: ru_maxrss and tracemalloc; workers:
@@ -33,10 +33,10 @@ EXTRACT = next((p / _FILE for p in ROOT.parents[:2] if (p / _FILE).exists()), RO
 def main(argv: list[str] | None = None) -> int:
     from convert import convert
 
-    from audit.exact import ExactOptions
-    from audit.scale import ScaleOptions, run_scaled
-    from audit.schedule import load_schedule
-    from audit.schema import load_schema
+    from audit.attacks.exact import ExactOptions
+    from audit.scale.runner import ScaleOptions, run_scaled
+    from audit.specs.schedule import load_schedule
+    from audit.specs.schema import load_schema
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--source", default=str(EXTRACT))

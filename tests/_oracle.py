@@ -6,10 +6,10 @@ from fractions import Fraction
 
 import numpy as np
 
-from audit.claims import Claim, candidates
-from audit.problem import Domain, Problem
-from audit.query import Predicate, Statistic
-from audit.release import Constraint, round_half_up
+from audit.problem.claims import Claim, candidates
+from audit.problem.build import Domain, Problem
+from audit.release.query import Predicate, Statistic
+from audit.release.constraints import Constraint, round_half_up
 
 
 def random_problem(rng: np.random.Generator, max_rows: int = 4, numeric: bool = True,
@@ -157,7 +157,7 @@ def tabulated_worlds(schema, schedule, published, datasets: list[tuple]) -> list
     ``published`` (one unit) when tabulated? All datasets are tabulated at once, one unit each."""
     import pandas as pd
 
-    from audit.tabulate import tabulate
+    from audit.release.tabulate import tabulate
 
     if not datasets:
         return []

@@ -6,12 +6,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from audit.attacks import ATTACKS, AttackResult, DifferenceAttack, ExactAttack, LinearAttack, RankingAttack, Risk
-from audit.engines.linear import NOTEBOOK_PUBLIC, load_frame, prepare
-from audit.engines.rank import RankOptions, torch_available
+from audit.attacks.base import ATTACKS, AttackResult, DifferenceAttack, ExactAttack, LinearAttack, RankingAttack, Risk
+from audit.attacks.engines.linear import NOTEBOOK_PUBLIC, load_frame, prepare
+from audit.attacks.engines.rank import RankOptions, torch_available
 from audit.errors import InternalError
-from audit.exact import ExactOptions
-from audit.inputs import load_inputs
+from audit.attacks.exact import ExactOptions
+from audit.data.inputs import load_inputs
 
 ROOT = Path(__file__).resolve().parents[1]
 BLOCK7 = ROOT / "samples" / "block7"

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from audit.cli import run
-from audit.terminal import printable
+from audit.outputs.terminal import printable
 
 ROOT = Path(__file__).resolve().parents[1]
 BLOCK7 = ROOT / "samples" / "block7"
@@ -55,8 +55,8 @@ def rows(d: Path, *lines: str, name: str = "data.csv") -> None:
 def release(d: Path, old: str = "", new: str = "", drop: str = "") -> None:
     """block7's release as audit tabulate writes it, in d/release.csv: ``old`` replaced by ``new``
     (appended when ``old`` is empty and ``new`` is not), or the column ``drop`` left out."""
-    from audit.inputs import default_paths, load_inputs
-    from audit.tabulate import release_frame
+    from audit.data.inputs import default_paths, load_inputs
+    from audit.release.tabulate import release_frame
 
     inputs = load_inputs(*default_paths(BLOCK7))
     frame = release_frame(inputs.release(), inputs.schema)

@@ -16,11 +16,11 @@ import pandas as pd
 import pytest
 
 from audit.cli import run
-from audit.exact import ExactOptions, audit_unit, unit_cost
-from audit.inputs import load_inputs
-from audit.scale import ScaleOptions, read_parts, run_scaled
-from audit.schedule import load_schedule
-from audit.schema import load_schema
+from audit.attacks.exact import ExactOptions, audit_unit, unit_cost
+from audit.data.inputs import load_inputs
+from audit.scale.runner import ScaleOptions, read_parts, run_scaled
+from audit.specs.schedule import load_schedule
+from audit.specs.schema import load_schema
 
 ROOT = Path(__file__).resolve().parents[1]
 SF1 = ROOT / "samples" / "sf1"
@@ -218,7 +218,7 @@ def test_killing_the_parent_leaves_no_worker_behind(tmp_path):
 
 def _crash_on_nine(problem, options, prior, limits):
     """A task whose worker dies on the 9-person block (as if killed for memory)."""
-    from audit.scale import audit_task
+    from audit.scale.runner import audit_task
 
     if problem.n_rows[1] == 9:
         os._exit(3)
@@ -227,7 +227,7 @@ def _crash_on_nine(problem, options, prior, limits):
 
 def _hang_on_nine(problem, options, prior, limits):
     """A task that hangs on the 9-person block where the worker's alarm cannot reach it (as in C code)."""
-    from audit.scale import audit_task
+    from audit.scale.runner import audit_task
 
     if problem.n_rows[1] == 9:
         signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})
@@ -255,9 +255,9 @@ def test_resume_retries_units_whose_worker_died(small, tmp_path):
 
 
 def test_the_parent_kills_a_worker_that_does_not_answer(small, tmp_path, monkeypatch):
-    import audit.scale
+    import audit.scale.runner
 
-    monkeypatch.setattr(audit.scale, "HARD_GRACE", 1.0)
+    monkeypatch.setattr(audit.scale.runner, "HARD_GRACE", 1.0)
     schema = load_schema(SF1 / "schema.yaml")
     schedule = load_schedule(SF1 / "tables.yaml", schema)
     start = time.monotonic()

@@ -9,12 +9,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from audit.census_lp import compare, read_lp, read_solution, release_frame
+from audit.release.census_lp import compare, read_lp, read_solution, release_frame
 from audit.cli import run
-from audit.exact import ExactOptions
-from audit.published import attack_unit, published_problems, read_release
-from audit.schedule import load_schedule
-from audit.schema import load_schema
+from audit.attacks.exact import ExactOptions
+from audit.release.published import attack_unit, published_problems, read_release
+from audit.specs.schedule import load_schedule
+from audit.specs.schema import load_schema
 
 ROOT = Path(__file__).resolve().parents[1]
 SF1 = ROOT / "samples" / "sf1"

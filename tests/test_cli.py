@@ -14,7 +14,7 @@ import typer.main
 
 from audit.cli import app, run
 from audit.errors import InternalError
-from audit.rules import RULES, TOP_KEYS
+from audit.policy.rules import RULES, TOP_KEYS
 
 ROOT = Path(__file__).resolve().parents[1]
 PROTECTED = ROOT / "tests" / "data" / "protected"
@@ -65,7 +65,7 @@ def test_gate_prints_failing_rules_and_json(failing, capsys):
     assert set(doc["outputs"]) == {"findings", "claims", "junit"}
 
 
-@pytest.mark.skipif(importlib.util.find_spec("audit.engines._numeric") is None,
+@pytest.mark.skipif(importlib.util.find_spec("audit.attacks.engines._numeric") is None,
                     reason="numeric cells (issue 4) are not in this tree yet")
 def test_gate_fails_the_seven_person_block(tmp_path, capsys):
     assert run(["gate", str(BLOCK7 / "data.csv"), "-s", str(BLOCK7 / "schema.yaml"), "-t", str(BLOCK7 / "tables.yaml"),
@@ -91,7 +91,7 @@ def test_junit_has_a_testcase_per_rule_and_per_failing_unit(failing):
 
 
 def test_junit_stays_small_and_names_every_failing_unit():
-    from audit.junit import UNIT_CASES, junit_xml
+    from audit.findings.junit import UNIT_CASES, junit_xml
 
     geos = [f"01/{i:05d}" for i in range(3 * UNIT_CASES)]
     checks = [{"rule": "full_records", "unit": g, "outcome": "fail" if i % 2 else "pass", "count": 1,
@@ -150,7 +150,7 @@ def test_bad_rules_file_names_line(tmp_path, capsys):
 def test_a_bug_is_one_internal_error_line_and_exit_3(tmp_path, capsys, monkeypatch):
     """A rule registered without a check (a developer's slip) reaches the real rule evaluation's
     InternalError: one line saying it is a bug, exit 3, not a traceback and not an input error's 2."""
-    import audit.rules as rules
+    import audit.policy.rules as rules
 
     monkeypatch.setitem(rules.RULES, "new_rule", ("A rule added without its check", {}))
     monkeypatch.setattr(rules, "TOP_KEYS", (*rules.TOP_KEYS, "new_rule"))

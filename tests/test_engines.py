@@ -7,11 +7,11 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from audit.claims import REFUTED, VERIFIED, candidates
-from audit.engines import ENGINE_NAMES, ExactEngine, get_engine
-from audit.engines.sat import cell_of
+from audit.problem.claims import REFUTED, VERIFIED, candidates
+from audit.attacks.engines import ENGINE_NAMES, ExactEngine, get_engine
+from audit.attacks.engines.sat import cell_of
 from audit.errors import AuditError
-from audit.release import Constraint
+from audit.release.constraints import Constraint
 
 from _oracle import all_datasets, canonical, random_problem, verified_claims
 

@@ -16,10 +16,10 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from audit.claims import REFUTED, UNDECIDED, VERIFIED, candidates
-from audit.engines.sat import SatEngine
-from audit.exact import ExactOptions, audit_unit
-from audit.inputs import load_inputs
+from audit.problem.claims import REFUTED, UNDECIDED, VERIFIED, candidates
+from audit.attacks.engines.sat import SatEngine
+from audit.attacks.exact import ExactOptions, audit_unit
+from audit.data.inputs import load_inputs
 
 from _oracle import consistent_worlds, to_atoms, verified_claims
 
@@ -128,7 +128,7 @@ def test_counterexamples_reproduce_release_and_explanations_are_minimal(case):
 
 def _implied(problem, claim, cells: set[str]) -> bool:
     """Brute force over atom datasets: do these cells (plus edits and the population) imply the claim?"""
-    from audit.problem import Problem
+    from audit.problem.build import Problem
 
     keep = tuple(c for c in problem.constraints if c.key.rsplit(":", 1)[0] in cells)
     sub = Problem(problem.level, problem.geo, problem.domains, problem.n_rows, keep, problem.edits)
@@ -146,7 +146,7 @@ def test_inconsistent_cells_are_reported_not_safe(tmp_path):
     tables = {"tables": [{"id": "T", "by": ["sex"]}]}
     inputs = _load(schema, tables, [{"sex": "F"}, {"sex": "M"}], tmp_path)
     problem, = inputs.problems()
-    from audit.release import Constraint
+    from audit.release.constraints import Constraint
     from fractions import Fraction
 
     bad = [Constraint(c.key, c.predicate, c.statistic, Fraction(2), Fraction(2)) if c.key == "T:F:count" else c

@@ -12,12 +12,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from audit.claims import VERIFIED, candidates
-from audit.engines._explain import CellBook, Pool, hitting_set
-from audit.engines.sat import SatEngine
-from audit.exact import ExactOptions, audit_unit, explain_targets
-from audit.findings import unit_json
-from audit.inputs import load_inputs
+from audit.problem.claims import VERIFIED, candidates
+from audit.attacks.engines._explain import CellBook, Pool, hitting_set
+from audit.attacks.engines.sat import SatEngine
+from audit.attacks.exact import ExactOptions, audit_unit, explain_targets
+from audit.findings.document import unit_json
+from audit.data.inputs import load_inputs
 
 from _oracle import all_datasets, random_problem
 

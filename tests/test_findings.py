@@ -13,13 +13,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from audit.claims import candidates
-from audit.claimstore import ClaimStore
+from audit.problem.claims import candidates
+from audit.findings.claimstore import ClaimStore
 from audit.cli import run
-from audit.exact import ExactOptions, audit_unit
-from audit.findings import JsonLines, read_findings
-from audit.inputs import load_inputs
-from audit.rules import evaluate, load_rules
+from audit.attacks.exact import ExactOptions, audit_unit
+from audit.findings.document import JsonLines, read_findings
+from audit.data.inputs import load_inputs
+from audit.policy.rules import evaluate, load_rules
 
 ROOT = Path(__file__).resolve().parents[1]
 SF1 = ROOT / "samples" / "sf1"
@@ -204,7 +204,7 @@ def test_progress_lines_in_a_non_terminal_stderr(tmp_path):
 def test_progress_shows_rate_and_eta_every_few_seconds():
     import time
 
-    from audit.progress import Progress
+    from audit.scale.progress import Progress
 
     stream = io.StringIO()
     with Progress("units", stream=stream, every=0.2) as p:
@@ -223,10 +223,10 @@ def test_store_quotes_what_csv_must_quote(tmp_path):
     """Labels, cells and reasons with commas, quotes or newlines read back as written."""
     import numpy as np
 
-    from audit.claims import UNDECIDED, VERIFIED, Claim, Verdict
-    from audit.claimstore import LEAD, TAIL, StoreWriter, encode
-    from audit.exact import UnitResult
-    from audit.problem import Domain, Problem
+    from audit.problem.claims import UNDECIDED, VERIFIED, Claim, Verdict
+    from audit.findings.claimstore import LEAD, TAIL, StoreWriter, encode
+    from audit.attacks.exact import UnitResult
+    from audit.problem.build import Domain, Problem
 
     odd = ('a,b', 'say "hi"', "two\nlines")
     p = Problem("block", ("01", "9,9"), (Domain("x", tuple(frozenset([v]) for v in odd), odd),

@@ -8,14 +8,14 @@ import numpy as np
 import pytest
 from _oracle import all_datasets, canonical, random_problem, verified_claims
 
-from audit.claims import REFUTED, VERIFIED, Claim, candidates
-from audit.engines.histogram import HistogramEngine
-from audit.exact import ExactOptions, audit_unit
-from audit.implied import LinearProof
-from audit.inputs import load_inputs
-from audit.problem import Domain, Problem
-from audit.query import Predicate, Statistic
-from audit.release import Constraint
+from audit.problem.claims import REFUTED, VERIFIED, Claim, candidates
+from audit.attacks.engines.histogram import HistogramEngine
+from audit.attacks.exact import ExactOptions, audit_unit
+from audit.attacks.implied import LinearProof
+from audit.data.inputs import load_inputs
+from audit.problem.build import Domain, Problem
+from audit.release.query import Predicate, Statistic
+from audit.release.constraints import Constraint
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -165,7 +165,7 @@ def test_histogram_and_row_slot_pipelines_agree_on_household_blocks(household_bl
 def test_histogram_verdicts_on_claims_the_bounds_leave_open(household_blocks):
     """Claim by claim (no samples, no enumeration): the histogram engine decides what the linear
     bounds leave open, and the SAT engine agrees with every verdict."""
-    from audit.engines.sat import SatEngine
+    from audit.attacks.engines.sat import SatEngine
 
     problem = household_blocks[1]
     linear, engine, sat = LinearProof(problem), _engine(problem), SatEngine(problem)

@@ -1,4 +1,4 @@
-"""Linear proofs (audit/implied.py) against brute force and against the SAT engine.
+"""Linear proofs (audit/attacks/implied.py) against brute force and against the SAT engine.
 
 A claim the linear pass verifies must hold in every consistent dataset, its explaining cells alone
 must imply it, and a refutation it returns must be a dataset that meets every count cell.
@@ -12,12 +12,12 @@ import numpy as np
 import pytest
 from _oracle import all_datasets, random_problem, verified_claims
 
-from audit.claims import VERIFIED, candidates
-from audit.engines.sat import SatEngine
-from audit.exact import ExactOptions, audit_unit
-from audit.implied import LinearProof
-from audit.inputs import load_inputs
-from audit.problem import Problem
+from audit.problem.claims import VERIFIED, candidates
+from audit.attacks.engines.sat import SatEngine
+from audit.attacks.exact import ExactOptions, audit_unit
+from audit.attacks.implied import LinearProof
+from audit.data.inputs import load_inputs
+from audit.problem.build import Problem
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -118,9 +118,9 @@ def test_linear_pass_changes_no_verdict_on_household_blocks(household_block):
 def test_a_support_too_large_to_hold_leaves_the_unit_to_the_solver():
     from fractions import Fraction
 
-    from audit.problem import Domain
-    from audit.query import Predicate, Statistic
-    from audit.release import Constraint
+    from audit.problem.build import Domain
+    from audit.release.query import Predicate, Statistic
+    from audit.release.constraints import Constraint
 
     domains = tuple(Domain(f"c{i}", tuple(frozenset([v]) for v in range(10)), tuple(map(str, range(10))))
                     for i in range(5))  # 100,000 possible rows and nothing published as 0

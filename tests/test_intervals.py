@@ -13,9 +13,9 @@ from _oracle import all_datasets, random_problem
 from test_exact import _load
 from test_oracle import SETTINGS, _truth, cases
 
-from audit.exact import ExactOptions, audit_unit, make_engine
-from audit.implied import LinearProof
-from audit.intervals import feasibility_intervals, hidden_cells
+from audit.attacks.exact import ExactOptions, audit_unit, make_engine
+from audit.attacks.implied import LinearProof
+from audit.attacks.intervals import feasibility_intervals, hidden_cells
 
 
 def _extremes(problem, datasets, predicate) -> tuple[int, int]:
@@ -64,9 +64,9 @@ BLOCK7 = Path(__file__).resolve().parents[1] / "samples" / "block7"
 
 
 def _block7_checks(tmp_path, levels: str) -> list[dict]:
-    from audit.findings import run_exact
-    from audit.inputs import load_inputs
-    from audit.rules import load_rules
+    from audit.findings.document import run_exact
+    from audit.data.inputs import load_inputs
+    from audit.policy.rules import load_rules
 
     (tmp_path / "pl.yaml").write_text(f"name: pl\nprotection_levels: {levels}\n")
     inputs = load_inputs(str(BLOCK7 / "data.csv"), str(BLOCK7 / "schema.yaml"), str(BLOCK7 / "tables.yaml"))
@@ -84,7 +84,7 @@ def test_protection_levels_fail_the_paper_block_whose_hidden_counts_are_all_disc
 
 
 def test_protection_needed_takes_the_larger_level_and_stops_at_zero():
-    from audit.rules import protection_needed
+    from audit.policy.rules import protection_needed
 
     assert protection_needed({"upper": 1, "upper_share": 0.5, "lower": 5}, 4) == (4, 2.0)
     assert protection_needed({"lower_share": 0.25}, 8) == (2.0, 0)

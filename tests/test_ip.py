@@ -9,14 +9,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from audit.claims import REFUTED, UNDECIDED, VERIFIED, Claim, candidates
-from audit.engines.ip import IpEngine
-from audit.engines.sat import SatEngine
-from audit.exact import ExactOptions, audit_unit
-from audit.inputs import load_inputs
-from audit.problem import Domain, Problem
-from audit.query import Predicate, Statistic
-from audit.release import Constraint
+from audit.problem.claims import REFUTED, UNDECIDED, VERIFIED, Claim, candidates
+from audit.attacks.engines.ip import IpEngine
+from audit.attacks.engines.sat import SatEngine
+from audit.attacks.exact import ExactOptions, audit_unit
+from audit.data.inputs import load_inputs
+from audit.problem.build import Domain, Problem
+from audit.release.query import Predicate, Statistic
+from audit.release.constraints import Constraint
 
 from _oracle import all_datasets, canonical, random_problem, verified_claims
 
@@ -85,11 +85,11 @@ def test_gurobi_size_limit_falls_back_to_highs(caplog):
     problem = _wide_problem()
     engine = IpEngine(problem, backend="auto")
     assert engine.backend == "gurobi"
-    with caplog.at_level(logging.WARNING, logger="audit.engines.ip"):
+    with caplog.at_level(logging.WARNING, logger="audit.attacks.engines.ip"):
         rows = engine.solve()
     assert rows is not None and problem.violations(rows) == []
     assert engine.backend == "highs"
-    notices = [r for r in caplog.records if r.name == "audit.engines.ip"]
+    notices = [r for r in caplog.records if r.name == "audit.attacks.engines.ip"]
     assert len(notices) == 1 and "falling back to HiGHS" in notices[0].getMessage()
     assert "\n" not in notices[0].getMessage()
 

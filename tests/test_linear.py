@@ -16,14 +16,14 @@ import pandas as pd
 import pytest
 
 from audit.cli import run
-from audit.difference import find_differences, nested
-from audit.engines import linear as L
-from audit.engines.linear import (NOTEBOOK_PUBLIC, LinearReconstruction, Mitigation, cell_masks, hashed_masks,
+from audit.attacks.difference import find_differences, nested
+from audit.attacks.engines import linear as L
+from audit.attacks.engines.linear import (NOTEBOOK_PUBLIC, LinearReconstruction, Mitigation, cell_masks, hashed_masks,
                                   load_frame, mitigation_sweep, prepare, privacy_loss, random_predicates,
                                   sample_noise, solve_lp, wilson)
 from audit.errors import AuditError
-from audit.inputs import load_inputs
-from audit.query import Predicate
+from audit.data.inputs import load_inputs
+from audit.release.query import Predicate
 
 ROOT = Path(__file__).resolve().parents[1]
 FULTON = Path("/work/shared/data/cs208/FultonPUMS5reconstruction.csv")

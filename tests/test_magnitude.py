@@ -13,14 +13,14 @@ import pytest
 
 from audit.cli import run
 from audit.errors import AuditError
-from audit.findings import cells_json
-from audit.magnitude import Contributions, sensitive
-from audit.microdata import validate
-from audit.protect import Policy, ProtectOptions, forced_cells
-from audit.rules import evaluate, load_rules
-from audit.schedule import load_schedule
-from audit.schema import load_schema
-from audit.tabulate import tabulate
+from audit.findings.document import cells_json
+from audit.policy.magnitude import Contributions, sensitive
+from audit.data.microdata import validate
+from audit.protection.protect import Policy, ProtectOptions, forced_cells
+from audit.policy.rules import evaluate, load_rules
+from audit.specs.schedule import load_schedule
+from audit.specs.schema import load_schema
+from audit.release.tabulate import tabulate
 
 DATA = Path(__file__).parent / "data"
 

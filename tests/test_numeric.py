@@ -11,11 +11,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from audit.claims import VERIFIED, Claim
-from audit.engines.sat import SatEngine
-from audit.exact import ExactOptions, audit_unit
-from audit.inputs import load_inputs
-from audit.problem import Problem
+from audit.problem.claims import VERIFIED, Claim
+from audit.attacks.engines.sat import SatEngine
+from audit.attacks.exact import ExactOptions, audit_unit
+from audit.data.inputs import load_inputs
+from audit.problem.build import Problem
 
 from _oracle import all_datasets, canonical, random_problem, verified_claims
 

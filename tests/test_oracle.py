@@ -17,10 +17,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from audit.claims import REFUTED, UNDECIDED, VERIFIED, candidates
-from audit.engines.ip import IpEngine
-from audit.engines.sat import SatEngine
-from audit.exact import ExactOptions, audit_unit, make_engine
+from audit.problem.claims import REFUTED, UNDECIDED, VERIFIED, candidates
+from audit.attacks.engines.ip import IpEngine
+from audit.attacks.engines.sat import SatEngine
+from audit.attacks.exact import ExactOptions, audit_unit, make_engine
 
 from _oracle import canonical, consistent_worlds, tabulated_worlds, to_atoms, to_codes
 from test_exact import _load
@@ -222,9 +222,9 @@ def test_rounded_interval_is_exactly_what_rounds_to_the_value(decimals):
     """For every sign: x rounds half-up to v iff x lies in the constraint's interval [v - h, v + h)."""
     from fractions import Fraction
 
-    from audit.query import Predicate, Statistic
-    from audit.release import PUBLISHED, Value, constraints_of, round_half_up
-    from audit.schedule import CellDef, Protection
+    from audit.release.query import Predicate, Statistic
+    from audit.release.constraints import PUBLISHED, Value, constraints_of, round_half_up
+    from audit.specs.schedule import CellDef, Protection
 
     stat = Statistic("mean", "x", decimals)
     cell = CellDef("T", "c", Predicate(), (stat,), "block")
@@ -237,7 +237,7 @@ def test_rounded_interval_is_exactly_what_rounds_to_the_value(decimals):
 def test_negative_rounded_values_are_written_exactly():
     from fractions import Fraction
 
-    from audit.release import decimal_text, round_half_up
+    from audit.release.constraints import decimal_text, round_half_up
 
     assert round_half_up(Fraction(-5, 2), 0) == -2 and round_half_up(Fraction(-7, 2), 0) == -3
     assert decimal_text(round_half_up(Fraction(-1, 4), 1), 1) == "-0.2"

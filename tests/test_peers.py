@@ -8,13 +8,13 @@ import pandas as pd
 import pytest
 import yaml
 
-from audit.exact import ExactOptions
-from audit.implied import LinearProof
-from audit.inputs import load_inputs
-from audit.intervals import feasibility_intervals
-from audit.protect import Policy, ProtectOptions, unit_contexts
-from audit.rules import Rule, Rules
-from audit.secondary import suppress_unit, too_narrow
+from audit.attacks.exact import ExactOptions
+from audit.attacks.implied import LinearProof
+from audit.data.inputs import load_inputs
+from audit.attacks.intervals import feasibility_intervals
+from audit.protection.protect import Policy, ProtectOptions, unit_contexts
+from audit.policy.rules import Rule, Rules
+from audit.protection.secondary import suppress_unit, too_narrow
 
 PEERS = Path(__file__).resolve().parent / "data" / "peers"
 LEVELS = {"upper": 1, "lower": 1}

@@ -12,12 +12,12 @@ import yaml
 
 from audit.cli import run as cli
 from audit.errors import AuditError
-from audit.exact import ExactOptions, audit_unit
-from audit.findings import unit_json
-from audit.inputs import load_inputs
-from audit.protect import Policy, ProtectOptions, protect, suppress_unit, unit_contexts
-from audit.rules import evaluate, load_rules
-from audit._suppress import determined, relations, simple_heuristic
+from audit.attacks.exact import ExactOptions, audit_unit
+from audit.findings.document import unit_json
+from audit.data.inputs import load_inputs
+from audit.protection.protect import Policy, ProtectOptions, protect, suppress_unit, unit_contexts
+from audit.policy.rules import evaluate, load_rules
+from audit.protection.suppress import determined, relations, simple_heuristic
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "samples"
@@ -165,7 +165,7 @@ def test_households_block_protected_and_reaudited(tmp_path):
 
 
 def test_block7_suppression_leaves_no_singleton_over_two_columns(tmp_path):
-    pytest.importorskip("audit.engines._numeric", reason="numeric cells (audit/engines/_numeric.py) have not landed")
+    pytest.importorskip("audit.attacks.engines._numeric", reason="numeric cells (audit/attacks/engines/_numeric.py) have not landed")
     d = SAMPLES / "block7"
     report = _protect_cli(tmp_path, d / "data.csv", d / "schema.yaml", d / "tables.yaml")
     findings = json.loads((tmp_path / "out" / "findings.json").read_text())

@@ -1,4 +1,4 @@
-"""RAP-RANK (audit/engines/rank.py, ``audit rank``): CPU only, small sizes."""
+"""RAP-RANK (audit/attacks/engines/rank.py, ``audit rank``): CPU only, small sizes."""
 from __future__ import annotations
 
 import json
@@ -10,16 +10,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from audit.problem import Domain, Problem
-from audit.query import Predicate, Statistic
-from audit.release import Constraint
+from audit.problem.build import Domain, Problem
+from audit.release.query import Predicate, Statistic
+from audit.release.constraints import Constraint
 
 ROOT = Path(__file__).resolve().parents[1]
 SF1 = ROOT / "samples" / "sf1"
 
 
 def test_the_tool_does_not_import_torch():
-    code = "import sys, audit.cli, audit.engines.rank; assert 'torch' not in sys.modules, 'torch imported'"
+    code = "import sys, audit.cli, audit.attacks.engines.rank; assert 'torch' not in sys.modules, 'torch imported'"
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
 
 
@@ -36,7 +36,7 @@ def test_without_torch_the_command_says_how_to_install(monkeypatch, capsys, tmp_
 
 
 def test_match_rate_follows_the_paper():
-    from audit.engines.rank import match_rates, rank_rows
+    from audit.attacks.engines.rank import match_rates, rank_rows
 
     ranked = rank_rows(np.array([[0], [0], [0], [1], [1], [2], [3]]))
     assert ranked == [((0,), 3), ((1,), 2), ((2,), 1), ((3,), 1)]
@@ -50,7 +50,7 @@ def test_match_rate_follows_the_paper():
 
 pytest.importorskip("torch", reason="the rank extra (PyTorch) is not installed: pip install 'disclosure-audit[rank]'")
 
-from audit.engines.rank import RankAttack, RankOptions, _Encoding, relaxed_residuals  # noqa: E402
+from audit.attacks.engines.rank import RankAttack, RankOptions, _Encoding, relaxed_residuals  # noqa: E402
 
 
 def _tiny(truth: np.ndarray, cells: str = "full", noise: float = 0.0, seed: int = 0) -> Problem:

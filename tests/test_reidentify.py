@@ -1,4 +1,4 @@
-"""Re-identification and attribute inference (audit.reidentify): the Bureau's uniqueness flags on its
+"""Re-identification and attribute inference (audit.attacks.reidentify): the Bureau's uniqueness flags on its
 own extract, brute force on small blocks, the findings section, the rules and the protection hook."""
 from __future__ import annotations
 
@@ -15,13 +15,13 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
-from audit.attacker import attribute
+from audit.specs.attacker import attribute
 from audit.cli import run
-from audit.exact import ExactOptions, audit_unit, make_engine
-from audit.findings import run_exact
-from audit.inputs import load_inputs
-from audit.reidentify import ReidentificationAttack, measure_ranking, proofs, uniqueness
-from audit.rules import apply, load_rules
+from audit.attacks.exact import ExactOptions, audit_unit, make_engine
+from audit.findings.document import run_exact
+from audit.data.inputs import load_inputs
+from audit.attacks.reidentify import ReidentificationAttack, measure_ranking, proofs, uniqueness
+from audit.policy.rules import apply, load_rules
 
 from _oracle import consistent_worlds
 from test_exact import _load
@@ -277,7 +277,7 @@ def test_attribute_codes_and_atoms():
 
 # -- protection --------------------------------------------------------------------------------------------
 def test_protection_hits_the_claims_that_prove_sensitive_values(tmp_path):
-    from audit.protect import Policy, ProtectOptions, failing, suppress_unit, unit_contexts
+    from audit.protection.protect import Policy, ProtectOptions, failing, suppress_unit, unit_contexts
 
     inputs = load_inputs(*_block7(tmp_path))
     rules = _rules(tmp_path, "attribute_inference: {max_persons: 0, max_lift: off}\nundecided: on\n")

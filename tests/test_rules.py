@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from audit.errors import AuditError
-from audit.rules import RULES, apply, builtin_names, evaluate, load_rules, rank_lift
+from audit.policy.rules import RULES, apply, builtin_names, evaluate, load_rules, rank_lift
 
 
 def unit(geo="1001", claims=(), **summary):

@@ -12,8 +12,8 @@ import pandas as pd
 import pytest
 
 from audit.cli import run
-from audit.inputs import default_paths, load_inputs
-from audit.tabulate import release_frame
+from audit.data.inputs import default_paths, load_inputs
+from audit.release.tabulate import release_frame
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "samples"

@@ -9,18 +9,18 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from audit.claims import UNDECIDED, VERIFIED, candidates
-from audit.claimstore import ClaimStore
-from audit.coupled import build_coupled_problems
-from audit.exact import ExactOptions, audit_unit
-from audit.findings import run_exact
-from audit.inputs import load_inputs
-from audit.problem import build_problems
-from audit.scale import ScaleOptions, read_parts, run_scaled
-from audit.schedule import load_schedule
-from audit.schema import load_schema
-from audit.stream import count_units, stream_chunks
-from audit.tabulate import tabulate
+from audit.problem.claims import UNDECIDED, VERIFIED, candidates
+from audit.findings.claimstore import ClaimStore
+from audit.problem.coupled import build_coupled_problems
+from audit.attacks.exact import ExactOptions, audit_unit
+from audit.findings.document import run_exact
+from audit.data.inputs import load_inputs
+from audit.problem.build import build_problems
+from audit.scale.runner import ScaleOptions, read_parts, run_scaled
+from audit.specs.schedule import load_schedule
+from audit.specs.schema import load_schema
+from audit.data.stream import count_units, stream_chunks
+from audit.release.tabulate import tabulate
 
 SF1 = Path(__file__).resolve().parents[1] / "samples" / "sf1"
 # Small and cheap: the smallest sample blocks, claims over up to 2 columns, no explanations.
@@ -165,7 +165,7 @@ def test_units_over_the_bounds_are_undecided_and_the_run_goes_on(small, spec, tm
 
 def _crash_on_nine(problem, options, prior, limits):
     """A task whose worker dies on the 9-person block (as if killed for memory)."""
-    from audit.scale import audit_task
+    from audit.scale.runner import audit_task
 
     if problem.n_rows[1] == 9:
         os._exit(3)

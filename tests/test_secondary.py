@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 from test_protect import _case
 
-from audit.exact import ExactOptions
-from audit.protect import Policy, ProtectOptions, unit_contexts
-from audit.rules import protection_needed
+from audit.attacks.exact import ExactOptions
+from audit.protection.protect import Policy, ProtectOptions, unit_contexts
+from audit.policy.rules import protection_needed
 from audit import secondary
-from audit.secondary import cell_costs, suppress_unit
+from audit.protection.secondary import cell_costs, suppress_unit
 
 EXACT = ExactOptions(explain="none")
 

@@ -13,13 +13,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from audit.microdata import load_microdata, validate
-from audit.problem import build_problems
-from audit.query import Predicate, Statistic
-from audit.release import EMPTY, PUBLISHED, SUPPRESSED, Value, constraints_of, round_half_up, round_to_base
-from audit.schedule import CellDef, Protection, load_schedule
-from audit.schema import infer_schema, load_schema
-from audit.tabulate import median, tabulate
+from audit.data.microdata import load_microdata, validate
+from audit.problem.build import build_problems
+from audit.release.query import Predicate, Statistic
+from audit.release.constraints import EMPTY, PUBLISHED, SUPPRESSED, Value, constraints_of, round_half_up, round_to_base
+from audit.specs.schedule import CellDef, Protection, load_schedule
+from audit.specs.schema import infer_schema, load_schema
+from audit.release.tabulate import median, tabulate
 
 ROOT = Path(__file__).resolve().parents[1]
 BLOCK7 = ROOT / "samples" / "block7"

@@ -13,17 +13,17 @@ import pandas as pd
 import pytest
 import yaml
 
-from audit._suppress import determined, relations, simple_heuristic
-from audit.claims import candidates
+from audit.protection.suppress import determined, relations, simple_heuristic
+from audit.problem.claims import candidates
 from audit.cli import run as cli
 from audit.errors import AuditError
-from audit.exact import ExactOptions, audit_unit
-from audit.findings import cells_json
-from audit.protect import protected_schedule, write_schedule_yaml
-from audit.release import PUBLISHED, STRUCTURAL, SUPPRESSED, constraints_of
-from audit.schedule import load_schedule
-from audit.schema import load_schema
-from audit.tabulate import release_frame
+from audit.attacks.exact import ExactOptions, audit_unit
+from audit.findings.document import cells_json
+from audit.protection.protect import protected_schedule, write_schedule_yaml
+from audit.release.constraints import PUBLISHED, STRUCTURAL, SUPPRESSED, constraints_of
+from audit.specs.schedule import load_schedule
+from audit.specs.schema import load_schema
+from audit.release.tabulate import release_frame
 from _oracle import to_atoms, verified_claims
 from test_exact import _load, oracle
 

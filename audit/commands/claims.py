@@ -10,10 +10,10 @@ from typing import Annotated, Optional
 
 import typer
 
-from ..claimstore import store_beside
+from ..findings.claimstore import store_beside
 from ..errors import AuditError
-from ..findings import read_findings
-from ..terminal import echo, printable
+from ..findings.document import read_findings
+from ..outputs.terminal import echo, printable
 
 STATUSES = ("verified", "undecided", "refuted")
 

@@ -9,10 +9,10 @@ from typing import Annotated
 
 import typer
 
-from ..engines._explain import EXPLAIN_BUDGET
+from ..attacks.engines._explain import EXPLAIN_BUDGET
 from ..errors import AuditError
 from ..pipeline import run_audit
-from ..terminal import echo
+from ..outputs.terminal import echo
 from . import QuietOpt, output_folder
 from .run import ExplainBudgetOpt, ExplainSecondsOpt, JsonOpt, audit_options, budget_of, warn_left_out
 

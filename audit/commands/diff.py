@@ -7,11 +7,11 @@ from typing import Annotated, Optional
 
 import typer
 
-from ..claimstore import store_beside
-from ..diff import compare
-from ..findings import read_findings
-from ..rules import apply, load_rules
-from ..terminal import echo
+from ..findings.claimstore import store_beside
+from ..outputs.diff import compare
+from ..findings.document import read_findings
+from ..policy.rules import apply, load_rules
+from ..outputs.terminal import echo
 from . import QuietOpt, output_file
 from .run import JsonOpt
 

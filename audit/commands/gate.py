@@ -5,8 +5,8 @@ from pathlib import Path
 
 import typer
 
-from ..terminal import echo
-from ..engines._explain import EXPLAIN_BUDGET
+from ..outputs.terminal import echo
+from ..attacks.engines._explain import EXPLAIN_BUDGET
 from ..pipeline import run_audit
 from . import GeographyOpt, InferOpt, OutOpt, QuietOpt, SchemaOpt, SeedOpt, TablesOpt
 from .run import (ConflictsOpt, EngineOpt, ExplainBudgetOpt, ExplainOpt, ExplainSecondsOpt, JsonOpt, LinearPublicOpt,

@@ -6,11 +6,11 @@ from typing import Annotated, Optional
 
 import typer
 
-from ..census_lp import read_lp, read_solution, release_frame
+from ..release.census_lp import read_lp, read_solution, release_frame
 from ..errors import AuditError
-from ..schedule import load_schedule
-from ..schema import load_schema
-from ..terminal import echo
+from ..specs.schedule import load_schedule
+from ..specs.schema import load_schema
+from ..outputs.terminal import echo
 from . import SchemaOpt, TablesOpt, output_file
 
 

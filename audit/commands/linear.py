@@ -6,9 +6,9 @@ from typing import Annotated, Optional
 
 import typer
 
-from ..engines.linear import DP_HINT, opendp_available
-from ..extras import write_linear
-from ..terminal import echo
+from ..attacks.engines.linear import DP_HINT, opendp_available
+from ..attacks.extras import write_linear
+from ..outputs.terminal import echo
 from . import DataArg
 
 

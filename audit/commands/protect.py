@@ -6,10 +6,10 @@ from typing import Annotated, Optional
 
 import typer
 
-from ..exact import ExactOptions
-from ..protect import ProtectInterrupted, ProtectOptions, audit_pattern, protect as run_protect
-from ..rules import load_rules
-from ..terminal import echo
+from ..attacks.exact import ExactOptions
+from ..protection.protect import ProtectInterrupted, ProtectOptions, audit_pattern, protect as run_protect
+from ..policy.rules import load_rules
+from ..outputs.terminal import echo
 from . import DataArg, OutOpt, QuietOpt, SchemaOpt, SeedOpt, TablesOpt, inputs_from, output_folder
 
 

@@ -6,10 +6,10 @@ from typing import Annotated, Optional
 
 import typer
 
-from ..engines.rank import RankOptions, resolve_device
-from ..extras import write_ranking
-from ..provenance import fingerprint
-from ..terminal import echo
+from ..attacks.engines.rank import RankOptions, resolve_device
+from ..attacks.extras import write_ranking
+from ..findings.provenance import fingerprint
+from ..outputs.terminal import echo
 from . import DataArg, GeographyOpt, InferOpt, OutOpt, QuietOpt, SchemaOpt, SeedOpt, TablesOpt, inputs_from, output_folder
 
 

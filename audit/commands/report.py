@@ -6,13 +6,13 @@ from typing import Annotated, Optional
 
 import typer
 
-from ..claimstore import store_beside
-from ..findings import read_findings
-from ..junit import write_junit
-from ..provenance import select
-from ..report import extras_beside, write_report
-from ..rules import apply, load_rules
-from ..terminal import echo
+from ..findings.claimstore import store_beside
+from ..findings.document import read_findings
+from ..findings.junit import write_junit
+from ..findings.provenance import select
+from ..outputs.report import extras_beside, write_report
+from ..policy.rules import apply, load_rules
+from ..outputs.terminal import echo
 from . import QuietOpt, output_file
 from .run import RulesOpt
 

@@ -12,10 +12,10 @@ from typing import Annotated, Optional
 
 import typer
 
-from ..engines._explain import EXPLAIN_BUDGET, WORK_PER_SECOND
+from ..attacks.engines._explain import EXPLAIN_BUDGET, WORK_PER_SECOND
 from ..pipeline import AuditOptions, clear_outputs, run_audit
-from ..scale import ScaleOptions
-from ..terminal import echo
+from ..scale.runner import ScaleOptions
+from ..outputs.terminal import echo
 from . import GeographyOpt, InferOpt, OutOpt, QuietOpt, SchemaOpt, SeedOpt, TablesOpt
 
 RulesOpt = Annotated[Optional[str], typer.Option(

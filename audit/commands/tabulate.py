@@ -7,8 +7,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from ..tabulate import release_frame
-from ..terminal import echo, printable
+from ..release.tabulate import release_frame
+from ..outputs.terminal import echo, printable
 from . import DataArg, GeographyOpt, InferOpt, SchemaOpt, TablesOpt, inputs_from, output_file
 
 

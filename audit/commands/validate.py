@@ -6,10 +6,10 @@ from typing import Annotated, Optional
 
 import typer
 
-from ..microdata import load_microdata
-from ..schedule import load_schedule
-from ..schema import load_schema
-from ..terminal import echo
+from ..data.microdata import load_microdata
+from ..specs.schedule import load_schedule
+from ..specs.schema import load_schema
+from ..outputs.terminal import echo
 
 
 def register(app: typer.Typer) -> None:

@@ -79,8 +79,8 @@ def generate(blocks: int, min_size: int, max_size: int, seed: int, per_tract: in
 
 def check(frame: pd.DataFrame, schema_path: Path) -> None:
     """Raise if any household breaks a structural edit of the schema."""
-    from audit.microdata import validate
-    from audit.schema import load_schema
+    from audit.data.microdata import validate
+    from audit.specs.schema import load_schema
 
     schema = load_schema(schema_path)
     rows = validate(frame, schema, "<generated>")

@@ -1,0 +1,456 @@
+"""Explaining verified claims: the published cells that imply them, shared by the exact engines.
+
+An explanation of a claim is a set ``E`` of cells such that every dataset meeting ``E`` (with the
+edits and the population) has the claim's count. Every dataset that contradicts the claim breaks
+some cell of ``E``, so ``E`` is a hitting set of the cells such datasets break. One
+:class:`Explainer` per unit keeps a pool of datasets (the truth with a row or two changed, and every
+counterexample a solver returns), checked against the problem. A claim is explained by taking an
+irredundant hitting set of its counterexamples in the pool and asking the solver for a dataset
+that meets it and contradicts the claim: none (UNSAT) proves it sufficient, and irredundancy gives
+each cell a pool dataset that meets every other cell and contradicts the claim, so the set is
+minimal; a new counterexample joins the pool and the hitting set is taken again. After
+:data:`FREE_ROUNDS` the hitting sets are confined to a set known to suffice (the solver's core over a
+checked linear proof's cells or over every cell), and after :data:`CONFINED_ROUNDS` more that set
+is shrunk by deletion. A sufficiency check the solver cannot finish may be settled by a checked
+linear proof from those cells alone.
+
+Solver work, not time, bounds it: each call has a conflict (or node) limit, and its propagations are
+charged against the unit's budget, so the same inputs give the same explanations on any machine.
+"""
+from __future__ import annotations
+
+import itertools
+from dataclasses import replace
+from fractions import Fraction
+from typing import Callable, Protocol, Sequence
+
+import numpy as np
+
+from ...problem.claims import Claim
+from ...errors import InternalError
+from ..implied import LinearProof, flat_mask
+from ...problem.build import Problem
+from ...release.constraints import int_hi, int_lo
+
+UNSAT, SAT, LIMIT = "unsat", "sat", "limit"
+FREE_ROUNDS = 2  # hitting sets over all cells tried before the search is confined to a sufficient set
+CONFINED_ROUNDS = 3  # hitting sets inside it tried before it is shrunk one cell at a time
+MAX_NEAR = 20_000  # datasets near the truth seeded into a unit's pool
+EXPLAIN_BUDGET = 20.0  # default work per unit: millions of solver propagations (about 4 s of solving)
+WHOLE_SHARE = 5  # a call over every cell gets this fraction of the conflicts of a call over a few
+WORK_PER_SECOND = 5.0  # millions of propagations the explanation solver makes per CPU second, about
+
+
+class Session(Protocol):
+    """One claim's negation inside an engine's explanation solver."""
+
+    def solve(self, cells: list[int], limit: int) -> tuple[str, object, int]:
+        """(UNSAT, core cell indices or None) | (SAT, rows of a counterexample) | (LIMIT, None), plus the
+        work done (propagations); ``limit``: conflicts (nodes) allowed to the call."""
+
+    def close(self) -> None:
+        """Retire the claim's negation."""
+
+
+class CellBook:
+    """The published cells of a problem, evaluated on datasets given as changes to a base dataset.
+
+    ``keys`` are the cells an explanation may name (the engine's order); constraints of other cells
+    (the population, fixed by the engines) are not evaluated.
+    """
+
+    def __init__(self, problem: Problem, keys: Sequence[str], base: np.ndarray):
+        self.problem, self.keys = problem, list(keys)
+        self.bounds = np.cumsum((0,) + problem.sizes)
+        index = {k: i for i, k in enumerate(self.keys)}
+        counts = [c for c in problem.constraints if c.statistic.kind == "count" and c.key.rsplit(":", 1)[0] in index]
+        self.numeric = [(index[c.key.rsplit(":", 1)[0]], c) for c in problem.constraints
+                        if c.statistic.kind != "count" and c.key.rsplit(":", 1)[0] in index]
+        width = self.bounds[-1]
+        self.flats = np.array([flat_mask(problem, c.predicate) for c in counts], dtype=np.int64).reshape(len(counts), width)
+        self._by_atom = np.ascontiguousarray(self.flats.T.astype(bool))  # atom -> count cells whose region allows it
+        self.lo = np.array([int_lo(c.lo, c.lo_open) or 0 for c in counts], dtype=np.int64)
+        self.hi = np.array([np.iinfo(np.int32).max if c.hi is None else int_hi(c.hi, c.hi_open) for c in counts],
+                           dtype=np.int64)
+        self._cell = np.array([index[c.key.rsplit(":", 1)[0]] for c in counts], dtype=np.int64)
+        edits = np.array([flat_mask(problem, e) for e in problem.edits], dtype=np.int64).reshape(len(problem.edits), width)
+        self._edit_by_atom = np.ascontiguousarray(edits.T.astype(bool))
+        self.base = np.asarray(base, dtype=np.int64).reshape(-1, len(problem.sizes))
+        self.base_member = self.member(self.base)
+        self.base_counts = self.base_member.sum(axis=0, dtype=np.int32)
+
+    def member(self, rows: np.ndarray) -> np.ndarray:
+        """Which count cells' regions hold each row (rows x count constraints, 0/1)."""
+        return self._inside(rows, self._by_atom).astype(np.int32)
+
+    def allowed(self, rows: np.ndarray) -> np.ndarray:
+        """Which rows no structural edit forbids."""
+        return ~self._inside(rows, self._edit_by_atom).any(axis=1)
+
+    def _inside(self, rows: np.ndarray, by_atom: np.ndarray) -> np.ndarray:
+        """Which product sets (atom -> set masks) hold each row: gathers, not a matrix product (no
+        BLAS threads for a small product)."""
+        rows = np.asarray(rows).reshape(-1, len(self.bounds) - 1)
+        out = np.ones((len(rows), by_atom.shape[1]), dtype=bool)
+        for c in range(rows.shape[1]):
+            out &= by_atom[self.bounds[c] + rows[:, c]]
+        return out
+
+    def broken(self, old: np.ndarray, new: np.ndarray) -> np.ndarray:
+        """Cells broken by each dataset ``base - base[old[k]] + new[k]`` (datasets x cells, bool)."""
+        k = len(old)
+        if k == 1:  # one whole dataset
+            counts = (self.base_counts - self.base_member[old[0]].sum(axis=0) + self.member(new[0]).sum(axis=0))[None]
+        else:  # many small changes
+            counts = np.broadcast_to(self.base_counts, (k, len(self.lo))).copy()
+            for r in range(old.shape[1]):
+                counts -= self.base_member[old[:, r]]
+            for r in range(new.shape[1]):
+                counts += self.member(new[:, r])
+        out = np.zeros((k, len(self.keys)), dtype=bool)
+        data, constraint = np.nonzero((counts < self.lo) | (counts > self.hi))
+        out[data, self._cell[constraint]] = True
+        for cell, c in self.numeric:
+            out[:, cell] |= ~self._holds(c, old, new)
+        return out
+
+    def _holds(self, c, old: np.ndarray, new: np.ndarray) -> np.ndarray:
+        """Whether each dataset meets a sum, mean or median cell; each distinct value is checked once,
+        by the constraint itself."""
+        width = len(self.bounds) - 1
+        if old.shape[1] != new.shape[1]:  # datasets of another size than the base: one at a time
+            return np.array([c.holds(self.problem.value(np.vstack([np.delete(self.base, o, axis=0), n.reshape(-1, width)]), c))
+                             for o, n in zip(old, new)], dtype=bool)
+        rows = np.repeat(self.base[None], len(old), axis=0)
+        rows[np.arange(len(old))[:, None], old] = new
+        flat = flat_mask(self.problem, c.predicate).astype(bool)
+        inside = np.ones(rows.shape[:2], dtype=bool)
+        for j in range(width):
+            inside &= flat[self.bounds[j] + rows[..., j]]
+        col = self.problem.index(c.statistic.column)
+        values = np.asarray(self.problem.domains[col].values, dtype=np.int64)[rows[..., col]]
+        count = inside.sum(axis=1)
+        if c.statistic.kind == "median":  # twice the median: the middle value, or the two middle ones
+            ordered = np.sort(np.where(inside, values, np.iinfo(np.int64).max), axis=1)
+            upper = ordered[np.arange(len(rows)), np.minimum(count // 2, rows.shape[1] - 1)]
+            lower = ordered[np.arange(len(rows)), np.maximum((count - 1) // 2, 0)]
+            keys = np.column_stack([count, np.where(count > 0, lower + upper, 0)])
+            value = lambda n, t: Fraction(int(t), 2) if n else None  # noqa: E731
+        else:
+            keys = np.column_stack([count, (inside * values).sum(axis=1)])
+            value = ((lambda n, t: Fraction(int(t), int(n)) if n else None) if c.statistic.kind == "mean"
+                     else (lambda n, t: Fraction(int(t))))
+        distinct, back = np.unique(keys, axis=0, return_inverse=True)
+        return np.array([c.holds(value(n, t)) for n, t in distinct], dtype=bool)[back.ravel()]
+
+
+class Pool:
+    """Datasets that meet the edits and the population, each stored as changes to the base dataset
+    (rows of it removed, rows added), with the cells it breaks; shared by every claim of a unit."""
+
+    def __init__(self, book: CellBook):
+        self.book = book
+        self._parts: list[tuple] = []  # (broken, removed: dataset id and base row, added: dataset id and row)
+        self._size = 0
+        self._joined: tuple | None = None
+
+    def __len__(self) -> int:
+        return self._size
+
+    @property
+    def broken(self) -> np.ndarray:
+        """Cells each dataset breaks (datasets x cells)."""
+        return self._join()[0]
+
+    def _join(self) -> tuple:
+        if self._joined is None:
+            width = len(self.book.bounds) - 1
+            parts = list(zip(*self._parts)) or [[np.zeros((0, len(self.book.keys)), bool)], [np.zeros(0, np.int64)],
+                                                 [np.zeros(0, np.int64)], [np.zeros(0, np.int64)],
+                                                 [np.zeros((0, width), np.int64)]]
+            self._joined = tuple(np.concatenate(p) for p in parts)
+            self._parts = [self._joined]
+        return self._joined
+
+    def add(self, old: np.ndarray, new: np.ndarray) -> np.ndarray:
+        """Add the datasets ``base - base[old[k]] + new[k]`` that meet the edits and the population;
+        returns which were kept."""
+        old = np.asarray(old, dtype=np.int64).reshape(len(old), -1)
+        new = np.asarray(new, dtype=np.int64).reshape(len(old), -1, len(self.book.bounds) - 1)
+        lo, hi = self.book.problem.n_rows
+        size = len(self.book.base) - old.shape[1] + new.shape[1]
+        ok = self.book.allowed(new.reshape(-1, new.shape[2])).reshape(len(new), -1).all(axis=1) & (lo <= size <= hi)
+        old, new = old[ok], new[ok]
+        ids = self._size + np.arange(len(old))
+        self._parts.append((self.book.broken(old, new), np.repeat(ids, old.shape[1]), old.ravel(),
+                            np.repeat(ids, new.shape[1]), new.reshape(-1, new.shape[2])))
+        self._size += len(old)
+        self._joined = None
+        return ok
+
+    def add_dataset(self, rows: np.ndarray) -> np.ndarray | None:
+        """Add one whole dataset (a solver's model); returns the cells it breaks, or None if it breaks
+        an edit or the population."""
+        rows = np.asarray(rows, dtype=np.int64)
+        if not self.add(np.arange(len(self.book.base))[None], rows[None])[0]:
+            return None
+        return self._parts[-1][0][0]
+
+    def counts(self, claim: Claim) -> np.ndarray:
+        """The claim's count in every dataset."""
+        _, old_ids, old, new_ids, new = self._join()
+        cols = [c for c, _ in claim.assignment]
+        vals = np.array([v for _, v in claim.assignment])
+        base = self.book.base
+        gained = np.bincount(new_ids[(new[:, cols] == vals).all(axis=1)], minlength=self._size)
+        lost = np.bincount(old_ids[(base[old][:, cols] == vals).all(axis=1)], minlength=self._size)
+        return int((base[:, cols] == vals).all(axis=1).sum()) - lost + gained
+
+    def seed_near(self, limit: int = MAX_NEAR) -> None:
+        """Add the base dataset with one row changed in one or two columns, then with two rows
+        exchanging their values in one or two columns (up to ``limit`` datasets, in a fixed order)."""
+        base = self.book.base
+        if len(base) == 0:
+            return
+        rows = base[np.sort(np.unique(base, axis=0, return_index=True)[1])]
+        n, sizes = len(rows), self.book.problem.sizes
+        index = np.array([int(np.flatnonzero((base == r).all(axis=1))[0]) for r in rows])
+        subsets = [list(cs) for k in (1, 2) for cs in itertools.combinations(range(len(sizes)), k)]
+        olds, news = [], []
+        for cs in subsets:  # one row changed in every column of cs
+            grid = np.array(list(itertools.product(*(range(sizes[c]) for c in cs))), dtype=np.int64)
+            differs = (rows[:, None, cs] != grid[None]).all(axis=2)
+            i, g = np.nonzero(differs)
+            new = rows[i].copy()
+            new[:, cs] = grid[g]
+            olds.append(index[i][:, None])
+            news.append(new[:, None])
+        self._add_capped(olds, news, limit)
+        olds, news = [], []
+        i, j = np.triu_indices(n, 1)
+        for cs in subsets:  # two rows exchanging their values in every column of cs
+            pick = (rows[i][:, cs] != rows[j][:, cs]).all(axis=1)
+            a, b = rows[i[pick]].copy(), rows[j[pick]].copy()
+            a[:, cs], b[:, cs] = rows[j[pick]][:, cs], rows[i[pick]][:, cs]
+            olds.append(np.column_stack([index[i[pick]], index[j[pick]]]))
+            news.append(np.stack([a, b], axis=1))
+        self._add_capped(olds, news, limit - len(self))
+
+    def _add_capped(self, olds: list, news: list, limit: int) -> None:
+        if limit <= 0 or not olds:
+            return
+        old, new = np.concatenate(olds)[:limit], np.concatenate(news)[:limit]
+        if len(old):
+            self.add(old, new)
+
+
+def hitting_set(sets: np.ndarray, allowed: np.ndarray | None = None) -> list[int] | None:
+    """An irredundant hitting set of the rows of a bool matrix (columns: cells), greedy, lowest
+    column first on ties; confined to ``allowed`` columns when given (None if that is impossible)."""
+    if allowed is not None:
+        sets = sets & allowed
+    if not len(sets):
+        return []
+    if not sets.any(axis=1).all():
+        return None
+    cols = np.flatnonzero(sets.any(axis=0))
+    sets = sets[:, cols]
+    packed = np.ascontiguousarray(np.packbits(sets, axis=1))
+    _, first = np.unique(packed.view(np.dtype((np.void, packed.shape[1]))).ravel(), return_index=True)
+    sets = sets[np.sort(first)]
+    chosen: list[int] = []
+    left = sets
+    while len(left):
+        j = int(left.sum(axis=0).argmax())
+        chosen.append(j)
+        left = left[~left[:, j]]
+    for j in reversed(list(chosen)):
+        rest = [c for c in chosen if c != j]
+        if sets[:, rest].any(axis=1).all():
+            chosen = rest
+    return sorted(cols[chosen].tolist())
+
+
+class Explainer:
+    """Explains the verified claims of one unit against a shared pool of counterexamples.
+
+    Parameters
+    ----------
+    problem : Problem
+    keys : sequence of str
+        The cells an explanation may name, in the engine's order.
+    open_claim : callable
+        Claim -> :class:`Session` of the engine's explanation solver.
+    budget : float
+        Solver work for the whole unit, in millions of propagations (see :class:`Session`); no call
+        starts once it is spent.
+    per_call : int
+        Conflict (node) limit of one solver call.
+    open_whole : callable, optional
+        Claim -> :class:`Session` for the calls over every cell (a solver that holds them all), when
+        ``open_claim``'s solver holds only the cells it has been asked about.
+    """
+
+    def __init__(self, problem: Problem, keys: Sequence[str], open_claim: Callable[[Claim], Session],
+                 budget: float, per_call: int, open_whole: Callable[[Claim], Session] | None = None):
+        base = problem.truth if problem.truth is not None else np.zeros((0, len(problem.sizes)), dtype=np.int64)
+        self.book = CellBook(problem, keys, base)
+        self.pool = Pool(self.book)
+        self.pool.seed_near()
+        self.open_claim, self.open_whole, self.left, self.per_call = open_claim, open_whole, int(budget * 1e6), per_call
+        self._index = {k: i for i, k in enumerate(self.keys)}
+        self.calls = 0
+
+    @property
+    def keys(self) -> list[str]:
+        return self.book.keys
+
+    def explain(self, claim: Claim, sufficient: Sequence[str] | None = None,
+                certificate: Callable[[], Sequence[str] | None] | None = None) -> tuple[tuple[str, ...], bool]:
+        """Cells that imply a verified claim, and whether they are minimal (within the work budget).
+
+        ``sufficient``: cells known to imply the claim (a checked linear proof's); the search is
+        confined to the solver's core over them instead of over every cell. ``certificate`` is asked
+        for such cells only when the solver finds no core over every cell. Past the budget the answer
+        is the set the search was confined to (not minimal), or ``((), False)`` when there is none
+        yet: an explanation is never invented.
+        """
+        if self.left <= 0:
+            return (), False
+        sets = self.pool.broken[self.pool.counts(claim) != claim.m]
+        session = self.open_claim(claim)
+        within = None
+        try:
+            for rounds in itertools.count():
+                if rounds == FREE_ROUNDS:
+                    within = self._confine(session, claim, sufficient, certificate)
+                    if within is None:
+                        return (), False
+                if rounds == FREE_ROUNDS + CONFINED_ROUNDS:
+                    return self._delete(session, claim, sets, within, cells)
+                cells = hitting_set(sets, within)
+                if cells is None:
+                    raise InternalError(f"a dataset meets every cell of a set said to imply {claim} and contradicts it")
+                status, info, _ = self._suffices(session, claim, cells)
+                if status == UNSAT:
+                    return self._names(cells), True
+                if status == LIMIT:
+                    return self._names(np.flatnonzero(within)) if within is not None else (), False
+                sets = np.vstack([sets, self._counterexample(claim, info, cells)[None]])
+        finally:
+            session.close()
+        raise InternalError("unreachable")
+
+    def _delete(self, session: Session, claim: Claim, sets: np.ndarray, within: np.ndarray,
+                likely: list[int]) -> tuple[tuple[str, ...], bool]:
+        """Shrink a sufficient set by deletion, cells outside the ``likely`` hitting set first, several
+        at a time while the solver keeps answering UNSAT (its core drops more). A cell stays once a
+        dataset meets every other cell of the set and contradicts the claim: from the pool, or the
+        solver's answer to a one-cell deletion."""
+        keep = within.copy()
+        order = sorted(np.flatnonzero(within).tolist(), key=lambda c: (c in likely, c))
+        needed = np.zeros(len(keep), dtype=bool)
+        minimal, step = True, 1
+        while True:
+            alone = sets[:, keep].sum(axis=1) == 1
+            needed |= sets[alone].any(axis=0) & keep  # a known dataset breaks only this cell of the set
+            todo = [c for c in order if keep[c] and not needed[c]]
+            if not todo:
+                return self._names(np.flatnonzero(keep)), minimal
+            chunk = todo[:step]
+            trial = keep.copy()
+            trial[chunk] = False
+            status, info, _ = self._suffices(session, claim, np.flatnonzero(trial).tolist())
+            if status == UNSAT:
+                keep = trial
+                if info is not None:
+                    keep[:] = False
+                    keep[info] = True
+                step *= 2
+            elif status == SAT:
+                sets = np.vstack([sets, self._counterexample(claim, info, np.flatnonzero(trial))[None]])
+                step = max(1, step // 2)
+            elif step > 1:
+                step = 1
+            else:  # the budget ran out on this cell: keep it, unproven
+                minimal = False
+                needed[chunk] = True
+
+    def _counterexample(self, claim: Claim, rows, cells) -> np.ndarray:
+        """Add a solver's counterexample to the pool after checking it; returns the cells it breaks."""
+        broken = self.pool.add_dataset(rows)
+        if broken is None or broken[cells].any() or claim.count(np.asarray(rows)) == claim.m:
+            raise InternalError(f"the explanation solver's counterexample to {claim} does not check out")
+        return broken
+
+    def _names(self, cells) -> tuple[str, ...]:
+        return tuple(sorted(self.keys[i] for i in cells))
+
+    def _confine(self, session: Session, claim: Claim, sufficient, certificate) -> np.ndarray | None:
+        """Cells known to imply the claim (a mask): the solver's core over the sufficient cells (every
+        cell when none are known), else those cells, else the certificate's."""
+        index = self._index
+        start = np.ones(len(self.keys), dtype=bool)
+        if sufficient is not None:
+            start[:] = False
+            start[[index[k] for k in sufficient if k in index]] = True  # the population is fixed by the engines
+        if sufficient is None and self.open_whole is not None:
+            status, core, _ = self._whole(claim, np.flatnonzero(start).tolist())
+        else:
+            status, core, _ = self._solve(session, np.flatnonzero(start).tolist())
+        if status == UNSAT:
+            if core is not None:
+                start[:] = False
+                start[core] = True
+            return start
+        if status == SAT and sufficient is not None:
+            raise InternalError("a dataset meets every cell of a checked linear proof and contradicts its claim")
+        if sufficient is not None:
+            return start
+        cells = certificate() if certificate is not None else None
+        if not cells:
+            return None
+        start[:] = False
+        start[[index[k] for k in cells if k in index]] = True
+        return start
+
+    def _suffices(self, session: Session, claim: Claim, cells: list[int]) -> tuple[str, object, int]:
+        """The solver's answer on whether the cells imply the claim; when it runs out, a checked linear
+        proof from these cells alone (on the support their zero cells leave) stands for UNSAT."""
+        spent = self.left <= 0
+        status, info, work = self._solve(session, cells)
+        if status == LIMIT and not spent and self.open_whole is not None:  # every cell in reach helps CDCL
+            status, info, more = self._whole(claim, cells)
+            work += more
+        if status == LIMIT and not spent and self._linear(claim, cells):
+            return UNSAT, None, work
+        return status, info, work
+
+    def _whole(self, claim: Claim, cells: list[int]) -> tuple[str, object, int]:
+        """A call on the solver that holds every cell (``open_whole``)."""
+        whole = self.open_whole(claim)
+        try:
+            return self._solve(whole, cells, self.per_call // WHOLE_SHARE)
+        finally:
+            whole.close()
+
+    def _linear(self, claim: Claim, cells: list[int]) -> bool:
+        keep = {self.keys[i] for i in cells}
+        problem = self.book.problem
+        constraints = tuple(c for c in problem.constraints if c.key.rsplit(":", 1)[0] in keep
+                            or c.key.rsplit(":", 1)[0] not in self._index)  # the population stays
+        linear = LinearProof.of(replace(problem, constraints=constraints))
+        if linear is None:
+            return False
+        if linear.combine([claim])[0] is not None:
+            return True
+        found = linear.bound(claim)
+        return found is not None and found[0] == "verified"
+
+    def _solve(self, session: Session, cells: list[int], limit: int | None = None) -> tuple[str, object, int]:
+        if self.left <= 0:
+            return LIMIT, None, 0
+        status, info, work = session.solve(cells, limit or self.per_call)
+        self.calls += 1
+        self.left -= work
+        return status, info, work

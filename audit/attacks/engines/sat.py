@@ -1,0 +1,480 @@
+"""The exact engine on python-sat: one incremental solver per unit, claims checked under assumptions.
+
+Encoding (after seeds 000 and 002 and the measurements in DESIGN.md): N row slots, one-hot per column
+plus an order encoding (``o[k]`` = atom index >= k) used for ranges and symmetry breaking; structural
+edits as clauses; a per-slot indicator per predicate; each published count as a sequential counter
+guarded by its cell's selector literal; full lexicographic ordering of slots, so that models and
+distinct datasets (multisets of rows) correspond one to one. Numeric cells (sum, mean, median) are
+added by :mod:`audit.attacks.engines._numeric`.
+"""
+from __future__ import annotations
+
+import time
+from typing import Generator, Sequence
+
+import numpy as np
+from pysat.card import CardEnc, EncType
+from pysat.formula import IDPool
+from pysat.solvers import Solver
+
+from ...problem.claims import REFUTED, UNDECIDED, VERIFIED, Claim, Verdict
+from ...problem.build import Problem
+from ...release.query import Predicate
+from ...release.constraints import Constraint, int_hi, int_lo
+from ._explain import EXPLAIN_BUDGET, LIMIT, SAT, UNSAT, Explainer
+from .base import Enumeration, ExactEngine
+
+DEFAULT_SOLVER = "cadical195"
+FIRST_SLICE = 1_000  # conflicts of a call's first slice when a deadline is set
+
+
+def integer_bounds(c: Constraint, n: int) -> tuple[int, int]:
+    """Inclusive integer bounds of a count's interval, clipped below at 0 (for counts only: a sum may be negative)."""
+    lo, hi = int_lo(c.lo, c.lo_open), int_hi(c.hi, c.hi_open)
+    return max(lo or 0, 0), n if hi is None else hi
+
+
+def cell_of(key: str) -> str:
+    """``TABLE:CELL:stat`` -> ``TABLE:CELL``."""
+    return key.rsplit(":", 1)[0]
+
+
+class SatEngine(ExactEngine):
+    """Exact reconstruction engine for one :class:`~audit.problem.build.Problem`.
+
+    Parameters
+    ----------
+    problem : Problem
+        The unit to attack.
+    solver : str
+        A python-sat solver name (``cadical195`` by default; the others are slower here).
+    conflicts : int
+        Conflict budget per solver call; a call that exhausts it is *undecided*.
+    symmetry : bool
+        Lexicographic ordering of row slots (needed for counting distinct datasets).
+    explain_conflicts : int
+        Conflict limit of one solver call while explaining a claim (see :meth:`explainer`).
+    verifying : bool
+        Build the verifying solver (cells hard); False when the engine only explains claims: a cell
+        is then encoded when an explanation first assumes it.
+    deadline : float, optional
+        :func:`time.perf_counter` time after which a solver call gives up (undecided).
+    """
+
+    name = "sat"
+
+    def __init__(self, problem: Problem, solver: str = DEFAULT_SOLVER, conflicts: int = 200_000,
+                 symmetry: bool = True, seed: int = 0, explain_conflicts: int = 5_000, verifying: bool = True,
+                 deadline: float | None = None):
+        self.problem, self.conflicts, self.seed = problem, conflicts, seed
+        self.explain_conflicts = explain_conflicts
+        self.pool = IDPool()
+        self.solver: Solver | None = None
+        self.n = problem.n_rows[1]
+        self.sizes = [len(d) for d in problem.domains]
+        self._clauses: list[list[int]] = []
+        self._m_cache: dict = {}
+        self._y_cache: dict = {}
+        self.act = [self.pool.id(("act", s)) for s in range(self.n)]
+        self.x = [[[self.pool.id(("x", s, c, v)) for v in range(d)] for c, d in enumerate(self.sizes)]
+                  for s in range(self.n)]
+        self.o = [[[0] + [self.pool.id(("o", s, c, k)) for k in range(1, d)] for c, d in enumerate(self.sizes)]
+                  for s in range(self.n)]
+        self._rows()
+        for edit in problem.edits:
+            self._edit(edit)
+        if symmetry:
+            self._lex()
+        self.selectors: dict[str, int] = {}
+        self._pending: dict[str, list[Constraint]] = {}  # cells not encoded yet (see :meth:`_encode`)
+        for c in problem.constraints:
+            if c.statistic.kind == "count" and not c.predicate.clauses and (c.lo, c.hi) == (problem.n_rows[0], problem.n_rows[1]) and c.exact:
+                continue  # the population, already fixed by the number of slots
+            sel = self.selectors.setdefault(cell_of(c.key), self.pool.id(("sel", cell_of(c.key))))
+            if verifying:
+                self._constraint(c, sel)
+            else:
+                self._pending.setdefault(cell_of(c.key), []).append(c)
+        # Cells are hard in the main solver (assumption-guarded cells made each call 50-100x slower);
+        # explanations use a second solver where they stay guarded.
+        self._base = self._clauses
+        self.solver_name = solver
+        self._clauses = []
+        if verifying:
+            self.solver = Solver(name=solver, bootstrap_with=self._base + [[sel] for sel in self.selectors.values()])
+        self._guarded: Solver | None = None
+        self._explainer: Explainer | None = None
+        self._x_grid: np.ndarray | None = None
+        self.calls = 0
+        self.deadline = deadline
+        self._pace: float | None = None  # conflicts per second on this formula, once measured
+
+    # -- encoding -------------------------------------------------------------------------------
+    def _add(self, clause: list[int]) -> None:
+        if self.solver is None:
+            self._clauses.append(clause)
+        else:
+            self.solver.add_clause(clause)
+
+    def _card(self, lits: list[int], lo: int, hi: int, guard: list[int]) -> None:
+        """lo <= sum(lits) <= hi, every clause extended by ``guard`` (negated activation literals)."""
+        n = len(lits)
+        if lo > n or hi < 0 or lo > hi:
+            self._add(list(guard))
+            return
+        if lo > 0:
+            if lo == n:
+                for lit in lits:
+                    self._add(guard + [lit])
+            elif lo == 1:
+                self._add(guard + list(lits))
+            else:
+                for cl in CardEnc.atleast(lits, bound=lo, vpool=self.pool, encoding=EncType.seqcounter).clauses:
+                    self._add(guard + cl)
+        if hi < n:
+            if hi == 0:
+                for lit in lits:
+                    self._add(guard + [-lit])
+            else:
+                for cl in CardEnc.atmost(lits, bound=hi, vpool=self.pool, encoding=EncType.seqcounter).clauses:
+                    self._add(guard + cl)
+
+    def _rows(self) -> None:
+        lo, hi = self.problem.n_rows
+        for s in range(self.n):
+            act = self.act[s]
+            if s < lo:
+                self._add([act])
+            if s + 1 < self.n:
+                self._add([-self.act[s + 1], act])
+            for c, d in enumerate(self.sizes):
+                xs, os = self.x[s][c], self.o[s][c]
+                self._add([-act] + xs)
+                if d <= 6:
+                    for i in range(d):
+                        for j in range(i + 1, d):
+                            self._add([-xs[i], -xs[j]])
+                else:
+                    for cl in CardEnc.atmost(xs, bound=1, vpool=self.pool, encoding=EncType.ladder).clauses:
+                        self._add(cl)
+                if lo < hi:
+                    for v in xs:
+                        self._add([act, -v])
+                for k in range(d - 1, 0, -1):  # o[k] <-> x[k] or o[k+1]
+                    self._add([-xs[k], os[k]])
+                    if k + 1 < d:
+                        self._add([-os[k + 1], os[k]])
+                        self._add([-os[k], xs[k], os[k + 1]])
+                    else:
+                        self._add([-os[k], xs[k]])
+
+    def _in_set(self, s: int, c: int, atoms: frozenset) -> list[int]:
+        """Literals whose conjunction says slot ``s`` has an atom of ``atoms`` in column ``c`` (if active)."""
+        if len(atoms) == 1:
+            return [self.x[s][c][next(iter(atoms))]]
+        a, b, d = min(atoms), max(atoms), self.sizes[c]
+        if b - a + 1 == len(atoms):  # a contiguous range: order literals
+            return ([self.o[s][c][a]] if a > 0 else []) + ([-self.o[s][c][b + 1]] if b + 1 < d else [])
+        key = (s, c, atoms)
+        if key not in self._y_cache:
+            y = self.pool.id(("y",) + key)
+            members = [self.x[s][c][v] for v in sorted(atoms)]
+            for v in members:
+                self._add([-v, y])
+            self._add([-y] + members)
+            self._y_cache[key] = y
+        return [self._y_cache[key]]
+
+    def matches(self, pred: Predicate) -> list[int]:
+        """Per slot, a literal true iff the slot is an active row satisfying ``pred`` (cached per predicate)."""
+        lits = self._m_cache.get(pred)
+        if lits is None:
+            cols = [(self.problem.index(name), atoms) for name, atoms in pred.clauses]
+            lits = []
+            for s in range(self.n):
+                conj = [self.act[s]]
+                for c, atoms in cols:
+                    conj += self._in_set(s, c, atoms)
+                if len(conj) == 1:
+                    lits.append(conj[0])
+                    continue
+                m = self.pool.id()
+                for lit in conj:
+                    self._add([-m, lit])
+                self._add([m] + [-lit for lit in conj])
+                lits.append(m)
+            self._m_cache[pred] = lits
+        return lits
+
+    def match(self, s: int, pred: Predicate) -> int:
+        """Literal true iff slot ``s`` is an active row satisfying ``pred``."""
+        return self.matches(pred)[s]
+
+    def _edit(self, edit: Predicate) -> None:
+        for s in range(self.n):
+            clause = [-self.act[s]]
+            for name, atoms in edit.clauses:
+                c = self.problem.index(name)
+                clause += [self.x[s][c][v] for v in range(self.sizes[c]) if v not in atoms]
+            self._add(clause)
+
+    def _lex(self) -> None:
+        """Slot s <= slot s+1 lexicographically whenever slot s+1 is active."""
+        for s in range(self.n - 1):
+            eq = self.act[s + 1]
+            for c, d in enumerate(self.sizes):
+                oa, ob = self.o[s][c], self.o[s + 1][c]
+                for k in range(1, d):
+                    self._add([-eq, -oa[k], ob[k]])
+                if c + 1 < len(self.sizes):
+                    nxt = self.pool.id(("lexeq", s, c))
+                    for v in range(d):
+                        self._add([-eq, -self.x[s][c][v], -self.x[s + 1][c][v], nxt])
+                    eq = nxt
+
+    def _constraint(self, c: Constraint, sel: int) -> None:
+        if c.statistic.kind == "count":
+            lo, hi = integer_bounds(c, self.n)
+            if hi == 0:  # most cells of a small unit: one clause per slot, no match literals
+                cols = [(self.problem.index(name), atoms) for name, atoms in c.predicate.clauses]
+                for s in range(self.n):
+                    conj = [self.act[s]] + [lit for col, atoms in cols for lit in self._in_set(s, col, atoms)]
+                    self._add([-sel] + [-lit for lit in conj])
+                return
+            self._card(self.matches(c.predicate), lo, hi, [-sel])
+        else:
+            from ._numeric import encode_numeric
+
+            encode_numeric(self, c, [-sel])
+
+    # -- solving --------------------------------------------------------------------------------
+    def _solve(self, assumptions: list[int], solver: Solver | None = None, budget: int | None = None) -> bool | None:
+        self.calls += 1
+        solver = solver or self.solver
+        budget = budget or self.conflicts
+        if not budget:
+            return solver.solve(assumptions=assumptions)
+        if self.deadline is None:
+            solver.conf_budget(budget)
+            return solver.solve_limited(assumptions=assumptions)
+        # CaDiCaL cannot be interrupted, so the budget is spent in slices with the deadline checked
+        # between them (learnt clauses carry over): each takes what fits in half the time left at
+        # the pace measured on this formula (a small first slice measures it). While the deadline
+        # is far that is the whole budget in one call, so the verdicts stay deterministic.
+        while True:
+            now = time.perf_counter()
+            fits = FIRST_SLICE if self._pace is None else int(self._pace * (self.deadline - now) / 2)
+            step = min(budget, max(FIRST_SLICE, fits))
+            solver.conf_budget(step)
+            result = solver.solve_limited(assumptions=assumptions)
+            spent = time.perf_counter() - now
+            budget -= step
+            if result is None:  # the slice ran to its end: its pace is a fair measure
+                self._pace = step / max(spent, 1e-6)
+            if result is not None or budget <= 0 or now + spent > self.deadline:
+                return result
+
+    def decode(self, model: list[int]) -> np.ndarray:
+        """Rows (atom indices) of the dataset in a model."""
+        lits = np.asarray(model, dtype=np.int64)
+        true = np.zeros(max(len(lits), self.pool.top) + 1, dtype=bool)
+        true[lits[lits > 0]] = True
+        if self._x_grid is None:  # slot x column x atom -> variable, padded with 0 (never true)
+            grid = np.zeros((self.n, len(self.sizes), max(self.sizes)), dtype=np.int64)
+            for s in range(self.n):
+                for c, d in enumerate(self.sizes):
+                    grid[s, c, :d] = self.x[s][c]
+            self._x_grid = grid
+        active = true[np.asarray(self.act, dtype=np.int64)]
+        return true[self._x_grid[active]].argmax(axis=2).astype(np.int64).reshape(-1, len(self.sizes))
+
+    @property
+    def guarded(self) -> Solver:
+        """A second solver in which every cell is switched on only by its selector assumption."""
+        if self._guarded is None:
+            self._guarded = Solver(name=self.solver_name, bootstrap_with=self._base)
+        return self._guarded
+
+    def solve(self) -> np.ndarray | None:
+        """One dataset consistent with the release, or None if there is none (raises if undecided)."""
+        result = self._solve([])
+        if result is None:
+            raise TimeoutError("the conflict budget ran out before any dataset was found")
+        return self.decode(self.solver.get_model()) if result else None
+
+    def _encode(self, cells) -> None:
+        """Add the cells not encoded yet to the guarded solver (an engine that only explains them)."""
+        todo = [k for k in cells if k in self._pending]
+        for k in todo:
+            for c in self._pending.pop(k):
+                self._constraint(c, self.selectors[k])
+        if todo:
+            clauses, self._clauses = self._clauses, []
+            self.guarded.append_formula(clauses)
+
+    def conflicting_cells(self) -> list[str]:
+        """For an inconsistent release: a set of cells that no dataset satisfies together."""
+        self._encode(list(self.selectors))
+        sels = list(self.selectors.values())
+        if self._solve(sels, self.guarded) is not False:
+            return []
+        core = set(self.guarded.get_core() or [])
+        return sorted(k for k, sel in self.selectors.items() if sel in core)
+
+    @property
+    def cells(self) -> tuple[str, ...]:
+        """The published cells, in the order of their selectors."""
+        return tuple(self.selectors)
+
+    def solutions(self, limit: int) -> Enumeration:
+        """Distinct consistent datasets, up to ``limit`` (blocking clauses retired afterwards)."""
+        return Enumeration(self._solutions(limit))
+
+    def _solutions(self, limit: int) -> Generator[np.ndarray, None, bool]:
+        guard = self.pool.id(("enum", self.calls))
+        try:
+            for _ in range(limit):
+                result = self._solve([guard])
+                if not result:
+                    return result is False
+                model = self.solver.get_model()
+                true = set(lit for lit in model if lit > 0)
+                block = [-guard]
+                for s in range(self.n):
+                    if self.act[s] in true:
+                        block += [-lit for col in self.x[s] for lit in col if lit in true]
+                    else:
+                        block.append(self.act[s])
+                self.solver.add_clause(block)
+                yield self.decode(model)
+            return False
+        finally:
+            self.solver.add_clause([-guard])
+
+    def sample(self, k: int, seed: int = 0) -> list[np.ndarray]:
+        """Up to ``k`` consistent datasets found under random phases (for pruning candidate claims)."""
+        rng = np.random.default_rng(seed)
+        out = []
+        xs = [lit for slot in self.x for col in slot for lit in col]
+        for _ in range(k):
+            signs = rng.random(len(xs)) < 0.5
+            self.solver.set_phases([lit if sgn else -lit for lit, sgn in zip(xs, signs)])
+            if self._solve([]):
+                out.append(self.decode(self.solver.get_model()))
+        self.solver.set_phases([])
+        return out
+
+    def count_in(self, pred: Predicate, lo: int, hi: int) -> np.ndarray | bool | None:
+        """A dataset whose count of ``pred`` lies in ``[lo, hi]``: its rows; False when the solver proves
+        there is none; None when the conflict budget (or the deadline) runs out first."""
+        g = self.pool.id(("range", self.calls, pred, lo, hi))
+        self._card(self.matches(pred), lo, hi, [-g])
+        try:
+            result = self._solve([g])
+            if result is None:
+                return None
+            return self.decode(self.solver.get_model()) if result else False
+        finally:
+            self.solver.add_clause([-g])
+
+    def _negation(self, claim: Claim, solver: Solver) -> int:
+        """Add 'Count(a) != m' to ``solver`` under a fresh activation literal, and return it."""
+        g = self.pool.id(("claim", self.calls, claim))
+        z = self.pool.id(("dir", self.calls, claim))
+        clauses = []
+        lits = []
+        for s in range(self.n):
+            t = self.pool.id(("t", self.calls, claim, s))
+            xs = [self.x[s][c][v] for c, v in claim.assignment]
+            clauses += [[-g, -t, lit] for lit in xs]
+            clauses.append([-g, t] + [-lit for lit in xs])
+            lits.append(t)
+        saved, self.solver = self.solver, None
+        self._clauses = clauses
+        try:
+            if claim.m >= 1:
+                self._card(lits, 0, claim.m - 1, [-g, -z])
+            else:
+                self._add([-g, -z])
+            if claim.m + 1 <= self.n:
+                self._card(lits, claim.m + 1, self.n, [-g, z])
+            else:
+                self._add([-g, z])
+        finally:
+            self.solver = saved
+        for clause in self._clauses:
+            solver.add_clause(clause)
+        self._clauses = []
+        return g
+
+    def verify(self, claim: Claim, explain: str = "none") -> Verdict:
+        """Ask for a dataset where the claim's count differs from m: none means verified.
+
+        ``explain``: ``none``, or ``minimal`` for the cells that imply it (see :meth:`explain`).
+        """
+        g = self._negation(claim, self.solver)
+        try:
+            result = self._solve([g])
+            if result is None:
+                return Verdict(claim, UNDECIDED, reason=f"conflict budget {self.conflicts} exhausted")
+            if result:
+                return Verdict(claim, REFUTED, counterexample=self.decode(self.solver.get_model()))
+        finally:
+            self.solver.add_clause([-g])
+        if explain == "none":
+            return Verdict(claim, VERIFIED)
+        cells, minimal = self.explain(claim)
+        return Verdict(claim, VERIFIED, cells, minimal)
+
+    def explainer(self, budget: float = EXPLAIN_BUDGET, cores: "SatEngine | None" = None) -> Explainer:
+        """The unit's :class:`~audit.attacks.engines._explain.Explainer` on the guarded solver (made once;
+        ``budget``: millions of propagations for all of its explanations, each call limited to
+        ``explain_conflicts`` conflicts). ``cores``: an engine over the same problem whose guarded
+        solver takes the calls over every cell, so that this one (built with ``verifying=False``)
+        holds only the cells explanations assume."""
+        if self._explainer is None:
+            whole = None if cores is None else (lambda claim: _Session(cores, claim))
+            self._explainer = Explainer(self.problem, list(self.selectors), lambda claim: _Session(self, claim),
+                                        budget, self.explain_conflicts, whole)
+            # Counterexamples near the truth that keep every cell they can are the informative ones:
+            # phases lean the guarded solver towards them.
+            phases = list(self.selectors.values())
+            truth = self.problem.truth
+            if truth is not None and len(truth) == self.n:
+                rows = truth[np.lexsort(truth.T[::-1])]
+                phases += [self.x[s][c][v] if v == a else -self.x[s][c][v]
+                           for s, row in enumerate(rows.tolist()) for c, a in enumerate(row) for v in range(self.sizes[c])]
+            self.guarded.set_phases(phases)
+        return self._explainer
+
+    def explain(self, claim: Claim, sufficient: Sequence[str] | None = None) -> tuple[tuple[str, ...], bool]:
+        """Cells that imply a verified claim, and whether they are a minimal set (see :meth:`explainer`)."""
+        return self.explainer().explain(claim, sufficient)
+
+
+class _Session:
+    """A claim's negation in the guarded solver, solved under chosen cells' selectors."""
+
+    def __init__(self, engine: SatEngine, claim: Claim):
+        self.engine, self.solver = engine, engine.guarded
+        self.guard = engine._negation(claim, self.solver)
+        self.keys = list(engine.selectors)
+        self.selectors = np.array(list(engine.selectors.values()), dtype=np.int64)
+        self.index = {int(sel): i for i, sel in enumerate(self.selectors)}
+
+    def solve(self, cells: list[int], limit: int) -> tuple[str, object, int]:
+        self.engine._encode([self.keys[i] for i in cells])
+        before = self.solver.accum_stats().get("propagations", 0)
+        self.engine.calls += 1
+        self.solver.conf_budget(limit)
+        result = self.solver.solve_limited(assumptions=[self.guard] + self.selectors[cells].tolist())
+        work = self.solver.accum_stats().get("propagations", 0) - before
+        if result is None:
+            return LIMIT, None, work
+        if result is False:
+            core = self.solver.get_core()
+            return UNSAT, None if core is None else [self.index[lit] for lit in core if lit in self.index], work
+        return SAT, self.engine.decode(self.solver.get_model()), work
+
+    def close(self) -> None:
+        self.solver.add_clause([-self.guard])

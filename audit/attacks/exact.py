@@ -1,0 +1,534 @@
+"""Generate-then-verify: the exact attack on one unit, with the defender's advantage of the truth.
+
+Candidates are the claims true in the confidential data; sampled solutions and every counterexample
+found prune them; the survivors are verified one by one on the same incremental solver.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
+
+import numpy as np
+
+from ..problem.claims import (REFUTED, UNDECIDED, VERIFIED, Claim, ClaimTable, Verdict, candidates, count_candidates,
+                     distinct_rows, n_subsets)
+from .engines import engine_class, get_engine
+from .engines._explain import EXPLAIN_BUDGET
+from ..errors import AuditError, InconsistentRelease
+from .implied import LinearProof
+from .intervals import feasibility_intervals, hidden_cells
+from ..problem.build import Problem
+from ..release.constraints import int_hi, int_lo
+
+# Bytes per unit of work, measured on SF1 and household blocks (README, "Bounds"): a candidate key
+# becomes up to one claim and one verdict (Python objects), a clause is a Python list before the
+# solver copies it.
+BYTES_PER_KEY = 600
+BYTES_PER_CLAUSE = 500
+SECONDS_PER_CLAUSE = 3e-6  # building the SAT encoding (measured: 1.9 M clauses in 5-7 s on 2 loaded cores)
+BASE_MB = 400  # a worker's own footprint (interpreter, numpy, pandas, pysat, HiGHS): not for the unit
+LISTED_MAX = 20_000  # a unit the attack did not finish lists its undecided claims up to this many
+EXPLAIN_MODES = ("none", "records", "singletons", "all")
+ENUMERATION_NODES = 4_000  # boxes the histogram engine may search to list every dataset of a unit
+
+
+@dataclass(frozen=True)
+class ExactOptions:
+    """Knobs of the exact attack; every one is reported in the findings."""
+
+    engine: str = "sat"
+    max_columns: int | None = None
+    samples: int = 32
+    seed: int = 0
+    conflicts: int = 200_000
+    unit_seconds: float = 120.0
+    solution_cap: int = 16  # datasets enumerated: up to this many decide every claim at once
+    explain: str = "records"  # none | records | singletons | all: which verified claims get explaining cells
+    explain_budget: float = EXPLAIN_BUDGET  # explanation work per unit: millions of solver propagations
+    max_rows: int = 200
+    linear: bool = True  # prove claims that are linear combinations of exact counts without search
+    memory_mb: int | None = 4096  # per unit; a unit estimated above it is too large (None: no bound)
+    histogram: bool = True  # sample, refute and prove in histogram space (LP/MIP) before the row-slot engine
+    attacker: object = None  # audit.specs.attacker.AttackerModel: also measure re-identification (audit.attacks.reidentify)
+    intervals: bool = True  # feasibility intervals of the count cells not published exactly (audit.attacks.intervals)
+
+    def __post_init__(self):
+        engine_class(self.engine)  # an unknown name fails here, naming the option
+        if self.explain not in EXPLAIN_MODES:
+            raise AuditError(f"unknown explain mode '{self.explain}'", "--explain", f"use one of {', '.join(EXPLAIN_MODES)}")
+        for option, value, low, example in (("--max-columns", self.max_columns, 1, 3), ("--seed", self.seed, 0, 0),
+                                            ("--conflicts", self.conflicts, 1, 200_000),
+                                            ("--max-rows", self.max_rows, 1, 200)):
+            if value is not None and not value >= low:
+                raise AuditError(f"must be an integer {low} or more, not {value}", option, f"e.g. {option} {example}")
+        if not self.unit_seconds > 0:  # also refuses NaN
+            raise AuditError(f"must be a number above 0, not {self.unit_seconds}", "--unit-seconds",
+                             "e.g. --unit-seconds 120")
+        if not self.explain_budget >= 0:
+            raise AuditError(f"must be a number 0 or more, not {self.explain_budget}", "--explain-budget",
+                             f"e.g. --explain-budget {EXPLAIN_BUDGET:g}")
+        if self.memory_mb is not None and self.memory_mb < 2 * BASE_MB:
+            raise AuditError(f"--memory-mb {self.memory_mb} is too small", "--memory-mb",
+                             f"give at least {2 * BASE_MB} (MB per unit)")
+
+
+@dataclass
+class UnitResult:
+    """What the exact attack established about one unit."""
+
+    problem: Problem
+    verdicts: list[Verdict] = field(default_factory=list)
+    refuted: int = 0
+    solutions: int = 0
+    exhausted: bool = False
+    seconds: float = 0.0
+    status: str = "done"  # done | too-large | timeout | inconsistent
+    reason: str = ""
+    baseline: dict = field(default_factory=dict)
+    omitted: int = 0  # undecided claims counted but not listed (a unit too large to list them)
+    reidentification: object = None  # audit.attacks.reidentify.UnitMeasure, with an attacker model
+    intervals: dict | None = None  # cell key -> audit.attacks.intervals.Interval, for the counts not published exactly
+    intervals_note: str = ""  # why the intervals were not computed
+
+    @property
+    def verified(self) -> list[Verdict]:
+        return [v for v in self.verdicts if v.status == VERIFIED]
+
+    @property
+    def undecided(self) -> list[Verdict]:
+        return [v for v in self.verdicts if v.status == UNDECIDED]
+
+    def give_up(self, claims, reason: str, status: str = "timeout") -> None:
+        """Record ``claims`` as undecided for ``reason``; the unit did not finish."""
+        self.verdicts += [Verdict(c, UNDECIDED, reason=reason) for c in claims]
+        self.status, self.reason = status, reason
+
+    @property
+    def reconstructed(self) -> bool:
+        return self.exhausted and self.solutions == 1
+
+
+@dataclass(frozen=True)
+class UnitCost:
+    """What attacking one unit would hold in memory, estimated before anything large is built."""
+
+    rows: int  # row slots
+    distinct: int  # distinct true rows
+    keys: int  # candidate keys: distinct true rows x column subsets (at least the candidate claims)
+    prior_keys: int  # the same for the parent unit's rows (baseline probabilities)
+    clauses: int  # clauses of the SAT encoding (the integer program is smaller)
+
+    @property
+    def megabytes(self) -> float:
+        return (BYTES_PER_KEY * self.keys + 16 * self.prior_keys + BYTES_PER_CLAUSE * self.clauses) / 2**20
+
+
+def encoding_clauses(problem: Problem) -> int:
+    """Clauses of the SAT encoding of ``problem`` (see :class:`~audit.attacks.engines.sat.SatEngine`), counted
+    from the cells' bounds: one-hot and order literals and the lexicographic order per slot, one
+    sequential counter per bound of a count cell (about 2 N min(k, N - k) clauses for a bound k), totalizers (N^2) for
+    the rows of a numeric cell and one per threshold of a median."""
+    n = problem.n_rows[1]
+    per_slot = sum(1 + (d * (d - 1) // 2 if d <= 6 else 3 * d) + d + 3 * (d - 1) + 2 * d for d in problem.sizes)
+    total = n * (per_slot + len(problem.edits))
+    for c in problem.constraints:
+        if c.statistic.kind != "count":
+            d = problem.sizes[problem.index(c.statistic.column)]
+            bits = max(d, 2).bit_length()
+            total += n * n + 20 * n * bits + 2 * (n + 1) * bits
+            if c.statistic.kind == "median":
+                total += d * n * (n // 2 + 1) + 2 * (n + 1) * d
+            continue
+        lo, hi = max(int_lo(c.lo, c.lo_open) or 0, 0), int_hi(c.hi, c.hi_open)
+        hi = n if hi is None else min(hi, n)
+        if hi <= 0:
+            total += n
+            continue
+        total += n * (len(c.predicate.clauses) + 2)
+        if 1 < lo < n:
+            total += 2 * n * min(lo, n - lo)
+        if 0 < hi < n:
+            total += 2 * n * min(hi, n - hi)
+    return total
+
+
+def unit_cost(problem: Problem, options: ExactOptions, prior_rows: np.ndarray | None = None) -> UnitCost:
+    """The size of the unit's attack, from its row counts and cells alone."""
+    truth = problem.truth if problem.truth is not None else np.zeros((0, len(problem.sizes)), np.int64)
+    subsets = n_subsets(len(problem.sizes), options.max_columns)
+    distinct = len(distinct_rows(truth)[0])
+    prior = len(distinct_rows(prior_rows)[0]) if prior_rows is not None and len(prior_rows) else 0
+    return UnitCost(problem.n_rows[1], distinct, distinct * subsets, prior * subsets, encoding_clauses(problem))
+
+
+def too_large(cost: UnitCost, options: ExactOptions) -> str | None:
+    """Why the unit is past ``--max-rows`` or ``--memory-mb``, or None when it is within both."""
+    if cost.rows > options.max_rows:
+        return f"{cost.rows} rows > --max-rows {options.max_rows}"
+    if options.memory_mb is not None and cost.megabytes > options.memory_mb - BASE_MB:
+        return (f"estimated {cost.megabytes:,.0f} MB ({cost.keys:,} candidate keys, {cost.clauses:,} clauses) "
+                f"> --memory-mb {options.memory_mb} less {BASE_MB} MB for the process")
+    return None
+
+
+def unfinished(problem: Problem, options: ExactOptions, status: str, reason: str,
+               start: float | None = None) -> UnitResult:
+    """A unit the attack did not finish: every candidate claim undecided, listed when there are at
+    most :data:`LISTED_MAX` of them, else counted (a lower bound when even counting is too long)."""
+    result = UnitResult(problem, status=status, reason=reason)
+    if options.intervals and hidden_cells(problem):
+        result.intervals_note = f"feasibility intervals not computed: {reason}"
+    if problem.truth is not None and len(problem.truth):
+        n, exact = count_candidates(problem.truth, options.max_columns)
+        keys = len(distinct_rows(problem.truth)[0]) * n_subsets(problem.truth.shape[1], options.max_columns)
+        if n <= LISTED_MAX and exact and keys <= 50 * LISTED_MAX:
+            result.verdicts = [Verdict(c, UNDECIDED, reason=reason) for c in candidates(problem.truth, options.max_columns)]
+        else:
+            result.omitted = n
+            if not exact:
+                result.reason = f"{reason}; at least {n:,} candidate claims (too many to count)"
+    result.seconds = time.perf_counter() - start if start is not None else 0.0
+    return result
+
+
+def make_engine(problem: Problem, options: ExactOptions, deadline: float | None = None, verifying: bool = True):
+    """The engine named in the options, over this problem; its solver calls give up at ``deadline``
+    (SAT; the IP's calls stop at their own time limit). ``verifying``: False when it only explains."""
+    own = {"sat": {"conflicts": options.conflicts, "verifying": verifying, "deadline": deadline},
+           "ip": {"time_limit": min(60.0, options.unit_seconds)}}
+    return get_engine(options.engine, problem, seed=options.seed, **own[options.engine])
+
+
+@lru_cache(maxsize=1 << 16)
+def _assignment(names: tuple[str, ...], predicate) -> tuple | None:
+    """The claim assignment a predicate equals, if it fixes each of its columns to one atom."""
+    if not predicate.clauses or any(len(atoms) != 1 for _, atoms in predicate.clauses):
+        return None
+    return tuple(sorted((names.index(n), next(iter(a))) for n, a in predicate.clauses))
+
+
+def direct_cells(problem: Problem) -> dict[tuple, tuple[int, str]]:
+    """Published exact counts whose predicate is a single-atom assignment: claim key -> (m, cell)."""
+    out = {}
+    for c in problem.constraints:
+        if c.statistic.kind == "count" and c.exact:
+            key = _assignment(problem.names, c.predicate)
+            if key is not None:
+                out.setdefault(key, (int(c.lo), c.key.rsplit(":", 1)[0]))
+    return out
+
+
+def audit_unit(problem: Problem, options: ExactOptions = ExactOptions(),
+               prior_rows: np.ndarray | None = None) -> UnitResult:
+    """Run generate-then-verify on one unit and return every verdict it reached.
+
+    The unit is first sized (:func:`unit_cost`): past ``max_rows`` or ``memory_mb`` it is reported
+    too large, every claim undecided, before anything large is built. ``unit_seconds`` covers the
+    whole unit; when it runs out the claims still open are undecided (status ``timeout``).
+    """
+    start = time.perf_counter()
+    deadline = start + options.unit_seconds
+    if problem.truth is None:
+        raise AuditError("generate-then-verify needs the confidential rows of the unit", "/".join(problem.geo),
+                         "audit the unit from its microdata (audit run DATA ...)")
+    cost = unit_cost(problem, options, prior_rows)
+    reason = too_large(cost, options)
+    if reason is not None:
+        return unfinished(problem, options, "too-large", reason, start)
+    result = UnitResult(problem)
+    table = ClaimTable.of_truth(problem.truth, list(problem.sizes), options.max_columns)
+    todo = table.claims
+    direct = direct_cells(problem)
+    rest = []
+    for i, claim in enumerate(todo):
+        hit = direct.get(claim.assignment)
+        if hit is not None and hit[0] == claim.m:
+            result.verdicts.append(Verdict(claim, VERIFIED, (hit[1],), True, direct=True))
+        else:
+            rest.append(i)
+    pending = np.array(rest, dtype=np.int64)  # positions in todo of the claims still open
+    late = _late(deadline, options)
+    why = late("listing the candidate claims")
+    linear = LinearProof.of(problem) if options.linear and not why else None
+    why = why or late("the linear pass")
+    engine, certificates, settled = None, {}, False
+    if why:
+        result.give_up([todo[i] for i in pending], why)
+    elif linear is not None and linear.determines(problem.truth):
+        settled = True
+        # the exact counts pin every row: one dataset, so every true claim is verified
+        result.solutions, result.exhausted = 1, True
+        result.verdicts += [Verdict(todo[i], VERIFIED) for i in pending]
+    elif time.perf_counter() + SECONDS_PER_CLAUSE * cost.clauses > deadline:
+        result.give_up([todo[i] for i in pending], f"--unit-seconds {options.unit_seconds:g} too short to build "
+                       f"the encoding ({cost.clauses:,} clauses, about {SECONDS_PER_CLAUSE * cost.clauses:.0f} s)")
+    else:
+        engine, certificates = _search(linear, problem, options, result, table, pending, late, deadline)
+    if engine is None and not settled and options.explain != "none" and result.verified and result.status == "done":
+        engine = make_engine(problem, options)  # decided in histogram space: cores need the guarded solver
+    _explain(engine, result, options, linear, certificates)
+    if options.intervals and hidden_cells(problem):
+        def sat():  # the search's SAT engine when it built one, with the cells hard; no deadline, as explanations
+            if getattr(engine, "name", None) == "sat" and engine.solver is not None:
+                engine.deadline = None
+                return engine
+            return make_engine(problem, replace(options, engine="sat"))
+
+        result.intervals = feasibility_intervals(problem, linear, sat)
+        if result.intervals is None:
+            result.intervals_note = ("feasibility intervals not computed: the histogram model could not be built "
+                                     "(support too large, or --no-linear)")
+    if options.attacker is not None and problem.level == options.attacker.geography:
+        from .reidentify import measure_exact
+
+        engines = [engine]
+
+        def verify(claim: Claim) -> Verdict:  # what the verdicts leave open, on the same solver
+            if engines[0] is None:
+                engines[0] = make_engine(problem, options)
+            return engines[0].verify(claim, explain="none")
+
+        result.reidentification = measure_exact(result, options.attacker, prior_rows, verify)
+    if prior_rows is not None and len(prior_rows) and todo:
+        verified = {v.claim for v in result.verified}
+        result.baseline = {c: p for c, p in zip(todo, table.baseline(problem.n_rows[1], prior_rows).tolist())
+                           if c in verified}
+    result.seconds = time.perf_counter() - start
+    return result
+
+
+def _late(deadline: float, options: ExactOptions):
+    """A check of the unit's time limit: the reason to stop after ``phase``, or None while time is left."""
+    def late(phase: str) -> str | None:
+        if time.perf_counter() <= deadline:
+            return None
+        return f"--unit-seconds {options.unit_seconds:g} reached during {phase}"
+    return late
+
+
+def _search(linear: LinearProof | None, problem: Problem, options: ExactOptions, result: UnitResult,
+            table: ClaimTable, pending: np.ndarray, late, deadline: float) -> tuple[object, dict[Claim, np.ndarray]]:
+    """Decide the open claims with sampled datasets, linear proofs and claim-by-claim search.
+
+    Histogram space (:mod:`audit.attacks.engines.histogram`) samples, lists the datasets of units with few
+    of them, refutes and proves first when the support is known; the row-slot engine does what it
+    leaves open. Returns that engine (None if never needed) and the linear certificates of the
+    claims they verified (cell masks, for explanations).
+    """
+    todo = table.claims
+    hist = None
+    if options.histogram and linear is not None and options.engine == "sat":
+        from .engines.histogram import HistogramEngine
+
+        hist = HistogramEngine.of(problem, linear)
+    engine, pool, universe, exhausted = None, [], [], False
+    cap = options.solution_cap
+    if hist is not None:
+        # a sampled dataset is checked exactly only if it counts towards the cap or refutes a claim
+        def wanted(rows: np.ndarray) -> bool:
+            return len(hist.found) <= cap or bool(table.refuted(pending, rows).any())
+
+        for rows in hist.sample(options.samples if len(pending) else 0, options.seed, wanted):
+            pending, gone = _prune(table, pending, rows)
+            result.refuted += gone
+            if late("sampling"):
+                break
+        if len(hist.found) <= cap and hist.exact:  # few datasets: list them all (a relaxation may hold many more points)
+            universe, exhausted = hist.enumerate(cap, ENUMERATION_NODES)
+    if hist is None or (not exhausted and len(hist.found) <= cap):
+        # the row-slot engine enumerates, and proves when there are no more
+        why = late("building the encoding")
+        if why:
+            result.give_up([todo[i] for i in pending], why)
+            return engine, {}
+        engine = make_engine(problem, options, deadline)
+        try:
+            first = engine.solve()
+        except TimeoutError as err:
+            # a budget ran out, or the solver's dataset failed the exact check: the confidential rows, when
+            # they reproduce the release, are a dataset all the same, and each claim is decided on its own
+            why = late("the first solve")
+            if why:
+                result.give_up([todo[i] for i in pending], why)
+                return engine, {}
+            if problem.violations(problem.truth):
+                return engine, _undecided(result, todo, pending, str(err))
+            first = problem.truth
+        if first is None:
+            if not problem.violations(problem.truth):  # then no "infeasible" from this solver can be trusted
+                return engine, _undecided(result, todo, pending,
+                                          "the solver found no dataset, yet the confidential rows reproduce the release")
+            raise InconsistentRelease(f"no dataset reproduces the published values: conflicting cells "
+                                      f"{engine.conflicting_cells()}", f"unit {'/'.join(problem.geo)}",
+                                      "check those cells' published values against the schema's edits")
+        universe, found = [], engine.solutions(cap + 1)
+        try:
+            for rows in found:
+                universe.append(rows)
+                if late("enumeration"):
+                    break
+        finally:
+            found.close()
+        exhausted = len(universe) <= cap and found.exhausted
+        pool.append(first)
+        if hist is None:
+            samples = options.samples if len(pending) and not late("enumeration") else 0
+            pool += engine.sample(samples, options.seed)
+    result.solutions = min(max(len(universe), len(hist.found) if hist is not None else 0), cap)
+    result.exhausted = exhausted
+    if exhausted:
+        # every consistent dataset is known: a claim is verified iff it holds in all of them
+        for rows in universe:
+            pending, gone = _prune(table, pending, rows)
+            result.refuted += gone
+        result.verdicts += [Verdict(todo[i], VERIFIED) for i in pending]
+        pending = pending[:0]
+    pool += universe
+    for rows in pool:
+        pending, gone = _prune(table, pending, rows)
+        result.refuted += gone
+    certificates: dict[Claim, np.ndarray] = {}  # cells of the linear proofs, should the explainer stall
+    if linear is not None and len(pending) and not late("sampling"):
+        proofs = linear.combine([todo[i] for i in pending])
+        for i, used in zip(pending, proofs):
+            if used is not None:
+                certificates[todo[i]] = used
+                result.verdicts.append(Verdict(todo[i], VERIFIED))
+        pending = np.array([i for i, used in zip(pending, proofs) if used is None], dtype=np.int64)
+    j = 0
+    while j < len(pending):
+        claim = todo[pending[j]]
+        why = late("claim-by-claim search")
+        if why:
+            result.give_up([todo[i] for i in pending[j:]], why)
+            break
+        verdict = _bound(linear, problem, claim) if linear is not None else None
+        if isinstance(verdict, np.ndarray):
+            certificates[claim] = verdict
+            verdict = Verdict(claim, VERIFIED)
+        if verdict is None and hist is not None:
+            verdict = hist.verify(claim)
+        if verdict is None:
+            engine = engine or make_engine(problem, options, deadline)
+            verdict = engine.verify(claim, explain="none")
+            if verdict.status == UNDECIDED and late("claim-by-claim search"):
+                continue  # cut off by the time limit: the next turn gives it up with the rest
+        if verdict.status == REFUTED:
+            result.refuted += 1
+            later, gone = _prune(table, pending[j + 1:], verdict.counterexample)
+            result.refuted += gone
+            pending = np.concatenate([pending[: j + 1], later])
+        else:
+            result.verdicts.append(verdict)
+        j += 1
+    return engine, certificates
+
+
+def _undecided(result: UnitResult, todo: list[Claim], pending: np.ndarray, reason: str) -> dict:
+    """Leave every open claim undecided, with the reason (also the unit's)."""
+    result.reason = reason
+    result.verdicts += [Verdict(todo[i], UNDECIDED, reason=reason) for i in pending]
+    return {}
+
+
+def explain_targets(problem: Problem, verdicts: list[Verdict], mode: str) -> list[int]:
+    """Positions of the verdicts to explain, most columns first.
+
+    ``records``: per true record, the verified derived singleton over the most columns (the first
+    on ties); ``singletons``: every verified derived singleton; ``all``: every verified derived claim.
+    """
+    if mode == "none":
+        return []
+    picked = sorted((-len(v.claim.assignment), i) for i, v in enumerate(verdicts)
+                    if v.status == VERIFIED and not v.direct and (mode == "all" or v.claim.m == 1))
+    if mode != "records":
+        return [i for _, i in picked]
+    # most columns first, so a record's first singleton is its pick; done once every record that can
+    # have a singleton (one not repeated in the data) has one
+    truth = problem.truth
+    times = distinct_rows(truth)[1]
+    unique = int((times == 1).sum())
+    rows: dict[tuple, dict] = {}  # columns -> their values -> the record (a singleton's values are unique)
+    best: dict[int, int] = {}
+    for _, i in picked:
+        assignment = verdicts[i].claim.assignment
+        columns = tuple(c for c, _ in assignment)
+        values = rows.get(columns)
+        if values is None:
+            values = rows[columns] = {tuple(r): k for k, r in enumerate(truth[:, list(columns)].tolist())}
+        record = values[tuple(a for _, a in assignment)]
+        if record not in best:
+            best[record] = i
+            if len(best) == unique:
+                break
+    return sorted(best.values(), key=lambda i: (-len(verdicts[i].claim.assignment), i))
+
+
+def _explain(engine, result: UnitResult, options: ExactOptions, linear: LinearProof | None,
+             certificates: dict) -> None:
+    """Attach explaining cells to the verified claims :func:`explain_targets` picks, within the unit's
+    work budget. In a unit settled by linear algebra every claim's search starts from its linear
+    proof's cells; elsewhere they are the fallback when the solver finds no core. A claim keeps them
+    (sound, not minimal) when the budget runs out."""
+    targets = explain_targets(result.problem, result.verdicts, options.explain)
+    if not targets:
+        return
+    claims = [result.verdicts[i].claim for i in targets]
+    known = {}
+    if engine is not None:
+        engine.deadline = None  # explanations are bounded by solver work, so they do not depend on the clock
+    if engine is None:  # one dataset: every claim is a combination of exact counts, found in one pass
+        engine = make_engine(result.problem, options, verifying=False)
+        known = _certificate_cells(linear, claims, certificates)
+        explainer = engine.explainer(options.explain_budget)
+    elif options.engine == "sat":  # small checks on a solver that holds only the cells they assume
+        explainer = make_engine(result.problem, options, verifying=False).explainer(options.explain_budget, engine)
+    else:
+        explainer = engine.explainer(options.explain_budget)
+    stalled = []
+    for i, claim in zip(targets, claims):
+        lazy = (lambda c=claim: _certificate_cells(linear, [c], certificates).get(c)) if linear else None
+        cells, minimal = explainer.explain(claim, known.get(claim), lazy)
+        if cells:
+            result.verdicts[i] = replace(result.verdicts[i], cells=cells, minimal=minimal)
+        else:
+            stalled.append(i)
+    if stalled and linear is not None:  # the budget ran out: the cells of a linear proof, when there is one
+        found = known or _certificate_cells(linear, [result.verdicts[i].claim for i in stalled], certificates)
+        for i in stalled:
+            cells = found.get(result.verdicts[i].claim)
+            if cells:
+                result.verdicts[i] = replace(result.verdicts[i], cells=cells, minimal=False)
+
+
+def _certificate_cells(linear: LinearProof, claims: list[Claim], certificates: dict) -> dict[Claim, tuple[str, ...]]:
+    """Cells of a checked linear proof of each claim that has one (the search's, else a combination)."""
+    missing = [c for c in claims if c not in certificates]
+    found = {**certificates, **{c: u for c, u in zip(missing, linear.combine(missing)) if u is not None}}
+    known = [c for c in claims if c in found]
+    if not known:
+        return {}
+    return dict(zip(known, linear.explain(known, np.array([found[c] for c in known]))))
+
+
+def _bound(linear: LinearProof, problem: Problem, claim: Claim) -> Verdict | np.ndarray | None:
+    """The linear-programming verdict on a claim: a refutation, the certificate's cells (a mask) when
+    verified, or None when the bounds do not settle it."""
+    found = linear.bound(claim)
+    if found is None:
+        return None
+    status, info = found
+    if status == VERIFIED:
+        return info
+    if problem.violations(info):
+        return None  # an integral optimum that breaks a mean, sum or median cell (or a float slip)
+    return Verdict(claim, REFUTED, counterexample=info)
+
+
+def _prune(table: ClaimTable, idx: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, int]:
+    """The claims at ``idx`` that the dataset does not contradict, and how many it does."""
+    if not len(idx):
+        return idx, 0
+    kept = idx[~table.refuted(idx, rows)]
+    return kept, len(idx) - len(kept)

@@ -1,0 +1,429 @@
+"""Claims implied by the exact counts through linear algebra: proofs without search.
+
+Any consistent dataset is a histogram ``h >= 0`` over the rows that the edits allow. A count
+published as 0 zeroes ``h`` on its rows, which leaves the *support*: the rows that can occur at all.
+Exact counts say ``A h = b`` there. When a claim's indicator vector on the support is a rational
+combination ``y`` of cell rows, every consistent dataset has ``Count(claim) = y . b``: the claim is
+verified and the cells of ``y`` (with the zero cells that shaped the support) explain it. ``y`` is
+found in floating point and then checked in integer arithmetic, so no verdict rests on a rounding.
+"""
+from __future__ import annotations
+
+from fractions import Fraction
+from functools import cached_property, lru_cache
+from math import lcm
+
+import numpy as np
+
+from ..problem.claims import Claim
+from ..errors import InternalError
+from ..problem.build import Problem
+from ..release.query import Predicate
+from ..release.constraints import int_hi, int_lo
+
+MAX_DENOMINATOR = 10_000  # certificates with larger coefficients are left to the solver
+MAX_SUPPORT = 50_000  # rows; past it (few zero cells over wide schemas) the linear pass stands aside
+PRIME = 2_147_483_647  # ranks are taken modulo this prime: exact, and never above the rank over Q
+BASIS_PRIME = 67_108_859  # below 2**26, so that a projection modulo it is one exact float product
+
+
+def exact_product(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a @ b`` for integer arrays, exactly: in floats (BLAS) when no partial sum can reach 2**53,
+    else in int64 when none can overflow, else in Python integers."""
+    a, b = np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64)
+    bound = int(np.abs(a).max(initial=0)) * int(np.abs(b).max(initial=0)) * a.shape[-1]
+    if bound < 2 ** 53:
+        return np.rint(a.astype(float) @ b.astype(float)).astype(np.int64)
+    if bound < 2 ** 63:
+        return a @ b
+    return a.astype(object) @ b.astype(object)
+
+
+def rank_mod_p(a: np.ndarray) -> int:
+    """Rank of an integer matrix over GF(PRIME), by Gaussian elimination (a lower bound on its rank)."""
+    m = np.array(a, dtype=np.int64) % PRIME
+    rank = 0
+    for col in range(m.shape[1]):
+        if rank == m.shape[0]:
+            break
+        below = np.flatnonzero(m[rank:, col])
+        if not len(below):
+            continue
+        pivot = rank + below[0]
+        m[[rank, pivot]] = m[[pivot, rank]]
+        m[rank] = m[rank] * pow(int(m[rank, col]), PRIME - 2, PRIME) % PRIME
+        rest = rank + 1 + np.flatnonzero(m[rank + 1:, col])
+        if len(rest):
+            m[rest] = (m[rest] - m[rest, col][:, None] * m[rank] % PRIME) % PRIME
+        rank += 1
+    return rank
+
+
+@lru_cache(maxsize=1 << 16)
+def _flat_of(sizes: tuple[int, ...], names: tuple[str, ...], predicate) -> np.ndarray:
+    bounds = np.cumsum((0,) + sizes)
+    out = np.ones(bounds[-1], dtype=np.int64)
+    for name, atoms in predicate.clauses:
+        col = names.index(name)
+        out[bounds[col]:bounds[col + 1]] = 0
+        out[bounds[col] + np.fromiter(atoms, dtype=np.int64)] = 1
+    out.flags.writeable = False
+    return out
+
+
+def flat_mask(problem: Problem, predicate) -> np.ndarray:
+    """A conjunctive predicate as one mask over every column's atoms, columns side by side (cached:
+    units of one level share their predicates)."""
+    return _flat_of(problem.sizes, problem.names, predicate)
+
+
+def in_sets(rows: np.ndarray, flats: np.ndarray, bounds: np.ndarray) -> np.ndarray:
+    """Which rows (atom indices) lie in each product set given as a flat mask (rows x sets)."""
+    onehot = np.zeros((len(rows), bounds[-1]))
+    if len(rows):
+        onehot[np.arange(len(rows))[:, None], bounds[:-1] + np.asarray(rows)] = 1
+    return onehot @ np.asarray(flats, dtype=float).T == len(bounds) - 1  # small integers: exact in floats
+
+
+def support(killers: np.ndarray, bounds: np.ndarray, limit: int = MAX_SUPPORT) -> np.ndarray | None:
+    """Every row (atom indices) that no killer forbids, by expanding one column at a time.
+
+    A killer is a product set given as a flat atom mask (see :func:`flat_mask`); a row inside any
+    killer cannot occur. None when more than ``limit`` rows would have to be held at once.
+    """
+    n_cols = len(bounds) - 1
+    sizes = np.diff(bounds)
+    free = np.column_stack([killers[:, bounds[c]:bounds[c + 1]].all(axis=1) for c in range(n_cols)]
+                           ).reshape(len(killers), n_cols)
+    if free.all(axis=1).any():
+        return np.zeros((0, n_cols), dtype=np.int64)
+    last = n_cols - 1 - np.argmin(free[:, ::-1], axis=1)  # the last column each killer constrains
+    rows = np.zeros((1, 0), dtype=np.int64)
+    alive = np.ones((1, len(killers)), dtype=bool)  # killers whose clauses so far all hold
+    live = np.arange(len(killers))
+    for col, size in enumerate(sizes.tolist()):
+        n = len(rows)
+        if n * size > limit:
+            return None
+        rows = np.column_stack([np.repeat(rows, size, axis=0), np.tile(np.arange(size), n)])
+        table = killers[live, bounds[col]:bounds[col + 1]].astype(bool)
+        alive = np.repeat(alive, size, axis=0) & np.tile(table.T, (n, 1))
+        ends = last[live] == col
+        dead = alive[:, ends].any(axis=1)
+        rows, alive = rows[~dead], alive[~dead][:, ~ends]
+        live = live[~ends]
+        keep = alive.any(axis=0)  # killers that no remaining row still satisfies can be dropped
+        alive, live = alive[:, keep], live[keep]
+    return rows
+
+
+class LinearProof:
+    """Proves claims from the published counts on the support: by an exact linear combination of
+    cells, or by two linear-programming bounds whose dual certificates are checked exactly.
+
+    Build it with :meth:`of`, which gives None when the support is too large to hold.
+    """
+
+    @classmethod
+    def of(cls, problem: Problem) -> "LinearProof | None":
+        try:
+            return cls(problem)
+        except _TooLarge:
+            return None
+
+    def __init__(self, problem: Problem):
+        self.problem = problem
+        self._bounds = bounds = np.cumsum((0,) + problem.sizes)
+        counts = [c for c in problem.constraints if c.statistic.kind == "count"]
+        lo, hi = problem.n_rows
+        cells = [(c.key.rsplit(":", 1)[0], c.predicate, int_lo(c.lo, c.lo_open) or 0,
+                  None if c.hi is None else int_hi(c.hi, c.hi_open)) for c in counts]
+        if lo == hi and not any(not c.predicate.clauses and c.exact for c in counts):
+            cells.append(("", Predicate(()), hi, hi))  # the population, known though not published
+        flats = np.array([flat_mask(problem, c[1]) for c in cells], dtype=np.int64).reshape(len(cells), bounds[-1])
+        zero = np.array([c[3] is not None and c[3] <= 0 for c in cells], dtype=bool)
+        edits = np.array([flat_mask(problem, e) for e in problem.edits], dtype=np.int64).reshape(len(problem.edits), bounds[-1])
+        rows = support(np.vstack([edits, flats[zero]]), bounds)
+        if rows is None:
+            raise _TooLarge()
+        self.rows = rows
+        self._zero_flat, self._zero_keys = flats[zero], [c[0] for c, z in zip(cells, zero) if z]
+        # small cells first: the basis and the certificates then name short, specific cells
+        volume = np.prod(np.add.reduceat(flats, bounds[:-1], axis=1).astype(float), axis=1) if len(cells) else []
+        member = in_sets(self.rows, flats, bounds).T
+        self.keys, self.lo, self.hi, keep, seen = [], [], [], [], set()
+        for i in np.argsort(volume, kind="stable"):
+            key, _, lo_, hi_ = cells[i]
+            sig = (np.packbits(member[i]).tobytes(), lo_, hi_)
+            if zero[i] or (not member[i].any() and lo_ == 0) or sig in seen:
+                continue
+            seen.add(sig)
+            self.keys.append(key)
+            self.lo.append(lo_)
+            self.hi.append(hi_)
+            keep.append(i)
+        self.a = member[keep].astype(np.int64).reshape(len(keep), len(self.rows))
+        self._cell_flat = flats[keep]
+        self._exact = [i for i in range(len(keep)) if self.lo[i] == self.hi[i]]
+        self.basis = self._basis(self._exact)
+        self._lp = None
+        self._by_cell: np.ndarray | None = None
+        self._index: dict | None = None
+
+    def histogram(self, rows: np.ndarray) -> np.ndarray | None:
+        """How many of the given rows fall on each support row; None if one lies off the support."""
+        if self._index is None:
+            self._index = {row: i for i, row in enumerate(map(tuple, self.rows.tolist()))}
+        at = [self._index.get(row) for row in map(tuple, np.asarray(rows).tolist())]
+        if None in at:
+            return None
+        return np.bincount(np.array(at, dtype=np.int64), minlength=len(self.rows)).astype(np.int64)
+
+    def determines(self, rows: np.ndarray) -> bool:
+        """Whether ``rows`` is the only dataset the release allows, proven by linear algebra.
+
+        True when the rows reproduce every published value and the exact counts have full column
+        rank on the support (modulo a prime, so the rank over the rationals is full too): ``A h = b``
+        then has one solution.
+        """
+        h = self.histogram(rows)
+        if h is None or not self.fits(h):
+            return False
+        if any(c.statistic.kind != "count" for c in self.problem.constraints) and self.problem.violations(rows):
+            return False
+        return len(self._exact) >= len(self.rows) and rank_mod_p(self.a[self._exact]) == len(self.rows)
+
+    def _basis(self, candidates: list[int]) -> np.ndarray:
+        """A maximal independent set of exact cell rows, taken greedily in the given order.
+
+        Independence is decided modulo BASIS_PRIME on a random projection of the rows: rows
+        independent there are independent over the rationals (a rational dependency, cleared to
+        coprime integers, survives both), and the converse fails with probability about
+        ``len(candidates) / BASIS_PRIME``. Only the choice of basis rests on this, never a verdict.
+        """
+        if not candidates or not len(self.rows):
+            return np.zeros(0, dtype=np.int64)
+        r = np.random.default_rng(0).integers(0, BASIS_PRIME, size=(len(self.rows), len(candidates)))
+        m = exact_product(self.a[candidates], r) % BASIS_PRIME
+        basis = []
+        for i in range(len(m)):
+            nonzero = np.flatnonzero(m[i])
+            if not len(nonzero):
+                continue
+            basis.append(candidates[i])
+            col = nonzero[0]
+            m[i] = m[i] * pow(int(m[i, col]), BASIS_PRIME - 2, BASIS_PRIME) % BASIS_PRIME
+            below = i + 1 + np.flatnonzero(m[i + 1:, col])
+            if len(below):
+                m[below] = (m[below] - m[below, col][:, None] * m[i] % BASIS_PRIME) % BASIS_PRIME
+        return np.array(basis, dtype=np.int64)
+
+    def claim_vector(self, claim: Claim) -> np.ndarray:
+        """The claim's indicator on the support: its count in a dataset is this vector times the histogram."""
+        return self._claim_matrix([claim])[0]
+
+    def cell_vector(self, predicate) -> np.ndarray:
+        """A cell's indicator on the support: its count in a dataset is this vector times the histogram."""
+        return in_sets(self.rows, flat_mask(self.problem, predicate)[None], self._bounds)[:, 0].astype(np.int64)
+
+    def _claim_matrix(self, claims: list[Claim]) -> np.ndarray:
+        return in_sets(self.rows, self._claim_flat(claims), self._bounds).T.astype(np.int64)
+
+    def _claim_flat(self, claims: list[Claim]) -> np.ndarray:
+        flat = np.ones((len(claims), self._bounds[-1]), dtype=np.int64)
+        for i, claim in enumerate(claims):
+            for col, atom in claim.assignment:
+                flat[i, self._bounds[col]:self._bounds[col + 1]] = 0
+                flat[i, self._bounds[col] + atom] = 1
+        return flat
+
+    def combine(self, claims: list[Claim]) -> list[np.ndarray | None]:
+        """Per claim, the cells (a mask) of a checked exact linear combination equal to it, or None."""
+        out: list[np.ndarray | None] = [None] * len(claims)
+        if not claims or len(self.basis) == 0:
+            return out
+        c = self._claim_matrix(claims)
+        b = self.a[self.basis]
+        values = np.array([self.lo[k] for k in self.basis], dtype=np.int64)
+        # least squares through one QR of the basis (independent rows, so R is invertible); far cheaper
+        # than lstsq with thousands of right-hand sides, and every certificate is checked exactly below
+        q, r = np.linalg.qr(b.T.astype(float))
+        y = np.linalg.solve(r, q.T @ c.T.astype(float)).T
+        close = np.flatnonzero(np.abs(y @ b - c).max(axis=1) < 1e-7)
+        certs = [(i, cert) for i in close if (cert := _rational(y[i])) is not None]
+        if not certs:
+            return out
+        scales = np.array([scale for _, (scale, _) in certs], dtype=np.int64)
+        coefs = np.array([coef for _, (_, coef) in certs], dtype=np.int64)
+        rows = np.array([i for i, _ in certs])
+        exact = (exact_product(coefs, b) == scales[:, None] * c[rows]).all(axis=1)
+        for i, scale, coef in zip(rows[exact], scales[exact], coefs[exact]):
+            if int(coef @ values) != scale * claims[i].m:
+                raise InternalError(f"published counts disagree with the confidential data on {claims[i]}")
+            out[i] = np.zeros(len(self.keys), dtype=bool)
+            out[i][self.basis[coef != 0]] = True
+        return out
+
+    def bound(self, claim: Claim) -> tuple[str, np.ndarray] | None:
+        """Linear-programming bounds on the claim's count.
+
+        Returns ``("verified", used)`` when checked dual certificates pin the count to ``m`` (``used``
+        marks their cells, for :meth:`explain`), ``("refuted", rows)`` when an optimum is an integral
+        dataset that meets every count cell with another count (the caller checks any mean, sum or
+        median cells), and None otherwise.
+        """
+        import highspy
+
+        if self._lp is None:
+            self._lp = self.program()
+        h, n = self._lp, len(self.rows)
+        c = self.claim_vector(claim)
+        used = np.zeros(len(self.keys), dtype=bool)
+        for sense in (1, -1):  # minimise c.h, then -c.h
+            h.changeColsCost(n, np.arange(n, dtype=np.int32), sense * c.astype(float))
+            h.run()
+            if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+                return None
+            sol = h.getSolution()
+            coef = self.certificate(self.duals(sol.row_dual), sense * c, sense * claim.m - 1)
+            if coef is None:
+                counts = self.integral(sol.col_value)
+                if counts is not None and counts @ c != claim.m and self.fits(counts):
+                    return "refuted", np.repeat(self.rows, counts, axis=0)
+                return None
+            used |= coef != 0
+        return "verified", used
+
+    def fits(self, counts: np.ndarray) -> bool:
+        """Whether a histogram on the support meets every count cell exactly."""
+        if (counts < 0).any():
+            return False
+        got = self.a @ counts
+        return all(lo <= g and (hi is None or g <= hi) for g, lo, hi in zip(got.tolist(), self.lo, self.hi))
+
+    @cached_property
+    def lp_rows(self) -> np.ndarray:
+        """The cells a linear program needs: a basis of the exact ones (the others are their
+        combinations on the support) and every interval. Fewer, sparser rows solve several times faster."""
+        return np.union1d(self.basis, [i for i in range(len(self.keys)) if self.lo[i] != self.hi[i]]).astype(np.int64)
+
+    @cached_property
+    def upper(self) -> np.ndarray:
+        """An upper bound on each support row's count in any consistent dataset: its smallest cell."""
+        hi = np.array([np.inf if h is None else h for h in self.hi], dtype=float)
+        out = np.where(self.a.astype(bool), hi[:, None], np.inf).min(axis=0, initial=np.inf)
+        return out
+
+    def program(self, integer: bool = False):
+        """A HiGHS model over the support's counts ``h >= 0`` with the cells of :attr:`lp_rows` (no objective)."""
+        import highspy
+
+        h = highspy.Highs()
+        h.setOptionValue("output_flag", False)
+        h.setOptionValue("threads", 1)
+        h.setOptionValue("random_seed", 0)
+        # primal simplex: callers mostly change the objective, which leaves the last basis primal
+        # feasible (4x fewer iterations than the default dual simplex on household blocks)
+        h.setOptionValue("simplex_strategy", 4)
+        n = len(self.rows)
+        h.addVars(n, np.zeros(n), self.upper if integer else np.full(n, highspy.kHighsInf))
+        rows = self.a[self.lp_rows]
+        starts = np.concatenate([[0], np.cumsum(rows.sum(axis=1))[:-1]]).astype(np.int32)
+        index = np.nonzero(rows)[1].astype(np.int32)
+        hi = [highspy.kHighsInf if self.hi[i] is None else float(self.hi[i]) for i in self.lp_rows]
+        h.addRows(len(rows), np.array([float(self.lo[i]) for i in self.lp_rows]), np.array(hi), len(index), starts,
+                  index, np.ones(len(index)))
+        if integer:
+            h.changeColsIntegrality(n, np.arange(n, dtype=np.int32), np.full(n, highspy.HighsVarType.kInteger, dtype=np.uint8))
+        return h
+
+    def duals(self, values) -> np.ndarray:
+        """Row values of a :meth:`program` (duals, rays) spread over every cell, 0 on those it left out."""
+        out = np.zeros(len(self.keys))
+        out[self.lp_rows] = np.asarray(values, dtype=float)[: len(self.lp_rows)]
+        return out
+
+    @staticmethod
+    def integral(values, tolerance: float = 1e-9) -> np.ndarray | None:
+        """A solver's column values as integer counts, if each lies within ``tolerance`` of one."""
+        values = np.asarray(values, dtype=float)
+        counts = np.round(values)
+        if np.abs(values - counts).max(initial=0) >= tolerance:
+            return None
+        return counts.astype(np.int64)
+
+    def certificate(self, dual: np.ndarray, c: np.ndarray, past: int, lower: np.ndarray | None = None,
+                     upper: np.ndarray | None = None) -> np.ndarray | None:
+        """Checked integer dual multipliers proving ``c.h > past`` for every consistent ``h`` within
+        ``lower <= h <= upper`` (default: ``h >= 0``; an upper bound of -1 means none).
+
+        With ``d = c - y.A``: ``c.h = y.(A h) + d.h >= sum(y_i * (lo_i if y_i > 0 else hi_i))
+        + sum(d_j * (lower_j if d_j > 0 else upper_j))``, all in integers after scaling.
+        """
+        for y in (dual, -dual):
+            cert = _rational(y)
+            if cert is None:
+                continue
+            scale, coef = cert
+            nonzero = np.flatnonzero(coef)
+            if any(coef[i] < 0 and self.hi[i] is None for i in nonzero):
+                continue
+            d = scale * np.asarray(c, dtype=np.int64) - exact_product(coef[nonzero], self.a[nonzero])
+            if upper is None:
+                if (d < 0).any():
+                    continue
+                low = 0
+            else:
+                if ((d < 0) & (upper < 0)).any():
+                    continue
+                low = int(np.where(d > 0, d * lower, d * upper) @ np.ones(len(d), dtype=np.int64))
+            low += sum(int(coef[i]) * (self.lo[i] if coef[i] > 0 else self.hi[i]) for i in nonzero)
+            if low > scale * past:
+                return coef
+        return None
+
+    def explain(self, claims: list[Claim], used: np.ndarray) -> list[tuple[str, ...]]:
+        """Certificate cells, and every zero cell whose rows meet the claim's or theirs.
+
+        Rows off the support inside those regions are what a certificate assumes empty; each is
+        either forbidden by an edit or inside one of these zero cells, so they complete the proof.
+        """
+        out = []
+        zeros = self._zero_cells(claims, used)
+        for j in range(len(claims)):
+            cells = {self.keys[k] for k in np.flatnonzero(used[j]) if self.keys[k]}
+            cells.update(self._zero_keys[k] for k in np.flatnonzero(zeros[j]))
+            out.append(tuple(sorted(cells)))
+        return out
+
+    def _meets(self, regions: np.ndarray) -> np.ndarray:
+        """Which zero cells share a row with each region (product sets as flat atom masks)."""
+        meet = np.ones((len(regions), len(self._zero_flat)), dtype=bool)
+        for col in range(len(self._bounds) - 1):
+            a, b = self._bounds[col], self._bounds[col + 1]
+            meet &= (regions[:, a:b] @ self._zero_flat[:, a:b].T) > 0
+        return meet
+
+    def _zero_cells(self, claims: list[Claim], used: np.ndarray) -> np.ndarray:
+        if len(self._zero_flat) == 0 or not claims:
+            return np.zeros((len(claims), len(self._zero_flat)), dtype=bool)
+        flat = self._claim_flat(claims)
+        if self._by_cell is None:
+            self._by_cell = self._meets(self._cell_flat).astype(np.int64)
+        return self._meets(flat) | ((used.astype(np.int64) @ self._by_cell) > 0)
+
+
+class _TooLarge(Exception):
+    pass
+
+
+def _rational(y: np.ndarray) -> tuple[int, np.ndarray] | None:
+    """Integer coefficients and their common denominator for a float certificate."""
+    near = np.round(y)
+    if np.abs(y - near).max(initial=0) < 1e-9:
+        return 1, near.astype(np.int64)
+    fracs = [Fraction(float(v)).limit_denominator(MAX_DENOMINATOR) for v in y]
+    scale = lcm(*(f.denominator for f in fracs))
+    if scale > MAX_DENOMINATOR ** 2:
+        return None
+    return scale, np.array([int(f * scale) for f in fracs], dtype=np.int64)

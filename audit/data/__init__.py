@@ -1,0 +1,1 @@
+"""The confidential microdata: reading, validating, streaming by geography; the loaded inputs."""

@@ -1,0 +1,1 @@
+"""Findings: the document, the claim store, JUnit and provenance of side outputs."""

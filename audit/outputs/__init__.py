@@ -1,0 +1,1 @@
+"""What people read: the HTML report, its plots, diffs, terminal printing."""

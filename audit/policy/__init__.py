@@ -1,0 +1,1 @@
+"""The policy: rules read from YAML and their verdict on the findings."""

@@ -1,0 +1,1 @@
+"""Per-unit problems over compressed domains (plain and coupled levels); claims and verdicts."""

@@ -1,0 +1,285 @@
+"""Problems: what an attacker knows about one geographic unit, over compressed column domains."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property, lru_cache
+from fractions import Fraction
+
+import numpy as np
+import pandas as pd
+
+from ..errors import AuditError, InconsistentRelease
+from ..release.query import Predicate, Statistic
+from ..release.constraints import Constraint, UnitRelease, constraints_of, int_hi, int_lo
+from ..specs.schedule import Schedule
+from ..specs.schema import Schema
+from ..release.tabulate import median
+
+
+@dataclass(frozen=True)
+class Domain:
+    """A column's domain as atoms: sets of codes that no published cell or edit tells apart."""
+
+    name: str
+    atoms: tuple[frozenset, ...]
+    labels: tuple[str, ...]
+    numeric: bool = False
+
+    def __post_init__(self):
+        if len(self.atoms) != len(self.labels) or not self.atoms:
+            raise ValueError(f"domain {self.name}: atoms and labels differ in length or are empty")
+        if self.numeric and any(len(a) != 1 for a in self.atoms):
+            raise ValueError(f"domain {self.name}: numeric atoms must be single values")
+
+    def __len__(self) -> int:
+        return len(self.atoms)
+
+    @property
+    def values(self) -> tuple[int, ...]:
+        """The integer value of each atom (numeric domains only)."""
+        return tuple(next(iter(a)) for a in self.atoms)
+
+    def lookup(self) -> dict:
+        return {code: i for i, atom in enumerate(self.atoms) for code in atom}
+
+
+def _atom_label(atom: frozenset, ordered: tuple) -> str:
+    if len(atom) == 1:
+        return str(next(iter(atom)))
+    members = [c for c in ordered if c in atom]
+    if all(isinstance(c, int) for c in members) and members[-1] - members[0] == len(members) - 1:
+        return f"{members[0]}-{members[-1]}"
+    return "|".join(str(c) for c in members)
+
+
+def domains_for(schema: Schema, predicates: list[Predicate], numeric: set[str]) -> tuple[Domain, ...]:
+    """Coarsest partition of each column that every predicate respects (partition refinement)."""
+    out = []
+    for col in schema.columns:
+        if col.name in numeric:
+            out.append(Domain(col.name, tuple(frozenset([c]) for c in col.codes),
+                              tuple(str(c) for c in col.codes), True))
+            continue
+        # each distinct value set once: thousands of cells (SF1 with tract tables) share a few hundred
+        sets = list(dict.fromkeys(v for pred in predicates for name, v in pred.clauses if name == col.name))
+        signature = {c: tuple(c in values for values in sets) for c in col.codes}
+        blocks: dict = {}
+        for c in col.codes:
+            blocks.setdefault(signature[c], []).append(c)
+        atoms = tuple(frozenset(b) for b in blocks.values())
+        out.append(Domain(col.name, atoms, tuple(_atom_label(a, col.codes) for a in atoms)))
+    return tuple(out)
+
+
+_DOMAINS: dict = {}
+
+
+def _domains_cached(schema: Schema, predicates: list[Predicate], numeric: set[str]) -> tuple[Domain, ...]:
+    """:func:`domains_for`, remembered: a streamed run builds problems piece by piece with one schedule."""
+    key = (tuple((c.name, tuple(c.codes)) for c in schema.columns), tuple(predicates), frozenset(numeric))
+    if key not in _DOMAINS:
+        if len(_DOMAINS) > 64:
+            _DOMAINS.clear()
+        _DOMAINS[key] = domains_for(schema, predicates, numeric)
+    return _DOMAINS[key]
+
+
+def cell_domains(schema: Schema, cells) -> tuple[Domain, ...]:
+    """The compressed domains of a level's cells: the atoms every published predicate and edit
+    respects. Structural zeros publish nothing the attacker does not know, so they split no atoms."""
+    live = [c for c in cells if not c.structural]
+    numeric = {s.column for c in live for s in c.stats if s.column}
+    return _domains_cached(schema, [c.predicate for c in live] + [e.forbid for e in schema.edits], numeric)
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One unit's reconstruction problem: rows are tuples of atom indices, one per domain."""
+
+    level: str
+    geo: tuple[str, ...]
+    domains: tuple[Domain, ...]
+    n_rows: tuple[int, int]
+    constraints: tuple[Constraint, ...]
+    edits: tuple[Predicate, ...] = ()
+    truth: np.ndarray | None = field(default=None, compare=False)
+    notes: tuple[str, ...] = ()
+
+    def __post_init__(self):
+        lo, hi = self.n_rows
+        if not 0 <= lo <= hi:
+            raise ValueError(f"bad row range {self.n_rows}")
+        names = {d.name for d in self.domains}
+        for c in self.constraints:
+            if not set(c.predicate.columns) <= names:
+                raise ValueError(f"constraint {c.key} names an unknown column")
+
+    @cached_property
+    def names(self) -> tuple[str, ...]:
+        return tuple(d.name for d in self.domains)
+
+    @cached_property
+    def sizes(self) -> tuple[int, ...]:
+        """Number of atoms of each column."""
+        return tuple(len(d) for d in self.domains)
+
+    @cached_property
+    def _positions(self) -> dict[str, int]:
+        return {name: i for i, name in enumerate(self.names)}
+
+    def index(self, name: str) -> int:
+        return self._positions[name]
+
+    def row_mask(self, rows: np.ndarray, predicate: Predicate) -> np.ndarray:
+        """Which rows (atom-index arrays, shape n x columns) satisfy an atom-level predicate."""
+        mask = np.ones(len(rows), dtype=bool)
+        for col, member in _members(self.names, self.sizes, predicate):
+            mask &= member[rows[:, col]]
+        return mask
+
+    def value(self, rows: np.ndarray, constraint: Constraint) -> Fraction | None:
+        """The exact value of a constraint's statistic on a candidate dataset."""
+        mask = self.row_mask(rows, constraint.predicate)
+        stat = constraint.statistic
+        if stat.kind == "count":
+            return Fraction(int(mask.sum()))
+        col = self.index(stat.column)
+        vals = np.asarray(self.domains[col].values, dtype=np.int64)[rows[mask, col]]
+        if stat.kind == "sum":
+            return Fraction(int(vals.sum()))
+        if len(vals) == 0:
+            return None
+        return Fraction(int(vals.sum()), len(vals)) if stat.kind == "mean" else median(vals)
+
+    def violations(self, rows: np.ndarray) -> list[str]:
+        """Keys of constraints and edits the dataset breaks; empty when it reproduces the release."""
+        rows = np.asarray(rows, dtype=np.int64).reshape(-1, len(self.domains))
+        bad = [c.key for c in self.constraints if not c.holds(self.value(rows, c))]
+        bad += [f"edit:{i}" for i, e in enumerate(self.edits) if self.row_mask(rows, e).any()]
+        lo, hi = self.n_rows
+        if not lo <= len(rows) <= hi:
+            bad.append("rows")
+        return bad
+
+    def describe(self, row: np.ndarray) -> dict[str, str]:
+        return {d.name: d.labels[int(v)] for d, v in zip(self.domains, row)}
+
+    def __reduce__(self):
+        # Sent to a worker per unit: constraints go as plain tuples, predicates once each (and interned
+        # on arrival), which loads several times faster than the default pickle of ~800 dataclasses.
+        preds: dict[Predicate, int] = {}
+        rows = [(c.key, preds.setdefault(c.predicate, len(preds)), (c.statistic.kind, c.statistic.column,
+                 c.statistic.decimals), _pair(c.lo), _pair(c.hi), c.lo_open, c.hi_open) for c in self.constraints]
+        specs = tuple(tuple((name, tuple(sorted(atoms))) for name, atoms in p.clauses) for p in preds)
+        return _restore, (self.level, self.geo, self.domains, self.n_rows, specs, rows, self.edits, self.truth,
+                          self.notes)
+
+
+@lru_cache(maxsize=1 << 16)
+def _members(names: tuple[str, ...], sizes: tuple[int, ...], predicate: Predicate) -> tuple:
+    """Per clause of a predicate: its column and a lookup of which atoms it allows (cached: units of
+    a level share their predicates, and every dataset is checked against all of them)."""
+    out = []
+    for name, atoms in predicate.clauses:
+        member = np.zeros(sizes[names.index(name)], dtype=bool)
+        member[list(atoms)] = True
+        out.append((names.index(name), member))
+    return tuple(out)
+
+
+def _pair(value: Fraction | None) -> tuple[int, int] | None:
+    return None if value is None else (value.numerator, value.denominator)
+
+
+_INTERNED: dict = {}
+
+
+def _interned(spec):
+    """The one Predicate or Statistic a worker keeps for a spec (units of a level share them)."""
+    found = _INTERNED.get(spec)
+    if found is None:
+        if len(_INTERNED) > 1 << 16:
+            _INTERNED.clear()
+        if spec[0] == "stat":
+            found = Statistic(*spec[1])
+        else:
+            found = Predicate(tuple((name, frozenset(atoms)) for name, atoms in spec[1]))
+        _INTERNED[spec] = found
+    return found
+
+
+def _restore(level, geo, domains, n_rows, specs, rows, edits, truth, notes) -> Problem:
+    preds = [_interned(("pred", spec)) for spec in specs]
+    cons = tuple(Constraint(key, preds[i], _interned(("stat", stat)), None if lo is None else Fraction(*lo),
+                            None if hi is None else Fraction(*hi), lo_open, hi_open)
+                 for key, i, stat, lo, hi, lo_open, hi_open in rows)
+    return Problem(level, geo, domains, n_rows, cons, edits, truth, notes)
+
+
+def _to_atoms(pred: Predicate, domains: dict[str, Domain]) -> Predicate:
+    """Map a code-level predicate to atom indices, dropping clauses that allow every atom."""
+    clauses = {}
+    for name, values in pred.clauses:
+        dom = domains[name]
+        atoms = frozenset(i for i, a in enumerate(dom.atoms) if a <= values)
+        if len(atoms) < len(dom):
+            clauses[name] = atoms
+    return Predicate.of(clauses)
+
+
+def population(cons: list[Constraint], known: int | None, where: str) -> tuple[tuple[int, int], tuple[str, ...]]:
+    """A unit's number of rows and a note: its published exact total; else the defender's own count
+    (``known``, from the microdata); else, for a published release alone, the range of a total published
+    as an interval (rounded or suppressed with a bound)."""
+    totals = [c for c in cons if c.statistic.kind == "count" and not c.predicate.clauses]
+    exact = [c for c in totals if c.exact]
+    if exact:
+        n = int(exact[0].lo)
+        return (n, n), ()
+    if known is not None:
+        return (known, known), ("no total is published: the attacker is assumed to know the unit's population "
+                                "(as when totals are held invariant)",)
+    ranges = [(max(int_lo(c.lo, c.lo_open) or 0, 0), int_hi(c.hi, c.hi_open)) for c in totals if c.hi is not None]
+    if ranges:
+        lo, hi = max(r[0] for r in ranges), min(r[1] for r in ranges)
+        if lo > hi:
+            raise InconsistentRelease(f"the published totals admit no number of records ({lo} to {hi})", where,
+                                      "check the totals' published values")
+        return (lo, hi), (f"the total is published as an interval: the unit has {lo} to {hi} rows",)
+    raise AuditError("no total is published, so the number of records is unknown", where,
+                     "publish a total (a cell with where: {}) in a table at this level, or audit the microdata")
+
+
+def build_problems(frame: pd.DataFrame | None, schema: Schema, schedule: Schedule,
+                   releases: list[UnitRelease]) -> list[Problem]:
+    """One problem per published unit, holding the defender's true rows for generate-then-verify
+    (``frame`` None: a published release alone, no true rows)."""
+    from ..release.tabulate import units_of
+
+    problems = []
+    for level in (lv for lv in schedule.levels if any(r.level == lv for r in releases)):
+        domains = cell_domains(schema, [c for t in schedule.tables if t.level == level for c in t.cells])
+        by_name = {d.name: d for d in domains}
+        lookups = [d.lookup() for d in domains]
+        edits = tuple(_to_atoms(e.forbid, by_name) for e in schema.edits)
+        unit_rows = dict(units_of(frame, schema, level)) if frame is not None else {}
+        atoms_of: dict[Predicate, Predicate] = {}  # units share their cells' predicates
+        for unit in (r for r in releases if r.level == level):
+            truth, known = None, None
+            if frame is not None:
+                sub = frame.iloc[unit_rows[unit.geo]]
+                truth = np.column_stack([sub[d.name].map(lk).to_numpy(dtype=np.int64) for d, lk in zip(domains, lookups)]
+                                        ) if len(sub) else np.zeros((0, len(domains)), np.int64)
+                known = len(sub)
+            cons = []
+            for v in unit.values:
+                for c in constraints_of(v, unit.protection[v.cell.table]):
+                    pred = atoms_of.get(c.predicate)
+                    if pred is None:
+                        pred = atoms_of[c.predicate] = _to_atoms(c.predicate, by_name)
+                    cons.append(Constraint(c.key, pred, c.statistic, c.lo, c.hi, c.lo_open, c.hi_open))
+            n_rows, notes = population(cons, known, f"unit {'/'.join(unit.geo)}")
+            problems.append(Problem(level, unit.geo, domains, n_rows, tuple(cons), edits, truth, notes))
+    return problems
+
+

@@ -1,0 +1,105 @@
+"""Coupled levels: tables published at a coarser level tie their child units into one problem.
+
+A tract table (e.g. SF1 PCT12) counts persons over all blocks of the tract, so the blocks are no
+longer independent. The coupled problem of a tract has the tract's persons as rows and one extra
+categorical column, the child unit (domain: the tract's blocks, named after the finest published
+geography column). Each block's published cells become constraints restricted to that block
+(predicate AND block = b); the tract's own cells constrain all rows. It reuses
+:class:`~audit.problem.build.Problem` and :class:`~audit.release.constraints.Constraint` unchanged, so every engine
+solves it. Per-block problems stay sound on their own (a claim verified from one block's tables is
+verified under more tables too); the coupled problem can verify more, and refute nothing they verify.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .build import Domain, Problem, _to_atoms, cell_domains, population
+from ..release.query import Predicate
+from ..release.constraints import Constraint, UnitRelease, constraints_of
+from ..specs.schedule import Schedule
+from ..specs.schema import Schema
+
+
+def finest_level(schema: Schema, schedule: Schedule) -> str:
+    return max(schedule.levels, key=schema.geography.index)
+
+
+def coupled_levels(schema: Schema, schedule: Schedule) -> list[str]:
+    """Published levels coarser than the finest one: each gets one coupled problem per unit."""
+    finest = schema.geography.index(finest_level(schema, schedule))
+    return [lv for lv in schedule.levels if schema.geography.index(lv) < finest]
+
+
+def _geo_keys(frame: pd.DataFrame, cols: list[str]) -> list[tuple[str, ...]]:
+    return list(zip(*(frame[c].astype(str) for c in cols))) if len(frame) else []
+
+
+def build_coupled_problems(frame: pd.DataFrame | None, schema: Schema, schedule: Schedule,
+                           releases: list[UnitRelease], levels: list[str] | None = None) -> list[Problem]:
+    """One problem per unit of each coarser published level, over all its finest-level children.
+
+    ``frame`` must hold every row of each parent unit it covers (whole tracts), and ``releases``
+    the tabulation of that frame at every level. With ``frame`` None (a published release alone) the
+    children are the finest-level units released inside the parent, and there are no true rows.
+    """
+    geo = list(schema.geography)
+    child_level = finest_level(schema, schedule)
+    child_depth = geo.index(child_level)
+    out = []
+    for level in (levels if levels is not None else coupled_levels(schema, schedule)):
+        depth = geo.index(level)
+        tables = [t for t in schedule.tables if geo.index(t.level) >= depth]
+        base = cell_domains(schema, [c for t in tables for c in t.cells])
+        by_level = {}
+        for r in releases:
+            by_level.setdefault(r.level, []).append(r)
+        parent_keys = _geo_keys(frame, geo[: depth + 1]) if frame is not None else []
+        child_keys = _geo_keys(frame, geo[: child_depth + 1]) if frame is not None else []
+        rows_of: dict[tuple, list[int]] = {}
+        for i, k in enumerate(parent_keys):
+            rows_of.setdefault(k, []).append(i)
+        for parent in by_level.get(level, []):
+            idx = np.asarray(rows_of.get(parent.geo, []), dtype=np.int64)
+            children = sorted({child_keys[i] for i in idx} if frame is not None else
+                              {r.geo for r in by_level.get(child_level, []) if r.geo[: depth + 1] == parent.geo})
+            child_index = {c: j for j, c in enumerate(children)}
+            rel = ["/".join(c[depth + 1:]) for c in children]
+            child_dom = Domain(child_level, tuple(frozenset([r]) for r in rel), tuple(rel)) if children else None
+            domains = base + ((child_dom,) if child_dom else ())
+            by_name = {d.name: d for d in domains}
+            sub = frame.iloc[idx] if frame is not None else None
+            if sub is None:
+                truth = None
+            elif len(sub):
+                cols = [sub[d.name].map(d.lookup()).to_numpy(dtype=np.int64) for d in base]
+                cols.append(np.array([child_index[child_keys[i]] for i in idx], dtype=np.int64))
+                truth = np.column_stack(cols)
+            else:
+                truth = np.zeros((0, len(domains)), np.int64)
+            cons: list[Constraint] = []
+            child_totals: dict[int, int] = {}
+            for r in releases:
+                if geo.index(r.level) < depth or r.geo[: depth + 1] != parent.geo:
+                    continue
+                inside = frozenset(j for c, j in child_index.items() if c[: len(r.geo)] == r.geo)
+                restrict = Predicate.of({child_level: inside}) if r.level != level and len(inside) < len(children) else Predicate()
+                prefix = "/".join(r.geo[depth + 1:]) + "/" if r.level != level else ""
+                for v in r.values:
+                    for c in constraints_of(v, r.protection[v.cell.table]):
+                        pred = _to_atoms(c.predicate, by_name).conjoin(restrict)
+                        con = Constraint(prefix + c.key, pred, c.statistic, c.lo, c.hi, c.lo_open, c.hi_open)
+                        cons.append(con)
+                        if (r.level == child_level and con.statistic.kind == "count" and con.exact
+                                and not c.predicate.clauses and len(inside) == 1):
+                            child_totals.setdefault(next(iter(inside)), int(con.lo))
+            totals = [c for c in cons if c.statistic.kind == "count" and not c.predicate.clauses and c.exact]
+            notes: tuple[str, ...] = (f"coupled: {len(children)} {child_level} units of this {level} in one problem",)
+            if not totals and children and len(child_totals) == len(children):
+                n_rows = (sum(child_totals.values()),) * 2
+            else:
+                n_rows, more = population(cons, None if sub is None else len(sub), f"unit {'/'.join(parent.geo)}")
+                notes += more
+            edits = tuple(_to_atoms(e.forbid, by_name) for e in schema.edits)
+            out.append(Problem(level, parent.geo, domains, n_rows, tuple(cons), edits, truth, notes))
+    return out

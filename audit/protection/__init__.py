@@ -1,0 +1,1 @@
+"""Protection: suppression, rounding and noise recommended and re-audited."""

@@ -1,0 +1,298 @@
+"""Secondary suppression that meets protection levels and the proved-claim rules together, at least cost.
+
+One unit at a time, all its tables at once (they share rows, so linked tables are protected jointly
+by construction): a mixed-integer program over "suppress this cell" variables ``x`` (HiGHS) proposes
+the cheapest pattern meeting every constraint found so far; the pattern is attacked exactly
+(:func:`audit.attacks.exact.audit_unit`: proved claims and integer feasibility intervals), and whatever still
+fails adds constraints:
+
+* a failing claim: "suppress one of the cells that imply it" (:func:`audit.protection.protect.claim_clauses`);
+* a hidden count whose interval is too narrow (the ``protection_levels`` rule): a Fischetti-Salazar
+  cut from the continuous attacker's linear program, when that LP already shows the interval too
+  narrow, else a no-good "suppress one more cell, or not this one".
+
+The attacker LP lives in histogram space (a count ``h >= 0`` for every row the edits allow, every
+count cell a sum of them). Any vector ``y`` of row multipliers bounds ``min c.h`` under *every*
+pattern (only the cells' bounds change, from ``[a, a]`` published to ``[0, N]`` suppressed), so its
+optimal duals at one pattern give a linear cut valid for all. The LP relaxes the integer attacker,
+and suppressing more only widens intervals, so every cut and no-good is a necessary condition: the
+first pattern the exact audit passes is a cheapest one.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, replace
+from typing import Callable, Mapping
+
+import numpy as np
+
+from ..attacks.exact import audit_unit
+from ..attacks.implied import flat_mask, in_sets, support
+from ..attacks.implied import LinearProof
+from ..attacks.intervals import Interval, feasibility_intervals, hidden_cells
+from ..problem.build import Problem
+from ..release.constraints import PUBLISHED, SUPPRESSED, UnitRelease
+from ..policy.rules import protection_needed
+
+SUPPORT = 50_000  # most rows the attacker LP holds; past it, no-goods alone (slower, still exact)
+TOLERANCE = 1e-6  # cuts are loosened by this much (relative to their size): floating-point duals never cut off a feasible pattern
+
+
+@dataclass(frozen=True)
+class Cut:
+    """``sum(coef[k] * x_k) >= rhs * x_cell`` (``cell`` None: always hidden, so ``>= rhs``)."""
+
+    coef: Mapping[str, float]
+    rhs: float
+    cell: str | None
+
+    def __post_init__(self):
+        if any(v < 0 for v in self.coef.values()):
+            raise ValueError("cut coefficients must be 0 or more")
+
+
+def too_narrow(intervals: Mapping[str, Interval], settings: Mapping) -> list[tuple[str, int, float]]:
+    """(cell, sense, target) for each end of a hidden count's interval that misses its protection
+    level: ``sense * count`` must reach down to ``target`` (1: the lower end, -1: the upper). An
+    interval not certified fails both ends, as the rule fails it."""
+    out = []
+    for key, iv in sorted(intervals.items()):
+        below, above = protection_needed(settings, iv.value)
+        if not iv.certified or iv.value - iv.lo < below:
+            out.append((key, 1, iv.value - below))
+        if not iv.certified or iv.hi - iv.value < above:
+            out.append((key, -1, -(iv.value + above)))
+    return out
+
+
+class AttackerLP:
+    """The continuous attacker of one unit over every row its edits allow: count cells published at
+    their value or, suppressed, in ``[0, N]``; sums, means and medians left out (a relaxation)."""
+
+    @classmethod
+    def of(cls, problem: Problem, release: UnitRelease) -> "AttackerLP | None":
+        """None when the rows the edits allow are too many to hold."""
+        bounds = np.cumsum((0,) + problem.sizes)
+        edits = np.array([flat_mask(problem, e) for e in problem.edits], dtype=np.int64).reshape(len(problem.edits), bounds[-1])
+        rows = support(edits, bounds, SUPPORT)
+        return None if rows is None or not len(rows) else cls(problem, release, rows, bounds)
+
+    def __init__(self, problem: Problem, release: UnitRelease, rows: np.ndarray, bounds: np.ndarray):
+        status = {v.cell.key: v.status for v in release.values}
+        self.n = problem.n_rows
+        self.keys, flats, self.lo, self.hi = [], [], [], []
+        for c in problem.constraints:
+            key = c.key.rsplit(":", 1)[0]
+            if c.statistic.kind != "count" or key in self.keys:
+                continue
+            self.keys.append(key)
+            flats.append(flat_mask(problem, c.predicate))
+            if status.get(key) == SUPPRESSED:  # may widen to [0, N] when more is suppressed
+                lo, hi = 0, self.n[1]
+            else:
+                lo, hi = int(np.ceil(float(c.lo))), self.n[1] if c.hi is None else int(np.floor(float(c.hi)))
+            self.lo.append(lo)
+            self.hi.append(hi)
+        self.index = {k: i for i, k in enumerate(self.keys)}
+        member = in_sets(rows, np.array(flats).reshape(len(flats), bounds[-1]), bounds).T
+        self.a = np.vstack([member.astype(float), np.ones((1, len(rows)))])  # the last row: the population
+
+    def cut(self, cell: str, sense: int, target: float, hidden: set[str], variables: set[str]) -> Cut | None:
+        """A cut every pattern that gives ``sense * cell`` a least value of at most ``target`` meets,
+        from the LP's duals with ``hidden`` suppressed; None when the LP reaches the target (the
+        integers do not: no cut from here)."""
+        i = self.index.get(cell)
+        if i is None:
+            return None
+        shown = {k for k in hidden | {cell} if k in variables and k in self.index}
+        lo, hi = np.array(self.lo + [self.n[0]], float), np.array(self.hi + [self.n[1]], float)
+        wide = [self.index[k] for k in shown]
+        lo[wide], hi[wide] = 0.0, float(self.n[1])
+        y, d = self._duals(np.where(self.a[i] > 0, float(sense), 0.0), lo, hi)
+        if y is None:
+            return None
+        # for any y: min c.h >= sum_r min(y_r lo_r, y_r hi_r) + N * sum(min(d, 0)), d = c - y.A (0 <= h <= N);
+        # a variable cell's term is y a published, min(0, y N) suppressed: the difference is its coefficient
+        bound = float(self.n[1]) * np.minimum(d, 0).sum()
+        coef: dict[str, float] = {}
+        for r, key in enumerate(self.keys + [None]):
+            if key is not None and key != cell and key in variables:
+                bound += y[r] * self.lo[r]
+                gain = y[r] * self.lo[r] - min(0.0, y[r] * self.n[1])
+                if gain > 0:
+                    coef[key] = gain
+            else:
+                bound += min(y[r] * lo[r], y[r] * hi[r])
+        slack = TOLERANCE * (1.0 + abs(bound) + sum(coef.values()))
+        now = bound - sum(v for k, v in coef.items() if k in hidden)
+        if now <= target + slack:
+            return None  # the LP reaches the target at this pattern: only the integers fail it
+        return Cut(coef, bound - target - slack, cell if cell in variables else None)
+
+    def _duals(self, c: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> tuple:
+        """Row duals and reduced costs of ``min c.h`` over ``lo <= A h <= hi``, ``0 <= h <= N``."""
+        import highspy
+
+        h = _highs()
+        m, n = self.a.shape
+        h.addVars(n, np.zeros(n), np.full(n, float(self.n[1])))
+        h.changeColsCost(n, np.arange(n, dtype=np.int32), c)
+        nz = np.nonzero(self.a)
+        starts = np.searchsorted(nz[0], np.arange(m)).astype(np.int32)
+        h.addRows(m, lo, hi, len(nz[0]), starts, nz[1].astype(np.int32), self.a[nz])
+        h.run()
+        if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+            return None, None
+        y = np.asarray(h.getSolution().row_dual, dtype=float)
+        return y, c - y @ self.a
+
+
+def _highs():
+    """A quiet, single-threaded, seeded HiGHS model."""
+    import highspy
+
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    h.setOptionValue("threads", 1)
+    h.setOptionValue("random_seed", 0)
+    return h
+
+
+def cheapest(variables: list[str], cost: Mapping[str, float], forced: set[str], clauses, cuts: list[Cut],
+             tie: Mapping[str, float]) -> set[str] | None:
+    """The cheapest pattern (``cost``, then ``tie``) meeting every claim clause (pos, neg) and cut, by a
+    mixed-integer program (HiGHS, optimality gap 0); None when none exists."""
+    import highspy
+
+    variables = sorted(set(variables).union(*(pos for pos, _ in clauses)))  # a cell publishing no count
+    at = {k: i for i, k in enumerate(variables)}
+    n = len(variables)
+    scale = sum(tie.get(k, 0) for k in variables) + 1
+    h = _highs()
+    h.setOptionValue("mip_rel_gap", 0.0)
+    h.setOptionValue("mip_abs_gap", 1e-9)
+    h.addVars(n, np.array([1.0 if k in forced else 0.0 for k in variables]), np.ones(n))
+    h.changeColsCost(n, np.arange(n, dtype=np.int32),
+                     np.array([cost.get(k, 1.0) * scale + tie.get(k, 0) for k in variables], dtype=float))
+    h.changeColsIntegrality(n, np.arange(n, dtype=np.int32), np.full(n, highspy.HighsVarType.kInteger, dtype=np.uint8))
+
+    def row(terms: dict[str, float], lo: float) -> None:
+        terms = {k: v for k, v in terms.items() if v}
+        h.addRow(lo, highspy.kHighsInf, len(terms), np.array([at[k] for k in terms], dtype=np.int32),
+                 np.array(list(terms.values()), dtype=float))
+
+    for pos, neg in clauses:
+        neg = {k for k in neg if k in at}  # others are hidden by the schedule itself
+        row({**{k: 1.0 for k in pos}, **{k: -1.0 for k in neg}}, 1.0 - len(neg))
+    for cut in cuts:
+        terms = dict(cut.coef)
+        if cut.cell is None:
+            row(terms, cut.rhs)
+        else:
+            terms[cut.cell] = terms.get(cut.cell, 0.0) - cut.rhs
+            row(terms, 0.0)
+    h.run()
+    if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+        return None
+    x = h.getSolution().col_value
+    return {k for k in variables if x[at[k]] > 0.5}
+
+
+def cell_costs(problem: Problem, release: UnitRelease, kind: str) -> dict[str, float]:
+    """Each published count cell's cost to suppress: 1 (``cells``), the persons in it (``persons``,
+    tau-Argus' frequency cost), or its published magnitude (``values``: a ``sum(col)`` of the cell
+    where it has one, else its count)."""
+    counts, sums = {}, {}
+    for v in release.values:
+        if v.status == PUBLISHED and v.stat.kind == "count":
+            counts[v.cell.key] = float(v.value)
+        elif v.status == PUBLISHED and v.stat.kind == "sum":
+            sums[v.cell.key] = sums.get(v.cell.key, 0.0) + abs(float(v.value))
+    if kind == "cells":
+        return {k: 1.0 for k in counts}
+    if kind == "persons":
+        return counts
+    return {k: sums.get(k, c) for k, c in counts.items()}
+
+
+def suppress_unit(ctx, policy, options, log: Callable[[str], None] | None = None):
+    """The cheapest suppression of one unit (``options.cost``) that passes the policy's claim rules and
+    protection levels, re-audited exactly (see the module docstring); a
+    :class:`~audit.protection.protect.UnitProtection` whose ``complementary`` cells are the secondary ones."""
+    from .protect import (UnitProtection, _summary, cell_counts, claim_clauses, failing, forced_cells,
+                          geo_key, information_loss, twins)
+
+    start = time.perf_counter()
+    exact = replace(options.exact, explain="none")
+    claims = any(v not in (None, False) for v in (policy.derived, policy.direct, policy.full_records, policy.reconstructed,
+                                                 policy.reidentification, policy.inference))
+    problem, release = ctx.problem()
+    out = UnitProtection(ctx.level, ctx.geo, problem.n_rows[1])
+    out.primary, _ = forced_cells(release, problem, ctx.schedule.tables, policy, replace(options, complementary=False))
+    cost = cell_costs(problem, release, options.cost)
+    tie = cell_costs(problem, release, "persons" if options.cost == "cells" else "cells")
+    variables = sorted(cost)
+    lp = AttackerLP.of(problem, release) if policy.protection is not None else None
+    direct_of = twins(problem)
+    clauses: list = []
+    cuts: list[Cut] = []
+    chosen = set(out.primary)
+    while True:
+        out.iterations += 1
+        current = ctx.problem(chosen)[0] if chosen else problem
+        if claims:
+            result = audit_unit(current, exact)
+            bad, undecided = failing(result, policy)
+            recon = policy.reconstructed and result.reconstructed
+            intervals, summary = result.intervals, _summary(result, policy)
+            if result.status != "done" or (undecided and policy.undecided):
+                out.status = "undecided"
+                out.reason = result.reason or f"{len(undecided)} claims undecided: no recommendation (fail closed)"
+                break
+        else:  # protection levels alone: the intervals, without the claim search (tables of thousands of rows)
+            bad, recon = [], False
+            intervals = feasibility_intervals(current, LinearProof.of(current), None)
+        short = []
+        if policy.protection is not None:
+            if intervals is None and hidden_cells(current):
+                out.status, out.reason = "undecided", "the feasibility intervals could not be computed"
+                break
+            short = too_narrow(intervals or {}, policy.protection)
+        if not claims:
+            summary = {"hidden_counts": len(intervals or {}), "intervals_too_narrow": len({c for c, _, _ in short})}
+        if not out.before:
+            out.before = summary
+        if not bad and not recon and not short:
+            out.status = "protected" if chosen else "pass"
+            break
+        if out.iterations > options.max_iterations:
+            out.status, out.reason = "gave-up", f"no protection within {options.max_iterations} iterations"
+            break
+        hidden = chosen | set(ctx.already)
+        if bad or recon:
+            clauses += claim_clauses(result, bad, recon, hidden, direct_of, options)
+        for cell, sense, target in short:
+            cut = lp.cut(cell, sense, target, chosen, set(variables)) if lp is not None else None
+            if cut is None:  # suppressing more only widens intervals: one more cell, or not this one
+                cut = Cut({k: 1.0 for k in variables if k not in chosen and k != cell}, 1.0,
+                          cell if cell in cost else None)
+            cuts.append(cut)
+        picked = cheapest(variables, cost, set(out.primary), clauses, cuts, tie)
+        if picked is None:
+            out.status = "unfixable"
+            stuck = sorted({cell for cell, _, _ in short})
+            out.reason = ("no suppression of this unit's published counts meets the rules" +
+                          (f" (still too narrow: {', '.join(stuck[:5])}{' ...' if len(stuck) > 5 else ''}; a count "
+                           "the population pins, or a threshold suppression the attacker knows is below t)"
+                           if stuck else ""))
+            break
+        chosen = picked
+        if log:
+            log(f"unit {geo_key(ctx.geo)}: iteration {out.iterations}, {len(bad)} failing claims, {len(short)} "
+                f"intervals too narrow, {len(clauses)} clauses and {len(cuts)} cuts, trying {len(chosen)} cells")
+    out.clauses = len(clauses) + len(cuts)
+    out.complementary = sorted(chosen - set(out.primary))
+    out.after = summary
+    out.loss = information_loss(problem, out.cells, cell_counts(problem))
+    out.seconds = time.perf_counter() - start
+    return out

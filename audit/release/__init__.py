@@ -1,0 +1,1 @@
+"""The release: queries, tabulation, published values and the constraints an attacker derives."""

@@ -1,0 +1,1 @@
+"""Running many units: bounded workers, pools or Dask, resumable parts, progress."""

@@ -1,0 +1,680 @@
+"""Scale: every unit of a state on a local process pool or a Dask cluster, streamed and resumable.
+
+Geographic units are independent tasks (tables at a coarser level couple their children into one
+problem per parent, see :mod:`audit.problem.coupled`). The parent process streams the microdata by
+geography (:mod:`audit.data.stream`), tabulates and builds problems chunk by chunk, and sends each worker
+only what one unit needs: the :class:`~audit.problem.build.Problem` (with its true rows) and the prior
+rows of its parent unit. Each finished unit is appended as one JSON line to ``OUT/parts/`` at once,
+so an interrupted run resumes where it stopped (``--resume``); a partly written last line is
+ignored and that unit is redone. The worker lists a bounded number of claims per unit (the most
+telling first; the summary counts them all) and encodes every claim as a gzip member of the claim
+store (:mod:`audit.findings.claimstore`), appended to ``part-N.claims`` beside the unit's line. The final
+merge streams the parts in unit order: it copies each unit's member into ``claims.csv.gz`` and its
+entry to a file, and builds the document (:func:`audit.findings.document.document`) and a ``scale`` section
+(distributions, worst units) from them, so its memory does not grow with the claims.
+
+Bounds per unit: the exact attack's own (``unit_seconds`` over the whole unit, conflict budgets,
+``max_rows``, ``memory_mb`` as an estimate checked before anything large is built), a hard
+wall-clock limit (pool workers: an alarm in the worker, and the parent kills a worker that does not
+answer), and an address-space limit per worker process (``RLIMIT_AS``). A unit past a bound, or whose
+worker failed or died, is reported with its status and reason and every candidate claim
+*undecided* -- never safe -- and the run goes on. Workers die with the process that started them.
+"""
+from __future__ import annotations
+
+import heapq
+import json
+import os
+import signal
+import threading
+import time
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures import TimeoutError as FutureTimeout
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import numpy as np
+import pandas as pd
+
+from ..findings.claimstore import FILE as STORE_FILE
+from ..findings.claimstore import StoreWriter, store_columns
+from ..problem.coupled import build_coupled_problems, coupled_levels
+from ..attacks.engines._explain import WORK_PER_SECOND
+from ..errors import AuditError, InternalError, Interrupted, OptionalDependencyMissing
+from ..attacks.exact import ExactOptions, audit_unit, unfinished
+from ..findings.document import (GridKeeper, JsonLines, attach_cells, cells_json, document, grid_cap, grid_rank, kept_grids,
+                       listing_cap, prior_rows, unit_json)
+from ..data.inputs import Inputs
+from ..problem.build import Problem, build_problems
+from ..findings.provenance import file_digest
+from ..attacks.reidentify import with_attacker
+from ..specs.schedule import Schedule
+from ..specs.schema import Schema
+from ..data.stream import DEFAULT_CHUNK_ROWS, _keys, count_units, stream_chunks
+from ..release.tabulate import tabulate
+
+PIECE_UNITS = 16  # units whose problems are built together
+HARD_GRACE = 30.0  # seconds past the hard limit before the parent kills a worker that has not answered
+RETRIED = ("error", "timeout", "out-of-memory")  # statuses --resume redoes: they depend on the machine, not the data
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Bounds enforced in the worker, on top of the exact attack's own."""
+
+    memory_mb: int | None = None
+    hard_seconds: float | None = None
+    parent_pid: int = 0
+    claims_cap: int | None = None  # claims of each kind listed per unit (all are counted and stored); None: LISTED
+    header: tuple[str, ...] = ()  # the claim store's columns
+    input_errors: bool = False  # raise the user's input errors (an inconsistent release) instead of an error unit
+
+
+@dataclass(frozen=True)
+class ScaleOptions:
+    """How to run many units: where, with which bounds, and how to write the results."""
+
+    workers: int = 1  # 1: in this process; N > 1: a local pool of N processes
+    scheduler: Any = None  # a Dask scheduler address (or a distributed.Client)
+    resume: bool = False
+    claims_cap: int | None = None  # claims of each kind listed per unit; None: 10 up to 200 units, else 3
+    chunk_rows: int = DEFAULT_CHUNK_ROWS
+    memory_mb: int | None = None
+    hard_seconds: float | None = None  # default: 2 x unit_seconds + 2 x explain_budget / WORK_PER_SECOND + 60
+    coupled: bool = True
+    task: Callable | None = None  # the per-unit function (tests substitute one); default audit_task
+
+    def __post_init__(self):
+        if self.workers < 1:
+            raise AuditError("must be at least 1", "--workers", "e.g. --workers 2")
+        if self.claims_cap is not None and self.claims_cap < 0:
+            raise AuditError("must be 0 or more", "--claims-cap", "e.g. --claims-cap 25")
+        if self.memory_mb is not None and self.memory_mb < 64:
+            raise AuditError("must be at least 64", "--memory-mb", "e.g. --memory-mb 4096")
+
+
+# -- the task a worker runs -----------------------------------------------------------------------
+class _HardTimeout(Exception):
+    pass
+
+
+def _apply_limits(limits: Limits) -> None:
+    """Address-space limit, once per worker process (never in the process that started the run)."""
+    if not limits.memory_mb or os.getpid() == limits.parent_pid:
+        return
+    import resource
+
+    want = limits.memory_mb * 2**20
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    if soft == resource.RLIM_INFINITY or soft > want:
+        resource.setrlimit(resource.RLIMIT_AS, (want, hard))
+
+
+def _init_worker(limits: Limits) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    _die_with_parent(limits.parent_pid)
+    _apply_limits(limits)
+
+
+def _die_with_parent(parent: int) -> None:
+    """End this worker when the process that started the run ends, even by SIGKILL: the kernel's
+    parent-death signal on Linux, and everywhere a thread that watches the parent's pid."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+    if parent and os.getppid() != parent:  # the parent died before the signal was armed
+        os._exit(1)
+    threading.Thread(target=_watch_parent, args=(parent,), daemon=True, name="watch-parent").start()
+
+
+def _watch_parent(parent: int) -> None:
+    while True:
+        time.sleep(1.0)
+        if os.getppid() != parent:
+            os._exit(1)
+
+
+def _on_alarm(signum, frame):
+    raise _HardTimeout()
+
+
+def audit_task(problem: Problem, options: ExactOptions, prior: np.ndarray | None, limits: Limits) -> dict:
+    """Audit one unit and return its findings (``unit_json``); failures become undecided units."""
+    _apply_limits(limits)
+    start = time.perf_counter()
+    alarm = (limits.hard_seconds and os.getpid() != limits.parent_pid
+             and hasattr(signal, "SIGALRM") and _main_thread())
+    try:
+        if alarm:
+            signal.signal(signal.SIGALRM, _on_alarm)
+            signal.setitimer(signal.ITIMER_REAL, limits.hard_seconds)
+        try:
+            return unit_json(audit_unit(problem, options, prior), None, _cap(limits), limits.header or None,
+                             options.max_columns)
+        finally:
+            if alarm:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+    except AuditError as exc:
+        if limits.input_errors:
+            raise
+        unit = _error_unit(problem, options, exc, start)
+    except _HardTimeout:
+        return failed_unit(problem, options, "timeout", f"hard time limit of {limits.hard_seconds:g} s per unit reached",
+                           start, limits)
+    except MemoryError:
+        return failed_unit(problem, options, "out-of-memory", f"memory limit of {limits.memory_mb} MB per worker reached",
+                           start, limits)
+    except InternalError:  # a bug: stops the run, never a unit's result
+        raise
+    except Exception as exc:  # noqa: BLE001 -- one unit's failure must not stop the run
+        unit = _error_unit(problem, options, exc, start, limits)
+    return unit
+
+
+def _error_unit(problem: Problem, options: ExactOptions, exc: BaseException, start: float | None = None,
+                limits: Limits | None = None) -> dict:
+    """A unit whose task raised: status error, the exception's first line as the reason."""
+    text = str(exc).splitlines()[0] if str(exc) else ""
+    return failed_unit(problem, options, "error", f"{type(exc).__name__}: {text}", start, limits)
+
+
+def _main_thread() -> bool:
+    return threading.current_thread() is threading.main_thread()
+
+
+def failed_unit(problem: Problem, options: ExactOptions, status: str, reason: str, start: float | None = None,
+                limits: Limits | None = None) -> dict:
+    """A unit the attack could not finish: every true claim undecided (listed and stored if not too many)."""
+    limits = limits or Limits()
+    return unit_json(unfinished(problem, options, status, reason, start), None, _cap(limits), limits.header or None,
+                     options.max_columns)
+
+
+def _cap(limits: Limits) -> int:
+    return listing_cap(0, limits.claims_cap)
+
+
+# -- parts on disk ----------------------------------------------------------------------------------
+def unit_key(unit: dict) -> tuple[str, str]:
+    return unit["level"], unit["geo"]
+
+
+def read_parts(parts: Path) -> Iterator[dict]:
+    """Every complete unit line in the part files (a partly written line is skipped)."""
+    for _, _, unit in _part_lines(parts):
+        yield unit
+
+
+def _part_lines(parts: Path) -> Iterator[tuple[Path, int, dict]]:
+    """(part file, offset, unit) of every complete unit line."""
+    for path in sorted(parts.glob("part-*.jsonl")):
+        with path.open("rb") as fh:
+            while True:
+                at = fh.tell()
+                line = fh.readline()
+                if not line:
+                    break
+                if not line.endswith(b"\n"):
+                    continue  # cut off mid-write: that unit is redone
+                try:
+                    unit = json.loads(line)
+                except (json.JSONDecodeError, UnicodeDecodeError):
+                    continue
+                if isinstance(unit, dict) and "geo" in unit and "level" in unit:
+                    yield path, at, unit
+
+
+def finished_units(parts: Path) -> set[tuple[str, str]]:
+    """Units a resumed run keeps: those whose last line has a status other than :data:`RETRIED`."""
+    last = {unit_key(u): u["status"] for u in read_parts(parts)}
+    return {k for k, status in last.items() if status not in RETRIED}
+
+
+def _fingerprint(source, schema: Schema, schedule: Schedule, options: ExactOptions, coupled: bool,
+                 claims_cap: int | None) -> dict:
+    """What a resumed run must share with the interrupted one (the data by path, size and time: cheap)."""
+    if isinstance(source, pd.DataFrame):
+        data = {"frame_rows": len(source)}
+    else:
+        st = Path(source).stat()
+        data = {"path": str(Path(source).resolve()), "bytes": st.st_size, "mtime": int(st.st_mtime)}
+    return {"data": data, "schema": file_digest(schema.source), "tables": file_digest(schedule.source),
+            "options": asdict(options), "coupled": coupled, "claims_cap": claims_cap}
+
+
+class _PartWriter:
+    """Appends one JSON line per finished unit to a fresh part file of this run (never to an old one),
+    and the unit's claim-store member to the part's ``.claims`` file before it (the line says where)."""
+
+    def __init__(self, parts: Path):
+        parts.mkdir(parents=True, exist_ok=True)
+        n = len(list(parts.glob("part-*.jsonl")))
+        self.path = parts / f"part-{n:05d}.jsonl"
+        self.fh = self.path.open("a", encoding="utf-8")
+        self.claims = self.path.with_suffix(".claims").open("ab")
+        self.synced = time.monotonic()
+
+    def write(self, unit: dict) -> None:
+        block = unit.pop("_store", None)
+        if block is not None:
+            unit = {**unit, "block": [self.claims.tell(), len(block[0]), block[1]]}
+            self.claims.write(block[0])
+            self.claims.flush()
+        self.fh.write(json.dumps(unit, separators=(",", ":")) + "\n")
+        self.fh.flush()
+        if time.monotonic() - self.synced > 5:
+            os.fsync(self.claims.fileno())
+            os.fsync(self.fh.fileno())
+            self.synced = time.monotonic()
+
+    def close(self) -> None:
+        for fh in (self.claims, self.fh):
+            fh.flush()
+            os.fsync(fh.fileno())
+            fh.close()
+
+
+# -- producing tasks from the stream ------------------------------------------------------------------
+def _tasks(source, schema: Schema, schedule: Schedule, scale: ScaleOptions, done: set, stats: dict
+           ) -> Iterator[tuple[Problem, np.ndarray | None, dict | None]]:
+    """(problem, prior rows, published-cells summary) for every unit not yet done, chunk by chunk."""
+    coupled = coupled_levels(schema, schedule) if scale.coupled else []
+    finest = [lv for lv in schedule.levels if lv not in coupled]
+    finest_cols = list(schema.geography[: max(schema.geography.index(lv) for lv in finest) + 1]) if finest else []
+    for chunk in stream_chunks(source, schema, schedule, scale.chunk_rows):
+        stats["rows"] += len(chunk)
+        light = Inputs(schema, schedule, chunk)
+        cache: dict = {}
+        # Problems are built PIECE_UNITS units at a time, so that the first ones go out at once and
+        # memory holds a few dozen problems, not a chunk's worth (prior rows still come from the chunk).
+        pieces = []
+        if finest_cols and len(chunk):
+            keys = _keys(chunk, finest_cols)
+            starts = np.concatenate([[0], np.flatnonzero(keys[1:] != keys[:-1]) + 1, [len(chunk)]])
+            pieces = [chunk.iloc[starts[i]: starts[min(i + PIECE_UNITS, len(starts) - 1)]].reset_index(drop=True)
+                      for i in range(0, len(starts) - 1, PIECE_UNITS)]
+        for piece in pieces:
+            releases = tabulate(piece, schema, schedule)
+            todo = [r for r in releases if r.level in finest and (r.level, "/".join(r.geo)) not in done]
+            by_unit = {(r.level, r.geo): r for r in todo}
+            for problem in (build_problems(piece, schema, schedule, todo) if todo else []):
+                release = by_unit.get((problem.level, problem.geo))
+                yield (problem, prior_rows(chunk, light, problem, cache),
+                       cells_json(release) if release is not None else None)
+        if coupled:
+            releases = tabulate(chunk, schema, schedule)
+            parents = [r for r in releases if r.level in coupled and (r.level, "/".join(r.geo)) not in done]
+            if parents:
+                children = [r for r in releases if r.level not in coupled]
+                by_unit = {(r.level, r.geo): r for r in parents}
+                for problem in build_coupled_problems(chunk, schema, schedule, parents + children, coupled):
+                    release = by_unit.get((problem.level, problem.geo))
+                    yield problem, None, (cells_json(release) if release is not None else None)
+
+
+# -- running ------------------------------------------------------------------------------------------
+def run_scaled(source, schema: Schema, schedule: Schedule, options: ExactOptions, scale: ScaleOptions,
+               out: Path, data_path: str | None = None,
+               on_unit: Callable[[dict, int, int], None] | None = None,
+               on_total: Callable[[int, int], None] | None = None, rules=None) -> dict:
+    """Audit every unit (streamed), write parts as units finish, merge into the findings document.
+
+    ``on_total(total, already_done)`` is called once the units are counted; ``on_unit(unit, done,
+    total)`` after each unit is written. Raises :class:`Interrupted` on Ctrl-C (parts intact).
+    """
+    start = time.perf_counter()
+    options = with_attacker(options, schema)
+    out = Path(out)
+    parts = out / "parts"
+    manifest = parts / "run.json"
+    coupled = bool(scale.coupled and coupled_levels(schema, schedule))
+    print_ = _fingerprint(source, schema, schedule, options, coupled, scale.claims_cap)
+    if scale.resume and manifest.exists():
+        old = json.loads(manifest.read_text(encoding="utf-8"))
+        if old != json.loads(json.dumps(print_)):
+            changed = [k for k in print_ if json.loads(json.dumps(print_[k])) != old.get(k)]
+            raise AuditError(f"cannot resume: the {', '.join(changed)} differ from the interrupted run's",
+                             str(manifest), "rerun with the same inputs and options, or without --resume")
+    elif parts.exists():
+        for p in parts.glob("part-*"):
+            p.unlink()
+    parts.mkdir(parents=True, exist_ok=True)
+    manifest.write_text(json.dumps(print_, indent=1, default=str), encoding="utf-8")
+    done = finished_units(parts) if scale.resume else set()
+    counts = count_units(source, schema, schedule)
+    total = sum(counts.values())
+    already = len(done)
+    if on_total:
+        on_total(total, already)
+    stats = {"rows": 0}
+    tasks = _tasks(source, schema, schedule, scale, done, stats)
+    limits = Limits(scale.memory_mb, scale.hard_seconds or hard_limit(options), os.getpid(),
+                    listing_cap(total, scale.claims_cap), store_columns(schema, schedule, coupled))
+    writer = _PartWriter(parts)
+    finished = already
+    keeper = GridKeeper(grid_cap(total))  # units written with their grid; merge keeps the final top's
+
+    def record(unit: dict, cells: dict | None) -> None:
+        nonlocal finished
+        if cells is not None:
+            attach_cells(unit, cells, keeper)
+        writer.write(unit)
+        finished += 1
+        if on_unit:
+            on_unit(unit, finished, total)
+
+    try:
+        if scale.scheduler is not None:
+            _run_dask(tasks, options, limits, scale, record)
+        elif scale.workers == 1 and not scale.memory_mb:
+            task = scale.task or audit_task
+            for problem, prior, cells in tasks:
+                record(task(problem, options, prior, limits), cells)
+        else:
+            _run_pool(tasks, options, limits, scale, record)
+    except KeyboardInterrupt:
+        writer.close()
+        raise Interrupted(finished, total, parts) from None
+    writer.close()
+    return merge(parts, schema, schedule, options, scale, data_path or _name(source), stats["rows"],
+                 time.perf_counter() - start, rules, out)
+
+
+def hard_limit(options: ExactOptions) -> float:
+    """The default hard wall-clock limit per unit: well past ``unit_seconds``, which the attack keeps itself."""
+    return 2 * options.unit_seconds + 2 * options.explain_budget / WORK_PER_SECOND + 60
+
+
+def bounded_runner(options: ExactOptions, memory_mb: int | None):
+    """A unit runner for :func:`audit.findings.document.run_exact` (``audit run`` without scale options), started
+    at once: every unit in one worker process, under ``RLIMIT_AS`` of ``memory_mb`` and the hard time limit, since
+    neither can be imposed on the process that holds the run. An input error (an inconsistent
+    release) still stops the run, as in this process."""
+    limits = Limits(memory_mb, hard_limit(options), os.getpid(), None, input_errors=True)
+    scale = ScaleOptions(workers=1, memory_mb=memory_mb)
+    pool = _new_pool(1, limits)
+    pool.submit(int)  # start the worker now: its imports overlap the caller's loading and tabulating
+
+    def run(tasks, unit_options: ExactOptions, record, header: tuple[str, ...] | None, cap: int | None) -> None:
+        _run_pool(tasks, unit_options, replace(limits, header=header or (), claims_cap=cap), scale, record, pool)
+    return run
+
+
+def _name(source) -> str:
+    return "<data>" if isinstance(source, pd.DataFrame) else str(source)
+
+
+def _new_pool(n: int, limits: Limits) -> ProcessPoolExecutor:
+    import multiprocessing
+
+    return ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("spawn"), initializer=_init_worker,
+                               initargs=(limits,))
+
+
+def _run_pool(tasks, options: ExactOptions, limits: Limits, scale: ScaleOptions, record,
+              pool: ProcessPoolExecutor | None = None) -> None:
+    """A local process pool with a bounded number of units in flight (memory flat in the number of units).
+
+    A worker that dies, or that has not answered ``HARD_GRACE`` seconds after the hard limit (stuck
+    in the solver's C code, where the alarm cannot reach it), takes the pool down; every unit then in
+    flight is rerun alone to find the one to blame.
+    """
+    task = scale.task or audit_task
+    workers = scale.workers
+    stuck_after = (limits.hard_seconds or float("inf")) + HARD_GRACE
+
+    def new_pool(n: int) -> ProcessPoolExecutor:
+        return _new_pool(n, limits)
+
+    pool = pool or new_pool(workers)
+    flight: dict = {}
+    running: dict = {}  # future -> when it was first seen running
+    it = iter(tasks)
+    exhausted = False
+    try:
+        while True:
+            while not exhausted and len(flight) < 2 * workers:
+                item = next(it, None)
+                if item is None:
+                    exhausted = True
+                    break
+                flight[pool.submit(task, item[0], options, item[1], limits)] = item
+            if not flight:
+                break
+            ready, _ = wait(list(flight), timeout=min(5.0, stuck_after), return_when=FIRST_COMPLETED)
+            now = time.monotonic()
+            suspects = []
+            for fut in ready:
+                item = flight.pop(fut)
+                running.pop(fut, None)
+                try:
+                    unit = fut.result()
+                except BrokenProcessPool:
+                    suspects.append(item)
+                    continue
+                record(unit, item[2])
+            for fut in flight:
+                if fut.running():
+                    running.setdefault(fut, now)
+            stuck = any(now - t > stuck_after for t in running.values())
+            if suspects or stuck:  # a worker died or hangs: rerun every unit in flight alone
+                suspects += list(flight.values())
+                flight.clear()
+                running.clear()
+                _kill(pool)
+                for problem, prior, extra in suspects:
+                    record(_isolated(new_pool, task, problem, options, prior, limits, stuck_after), extra)
+                pool = new_pool(workers)
+    except BaseException:  # Ctrl-C, or an input error raised by a task: no worker outlives the run
+        _kill(pool)
+        raise
+    pool.shutdown(wait=True)
+
+
+def _isolated(new_pool, task, problem: Problem, options: ExactOptions, prior, limits: Limits,
+              stuck_after: float) -> dict:
+    solo = new_pool(1)
+    try:
+        return solo.submit(task, problem, options, prior, limits).result(timeout=stuck_after)
+    except BrokenProcessPool:
+        return failed_unit(problem, options, "error",
+                           "the worker process died on this unit (killed for memory, or a crash in the solver)",
+                           limits=limits)
+    except FutureTimeout:
+        return failed_unit(problem, options, "timeout", f"hard time limit of {limits.hard_seconds:g} s per unit "
+                           "reached (the worker did not answer and was killed)", limits=limits)
+    finally:
+        _kill(solo)
+
+
+def _kill(pool: ProcessPoolExecutor) -> None:
+    procs = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for p in procs:
+        if p.is_alive():
+            p.kill()
+    for p in procs:
+        p.join(timeout=5)
+
+
+def _run_dask(tasks, options: ExactOptions, limits: Limits, scale: ScaleOptions, record) -> None:
+    """The same task on a Dask distributed cluster; a unit whose task fails is reported as an error."""
+    try:
+        from distributed import Client, as_completed
+    except ImportError:
+        raise OptionalDependencyMissing("dask[distributed]", "cluster") from None
+    task = scale.task or audit_task
+    own = not isinstance(scale.scheduler, Client)
+    client = Client(scale.scheduler) if own else scale.scheduler
+    try:
+        workers = max(1, sum(client.nthreads().values()))
+        flight: dict = {}
+        queue = as_completed()
+        it = iter(tasks)
+        exhausted = False
+
+        def top_up() -> None:
+            nonlocal exhausted
+            while not exhausted and len(flight) < 2 * workers:
+                item = next(it, None)
+                if item is None:
+                    exhausted = True
+                    return
+                fut = client.submit(task, item[0], options, item[1], limits, pure=False)
+                flight[fut.key] = item
+                queue.add(fut)
+
+        top_up()
+        for fut in queue:
+            problem, prior, cells = flight.pop(fut.key)
+            try:
+                unit = fut.result()
+            except InternalError:
+                raise
+            except Exception as exc:  # noqa: BLE001 -- e.g. KilledWorker: the unit is an error, the run goes on
+                unit = _error_unit(problem, options, exc, limits=limits)
+            fut.release()
+            record(unit, cells)
+            top_up()
+    except KeyboardInterrupt:
+        client.cancel([f for f in list(queue.futures)]) if "queue" in locals() else None
+        raise
+    finally:
+        if own:
+            client.close()
+
+
+# -- merge ----------------------------------------------------------------------------------------------
+_SIZE_BINS = [(1, 1), (2, 2), (3, 4), (5, 9), (10, 19), (20, 49), (50, 99), (100, 199), (200, None)]
+
+
+def _quantiles(values) -> dict:
+    if not len(values):
+        return {}
+    a = np.asarray(values, dtype=float)
+    return {"p50": round(float(np.quantile(a, .5)), 3), "p90": round(float(np.quantile(a, .9)), 3),
+            "p99": round(float(np.quantile(a, .99)), 3), "max": round(float(a.max()), 3),
+            "mean": round(float(a.mean()), 3), "sum": round(float(a.sum()), 3)}
+
+
+def merge(parts: Path, schema: Schema, schedule: Schedule, options: ExactOptions, scale: ScaleOptions,
+          data_path: str, rows: int, seconds: float, rules=None, out: Path | None = None) -> dict:
+    """Stream the parts (last line per unit wins) in unit order into the claim store and the document.
+
+    Memory holds one part offset per unit; claims go from the parts to ``claims.csv.gz`` and unit
+    entries to a temporary file that the document reads them back from (:class:`JsonLines`).
+    """
+    out = Path(out) if out is not None else parts.parent
+    latest: dict[tuple[str, str], tuple[Path, int]] = {}
+    ranks: dict[tuple[str, str], tuple] = {}
+    for path, at, unit in _part_lines(parts):
+        latest[unit_key(unit)] = (path, at)
+        ranks[unit_key(unit)] = grid_rank(unit)
+    grids = kept_grids(ranks, grid_cap(len(ranks)))
+    del ranks
+    order = {lv: i for i, lv in enumerate(schedule.levels)}
+    keys = sorted(latest, key=lambda k: (order.get(k[0], 99), k[1].split("/")))
+    coupled = bool(scale.coupled and coupled_levels(schema, schedule))
+    writer = StoreWriter(out / STORE_FILE, store_columns(schema, schedule, coupled))
+    files: dict[Path, Any] = {}
+
+    def read(path: Path, at: int, size: int | None = None) -> bytes:
+        if path not in files:
+            files[path] = path.open("rb")
+        fh = files[path]
+        fh.seek(at)
+        return fh.readline() if size is None else fh.read(size)
+
+    def units() -> Iterator[dict]:
+        for key in keys:
+            path, at = latest.pop(key)
+            unit = json.loads(read(path, at))
+            if key not in grids:
+                unit.pop("grid", None)
+            block = unit.pop("block", None)
+            if block is not None:
+                unit["store"] = writer.add(read(path.with_suffix(".claims"), block[0], block[1]), block[2])
+            yield unit
+
+    try:
+        entries = JsonLines.write(units(), out)
+    finally:
+        for fh in files.values():
+            fh.close()
+    store = writer.close()
+    doc = document(Inputs(schema, schedule, pd.DataFrame(), data_path), options, entries, seconds, rules, store)
+    doc.setdefault("inputs", {})["rows"] = int(rows)
+    doc["scale"] = summarise(entries, listing_cap(len(entries), scale.claims_cap), parts)
+    return doc
+
+
+def summarise(units, cap: int, parts: Path, worst: int = 20) -> dict:
+    """Distributions and worst units, in one pass over the units: what a reader of a large run needs."""
+    by_status: dict[str, int] = {}
+    bins = [{"units": 0, "reconstructed": 0, "with_derived_singletons": 0, "undecided_units": 0} for _ in _SIZE_BINS]
+    seconds, derived, ranked, not_finished = [], [], [], []
+    for u in units:
+        s = u["summary"]
+        by_status[u["status"]] = by_status.get(u["status"], 0) + 1
+        for (lo, hi), b in zip(_SIZE_BINS, bins):
+            if u["rows"] >= lo and (hi is None or u["rows"] <= hi):
+                b["units"] += 1
+                b["reconstructed"] += bool(u["reconstructed"])
+                b["with_derived_singletons"] += s["derived_singletons"] > 0
+                b["undecided_units"] += s["undecided"] > 0
+        seconds.append(u["seconds"])
+        derived.append(s["derived_singletons"])
+        ranked.append(((-s["derived_singletons"], -s["full_records"], u["geo"]),
+                       {"geo": u["geo"], "level": u["level"], "rows": u["rows"],
+                        "derived_singletons": s["derived_singletons"], "full_records": s["full_records"],
+                        "reconstructed": u["reconstructed"], "status": u["status"]}))
+        if len(ranked) > 10 * worst:
+            ranked = heapq.nsmallest(worst, ranked, key=lambda r: r[0])
+        if u["status"] != "done" and len(not_finished) < 100:
+            not_finished.append({"geo": u["geo"], "level": u["level"], "status": u["status"], "reason": u["reason"]})
+    sizes = [{"rows": f"{lo}" if lo == hi else (f"{lo}+" if hi is None else f"{lo}-{hi}"), **b}
+             for (lo, hi), b in zip(_SIZE_BINS, bins) if b["units"]]
+    return {
+        "units_by_status": by_status,
+        "by_size": sizes,
+        "seconds_per_unit": _quantiles(seconds),
+        "derived_singletons_per_unit": _quantiles(derived),
+        "worst_units": [r for _, r in heapq.nsmallest(worst, ranked, key=lambda r: r[0])],
+        "not_finished": not_finished,
+        "claims_listed_per_kind": cap,
+        "parts": str(parts),
+    }
+
+
+# -- the command line's entry ---------------------------------------------------------------------------
+def run_cli(data: Path, schema: Path | None, tables: Path, options: ExactOptions, scale: ScaleOptions, out: Path,
+            rules=None, infer_schema: bool = False, geography: str | None = None, quiet: bool = False,
+            on_unit: Callable[[dict], None] | None = None) -> dict:
+    """``audit run`` at scale: stream ``data``, show units done / total, rate and ETA (unless quiet)."""
+    from .progress import Progress
+    from ..specs.schedule import load_schedule
+    from ..specs.schema import load_schema
+
+    if infer_schema and schema is None:  # inference needs the whole frame; stream from memory
+        from ..data.inputs import inputs_from
+
+        inputs = inputs_from(data, None, tables, True, geography)
+        the_schema, schedule, source = inputs.schema, inputs.schedule, inputs.frame
+    else:
+        if schema is None:
+            raise AuditError("no schema given", "--schema", fix="pass --schema FILE (or --infer-schema --geography COLS)")
+        the_schema = load_schema(schema)
+        schedule, source = load_schedule(tables, the_schema), data
+
+    with Progress("units", quiet) as progress:
+        def tick(unit: dict, done: int, n: int) -> None:
+            progress.update(done, f"unit {unit['geo']}")
+            if on_unit:
+                on_unit(unit)
+
+        return run_scaled(source, the_schema, schedule, options, scale, out, str(data), tick, progress.total, rules)

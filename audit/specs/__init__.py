@@ -1,0 +1,1 @@
+"""Table specifications: the schema, the table schedule, the attacker model (YAML, validated)."""
