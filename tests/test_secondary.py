@@ -11,7 +11,7 @@ from test_protect import _case
 from audit.attacks.exact import ExactOptions
 from audit.protection.protect import Policy, ProtectOptions, unit_contexts
 from audit.policy.rules import protection_needed
-from audit import secondary
+from audit.protection import secondary
 from audit.protection.secondary import cell_costs, suppress_unit
 
 EXACT = ExactOptions(explain="none")
