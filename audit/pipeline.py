@@ -21,12 +21,12 @@ from .errors import AuditError
 from .attacks.exact import ExactOptions
 from .attacks.extras import linear_target, write_linear, write_ranking
 from .findings.document import read_json, write_json
-from .data.inputs import inputs_from
+from .inputs import inputs_from
 from .findings.junit import write_junit
 from .paths import clear_outputs as clear_named, output_folder
-from .scale.progress import Progress
+from .outputs.progress import Progress
 from .findings.provenance import check_explicit, fingerprint, select
-from .release.published import check_options, run_published
+from .published import check_options, run_published
 from .attacks.reidentify import add_ranking
 from .outputs.report import extras_beside, write_report
 from .policy.rules import apply, load_rules
@@ -45,7 +45,7 @@ class AuditOptions:
     in the output folder when made from the same inputs. ``scale`` (:class:`audit.scale.runner.ScaleOptions`):
     stream the data and run units on a pool or Dask (None: the whole frame here, each unit in one
     worker process bounded by ``memory_mb``). ``published``: attack that release file alone
-    (:mod:`audit.release.published`), with no microdata.
+    (:mod:`audit.published`), with no microdata.
     """
 
     rules: Optional[str | Path] = None

@@ -21,7 +21,7 @@ sys.path.insert(0, str(ROOT))
 
 from audit.release.census_lp import compare, read_lp, read_solution, release_frame  # noqa: E402
 from audit.attacks.exact import ExactOptions  # noqa: E402
-from audit.release.published import attack_unit, published_problems, releases_from_frame  # noqa: E402
+from audit.published import attack_unit, published_problems, releases_from_frame  # noqa: E402
 from audit.specs.schedule import load_schedule  # noqa: E402
 from audit.specs.schema import load_schema  # noqa: E402
 

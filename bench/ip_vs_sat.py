@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from audit.attacks.exact import ExactOptions, audit_unit  # noqa: E402
-from audit.data.inputs import load_inputs  # noqa: E402
+from audit.inputs import load_inputs  # noqa: E402
 
 
 def problems(sizes: list[int]):

@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT))
 import numpy as np  # noqa: E402
 
 from audit.attacks.engines.rank import RankAttack, RankOptions, resolve_device  # noqa: E402
-from audit.data.inputs import Inputs  # noqa: E402
+from audit.inputs import Inputs  # noqa: E402
 from audit.data.microdata import validate  # noqa: E402
 from audit.attacks.reidentify import ranking_part  # noqa: E402
 from audit.specs.schedule import Protection, load_schedule  # noqa: E402

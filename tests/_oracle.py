@@ -8,7 +8,7 @@ import numpy as np
 
 from audit.problem.claims import Claim, candidates
 from audit.problem.build import Domain, Problem
-from audit.release.query import Predicate, Statistic
+from audit.specs.query import Predicate, Statistic
 from audit.release.constraints import Constraint, round_half_up
 
 

@@ -11,7 +11,7 @@ from audit.attacks.engines.linear import NOTEBOOK_PUBLIC, load_frame, prepare
 from audit.attacks.engines.rank import RankOptions, torch_available
 from audit.errors import InternalError
 from audit.attacks.exact import ExactOptions
-from audit.data.inputs import load_inputs
+from audit.inputs import load_inputs
 
 ROOT = Path(__file__).resolve().parents[1]
 BLOCK7 = ROOT / "samples" / "block7"

@@ -55,7 +55,7 @@ def rows(d: Path, *lines: str, name: str = "data.csv") -> None:
 def release(d: Path, old: str = "", new: str = "", drop: str = "") -> None:
     """block7's release as audit tabulate writes it, in d/release.csv: ``old`` replaced by ``new``
     (appended when ``old`` is empty and ``new`` is not), or the column ``drop`` left out."""
-    from audit.data.inputs import default_paths, load_inputs
+    from audit.inputs import default_paths, load_inputs
     from audit.release.tabulate import release_frame
 
     inputs = load_inputs(*default_paths(BLOCK7))

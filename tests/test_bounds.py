@@ -17,7 +17,7 @@ import pytest
 
 from audit.cli import run
 from audit.attacks.exact import ExactOptions, audit_unit, unit_cost
-from audit.data.inputs import load_inputs
+from audit.inputs import load_inputs
 from audit.scale.runner import ScaleOptions, read_parts, run_scaled
 from audit.specs.schedule import load_schedule
 from audit.specs.schema import load_schema

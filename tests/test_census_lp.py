@@ -12,7 +12,7 @@ import pytest
 from audit.release.census_lp import compare, read_lp, read_solution, release_frame
 from audit.cli import run
 from audit.attacks.exact import ExactOptions
-from audit.release.published import attack_unit, published_problems, read_release
+from audit.published import attack_unit, published_problems, read_release
 from audit.specs.schedule import load_schedule
 from audit.specs.schema import load_schema
 

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from audit.problem.claims import REFUTED, UNDECIDED, VERIFIED, candidates
 from audit.attacks.engines.sat import SatEngine
 from audit.attacks.exact import ExactOptions, audit_unit
-from audit.data.inputs import load_inputs
+from audit.inputs import load_inputs
 
 from _oracle import consistent_worlds, to_atoms, verified_claims
 

@@ -17,7 +17,7 @@ from audit.attacks.engines._explain import CellBook, Pool, hitting_set
 from audit.attacks.engines.sat import SatEngine
 from audit.attacks.exact import ExactOptions, audit_unit, explain_targets
 from audit.findings.document import unit_json
-from audit.data.inputs import load_inputs
+from audit.inputs import load_inputs
 
 from _oracle import all_datasets, random_problem
 

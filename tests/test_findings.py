@@ -18,7 +18,7 @@ from audit.findings.claimstore import ClaimStore
 from audit.cli import run
 from audit.attacks.exact import ExactOptions, audit_unit
 from audit.findings.document import JsonLines, read_findings
-from audit.data.inputs import load_inputs
+from audit.inputs import load_inputs
 from audit.policy.rules import evaluate, load_rules
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -204,7 +204,7 @@ def test_progress_lines_in_a_non_terminal_stderr(tmp_path):
 def test_progress_shows_rate_and_eta_every_few_seconds():
     import time
 
-    from audit.scale.progress import Progress
+    from audit.outputs.progress import Progress
 
     stream = io.StringIO()
     with Progress("units", stream=stream, every=0.2) as p:

@@ -11,7 +11,7 @@ from _oracle import consistent_worlds, to_atoms, verified_claims
 from audit.cli import run
 from audit.errors import AuditError
 from audit.attacks.exact import ExactOptions, audit_unit
-from audit.data.inputs import load_inputs
+from audit.inputs import load_inputs
 from audit.specs.schema import load_schema
 
 COLUMNS = "columns:\n  region: {type: categorical, values: [a, b, c, d]}\n  sex: {type: categorical, values: [F, M]}\n"

@@ -12,9 +12,9 @@ from audit.problem.claims import REFUTED, VERIFIED, Claim, candidates
 from audit.attacks.engines.histogram import HistogramEngine
 from audit.attacks.exact import ExactOptions, audit_unit
 from audit.attacks.implied import LinearProof
-from audit.data.inputs import load_inputs
+from audit.inputs import load_inputs
 from audit.problem.build import Domain, Problem
-from audit.release.query import Predicate, Statistic
+from audit.specs.query import Predicate, Statistic
 from audit.release.constraints import Constraint
 
 ROOT = Path(__file__).resolve().parents[1]

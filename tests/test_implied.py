@@ -16,7 +16,7 @@ from audit.problem.claims import VERIFIED, candidates
 from audit.attacks.engines.sat import SatEngine
 from audit.attacks.exact import ExactOptions, audit_unit
 from audit.attacks.implied import LinearProof
-from audit.data.inputs import load_inputs
+from audit.inputs import load_inputs
 from audit.problem.build import Problem
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -119,7 +119,7 @@ def test_a_support_too_large_to_hold_leaves_the_unit_to_the_solver():
     from fractions import Fraction
 
     from audit.problem.build import Domain
-    from audit.release.query import Predicate, Statistic
+    from audit.specs.query import Predicate, Statistic
     from audit.release.constraints import Constraint
 
     domains = tuple(Domain(f"c{i}", tuple(frozenset([v]) for v in range(10)), tuple(map(str, range(10))))

@@ -65,7 +65,7 @@ BLOCK7 = Path(__file__).resolve().parents[1] / "samples" / "block7"
 
 def _block7_checks(tmp_path, levels: str) -> list[dict]:
     from audit.findings.document import run_exact
-    from audit.data.inputs import load_inputs
+    from audit.inputs import load_inputs
     from audit.policy.rules import load_rules
 
     (tmp_path / "pl.yaml").write_text(f"name: pl\nprotection_levels: {levels}\n")

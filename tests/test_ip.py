@@ -13,9 +13,9 @@ from audit.problem.claims import REFUTED, UNDECIDED, VERIFIED, Claim, candidates
 from audit.attacks.engines.ip import IpEngine
 from audit.attacks.engines.sat import SatEngine
 from audit.attacks.exact import ExactOptions, audit_unit
-from audit.data.inputs import load_inputs
+from audit.inputs import load_inputs
 from audit.problem.build import Domain, Problem
-from audit.release.query import Predicate, Statistic
+from audit.specs.query import Predicate, Statistic
 from audit.release.constraints import Constraint
 
 from _oracle import all_datasets, canonical, random_problem, verified_claims

@@ -22,8 +22,8 @@ from audit.attacks.engines.linear import (NOTEBOOK_PUBLIC, LinearReconstruction,
                                   load_frame, mitigation_sweep, prepare, privacy_loss, random_predicates,
                                   sample_noise, solve_lp, wilson)
 from audit.errors import AuditError
-from audit.data.inputs import load_inputs
-from audit.release.query import Predicate
+from audit.inputs import load_inputs
+from audit.specs.query import Predicate
 
 ROOT = Path(__file__).resolve().parents[1]
 FULTON = Path("/work/shared/data/cs208/FultonPUMS5reconstruction.csv")

@@ -14,7 +14,7 @@ import pytest
 from audit.cli import run
 from audit.errors import AuditError
 from audit.findings.document import cells_json
-from audit.policy.magnitude import Contributions, sensitive
+from audit.release.magnitude import Contributions, sensitive
 from audit.data.microdata import validate
 from audit.protection.protect import Policy, ProtectOptions, forced_cells
 from audit.policy.rules import evaluate, load_rules

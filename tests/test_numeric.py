@@ -14,7 +14,7 @@ import pytest
 from audit.problem.claims import VERIFIED, Claim
 from audit.attacks.engines.sat import SatEngine
 from audit.attacks.exact import ExactOptions, audit_unit
-from audit.data.inputs import load_inputs
+from audit.inputs import load_inputs
 from audit.problem.build import Problem
 
 from _oracle import all_datasets, canonical, random_problem, verified_claims

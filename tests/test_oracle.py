@@ -222,7 +222,7 @@ def test_rounded_interval_is_exactly_what_rounds_to_the_value(decimals):
     """For every sign: x rounds half-up to v iff x lies in the constraint's interval [v - h, v + h)."""
     from fractions import Fraction
 
-    from audit.release.query import Predicate, Statistic
+    from audit.specs.query import Predicate, Statistic
     from audit.release.constraints import PUBLISHED, Value, constraints_of, round_half_up
     from audit.specs.schedule import CellDef, Protection
 

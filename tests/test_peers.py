@@ -10,7 +10,7 @@ import yaml
 
 from audit.attacks.exact import ExactOptions
 from audit.attacks.implied import LinearProof
-from audit.data.inputs import load_inputs
+from audit.inputs import load_inputs
 from audit.attacks.intervals import feasibility_intervals
 from audit.protection.protect import Policy, ProtectOptions, unit_contexts
 from audit.policy.rules import Rule, Rules

@@ -14,7 +14,7 @@ from audit.cli import run as cli
 from audit.errors import AuditError
 from audit.attacks.exact import ExactOptions, audit_unit
 from audit.findings.document import unit_json
-from audit.data.inputs import load_inputs
+from audit.inputs import load_inputs
 from audit.protection.protect import Policy, ProtectOptions, protect, suppress_unit, unit_contexts
 from audit.policy.rules import evaluate, load_rules
 from audit.protection.suppress import determined, relations, simple_heuristic

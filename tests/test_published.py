@@ -18,8 +18,8 @@ from audit.problem.claims import candidates
 from audit.cli import run
 from audit.errors import AuditError, InconsistentRelease
 from audit.attacks.exact import ExactOptions, audit_unit
-from audit.data.inputs import default_paths, load_inputs
-from audit.release.published import attack_unit, published_problems, read_release, releases_from_frame
+from audit.inputs import default_paths, load_inputs
+from audit.published import attack_unit, published_problems, read_release, releases_from_frame
 from audit.release.tabulate import release_frame
 from test_exact import _load
 from test_oracle import SETTINGS, cases
@@ -119,7 +119,7 @@ def test_a_release_no_dataset_reproduces_is_inconsistent_never_safe():
 def test_a_unit_past_max_rows_is_undecided_as_a_whole(tmp_path):
     inputs = load_inputs(*default_paths(SAMPLES / "block7"))
     problem = published_problems(inputs.release(), inputs.schema, inputs.schedule)[0]
-    from audit.release.published import unit_findings
+    from audit.published import unit_findings
 
     result = attack_unit(problem, replace(QUICK, max_rows=5))
     unit = unit_findings(result, None)

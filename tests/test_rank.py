@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from audit.problem.build import Domain, Problem
-from audit.release.query import Predicate, Statistic
+from audit.specs.query import Predicate, Statistic
 from audit.release.constraints import Constraint
 
 ROOT = Path(__file__).resolve().parents[1]

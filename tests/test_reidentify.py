@@ -19,7 +19,7 @@ from audit.specs.attacker import attribute
 from audit.cli import run
 from audit.attacks.exact import ExactOptions, audit_unit, make_engine
 from audit.findings.document import run_exact
-from audit.data.inputs import load_inputs
+from audit.inputs import load_inputs
 from audit.attacks.reidentify import ReidentificationAttack, measure_ranking, proofs, uniqueness
 from audit.policy.rules import apply, load_rules
 

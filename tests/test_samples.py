@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from audit.cli import run
-from audit.data.inputs import default_paths, load_inputs
+from audit.inputs import default_paths, load_inputs
 from audit.release.tabulate import release_frame
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -14,7 +14,7 @@ from audit.findings.claimstore import ClaimStore
 from audit.problem.coupled import build_coupled_problems
 from audit.attacks.exact import ExactOptions, audit_unit
 from audit.findings.document import run_exact
-from audit.data.inputs import load_inputs
+from audit.inputs import load_inputs
 from audit.problem.build import build_problems
 from audit.scale.runner import ScaleOptions, read_parts, run_scaled
 from audit.specs.schedule import load_schedule

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from audit.data.microdata import load_microdata, validate
 from audit.problem.build import build_problems
-from audit.release.query import Predicate, Statistic
+from audit.specs.query import Predicate, Statistic
 from audit.release.constraints import EMPTY, PUBLISHED, SUPPRESSED, Value, constraints_of, round_half_up, round_to_base
 from audit.specs.schedule import CellDef, Protection, load_schedule
 from audit.specs.schema import infer_schema, load_schema

@@ -19,7 +19,7 @@ from .engines.rank import RankOptions, RankResults, rank_inputs
 from ..errors import InternalError
 from .exact import ExactOptions
 from ..findings.document import run_exact
-from ..data.inputs import Inputs
+from ..inputs import Inputs
 
 RANK_AT = 1.0  # the ranking attack's risk: its match rate among the top u rows (k/u = 1)
 

@@ -18,7 +18,7 @@ from math import ceil, floor
 import numpy as np
 import pandas as pd
 
-from ..release.query import Predicate, nested
+from ..specs.query import Predicate, nested
 from ..release.constraints import PUBLISHED, Constraint, UnitRelease, Value, constraints_of
 from ..specs.schedule import Schedule
 from ..specs.schema import Schema

@@ -14,7 +14,7 @@ from .base import DifferenceAttack, LinearAttack, RankingAttack
 from .engines.linear import MECHANISMS, METHODS, load_frame, mitigation_sweep, prepare
 from ..errors import AuditError
 from ..findings.document import NOTICE, write_json
-from ..data.inputs import load_inputs
+from ..inputs import load_inputs
 from ..paths import output_folder
 from ..findings.provenance import fingerprint
 from .reidentify import ranking_part

@@ -18,7 +18,7 @@ import numpy as np
 from ..problem.claims import Claim
 from ..errors import InternalError
 from ..problem.build import Problem
-from ..release.query import Predicate
+from ..specs.query import Predicate
 from ..release.constraints import int_hi, int_lo
 
 MAX_DENOMINATOR = 10_000  # certificates with larger coefficients are left to the solver

@@ -6,7 +6,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from ..data.inputs import inputs_from
+from ..inputs import inputs_from
 from ..paths import output_file, output_folder
 
 __all__ = ["inputs_from", "output_file", "output_folder"]

@@ -26,7 +26,7 @@ from .claimstore import FILE as STORE_FILE
 from .claimstore import StoreWriter, encode, store_columns
 from ..errors import AuditError
 from ..attacks.exact import ExactOptions, UnitResult, audit_unit
-from ..data.inputs import Inputs
+from ..inputs import Inputs
 from ..problem.build import Problem
 from ..attacks.reidentify import section as reidentification_section, with_attacker
 from ..release.constraints import EMPTY, PUBLISHED, STRUCTURAL, SUPPRESSED, UnitRelease, Value

@@ -13,7 +13,7 @@ from typing import Any, Iterable, Iterator, Mapping
 
 from ..specs._yaml import Located, load_yaml
 from ..errors import AuditError, InternalError
-from .magnitude import MAGNITUDE_RULES, TOP, sensitive_values
+from ..release.magnitude import MAGNITUDE_RULES, TOP, sensitive_values
 
 PASS, FAIL, WARN, SKIPPED = "pass", "fail", "warn", "skipped"
 ACTIONS = ("fail", "warn")

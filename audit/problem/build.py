@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import AuditError, InconsistentRelease
-from ..release.query import Predicate, Statistic
+from ..specs.query import Predicate, Statistic
 from ..release.constraints import Constraint, UnitRelease, constraints_of, int_hi, int_lo
 from ..specs.schedule import Schedule
 from ..specs.schema import Schema

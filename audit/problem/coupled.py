@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from .build import Domain, Problem, _to_atoms, cell_domains, population
-from ..release.query import Predicate
+from ..specs.query import Predicate
 from ..release.constraints import Constraint, UnitRelease, constraints_of
 from ..specs.schedule import Schedule
 from ..specs.schema import Schema

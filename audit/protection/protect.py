@@ -40,8 +40,8 @@ from ..problem.claims import UNDECIDED, VERIFIED, Claim
 from ..attacks.engines import get_engine
 from ..errors import AuditError, InconsistentRelease, InternalError
 from ..attacks.exact import ExactOptions, UnitResult, audit_unit
-from ..data.inputs import Inputs
-from ..policy.magnitude import MAGNITUDE_RULES, sensitive_values
+from ..inputs import Inputs
+from ..release.magnitude import MAGNITUDE_RULES, sensitive_values
 from ..paths import clear_outputs
 from ..problem.build import Problem, build_problems
 from ..attacks.reidentify import with_attacker
@@ -474,7 +474,7 @@ def audited(inputs: Inputs, exact: ExactOptions, rules, label: str, progress: bo
             out: Path | None = None) -> dict:
     """``run_exact`` with units done / total shown under ``label`` (claim store in ``out`` if given)."""
     from ..findings.document import run_exact
-    from ..scale.progress import Progress
+    from ..outputs.progress import Progress
 
     with Progress(label, quiet=not progress) as bar:
         return run_exact(inputs, exact, lambda u: bar.update(note=u["geo"]), rules, out=out, on_total=bar.total)
@@ -483,7 +483,7 @@ def audited(inputs: Inputs, exact: ExactOptions, rules, label: str, progress: bo
 def reaudit(data: str, schema_path: str, schedule_path: Path, exact: ExactOptions, rules, progress: bool = False,
             out: Path | None = None) -> dict:
     """``audit run`` on the protected schedule: the findings document, with the rules' verdict."""
-    from ..data.inputs import load_inputs
+    from ..inputs import load_inputs
 
     inputs = load_inputs(data, schema_path, schedule_path)
     return audited(inputs, exact, rules, "re-audit: units", progress, out)
@@ -509,7 +509,7 @@ def protect(inputs: Inputs, options: ProtectOptions, rules, out: Path,
     """Attack, protect and re-audit; write protected.yaml, protection.json, findings.json and
     claims.csv.gz to ``out``; with ``progress``, show units done / total of each stage on stderr."""
     from ..findings.document import write_json
-    from ..scale.progress import Progress
+    from ..outputs.progress import Progress
 
     start = time.perf_counter()
     clear_outputs(out, OUTPUTS)  # nothing from an earlier run may pass for this one's

@@ -6,7 +6,7 @@ from fractions import Fraction
 from math import ceil, floor
 
 from ..errors import InternalError
-from .query import Predicate, Statistic
+from ..specs.query import Predicate, Statistic
 from ..specs.schedule import CellDef, Protection
 
 PUBLISHED, SUPPRESSED, EMPTY, STRUCTURAL = "published", "suppressed", "empty", "structural"
@@ -86,7 +86,7 @@ class UnitRelease:
     geo: tuple[str, ...]
     values: tuple[Value, ...]
     protection: dict  # table id -> Protection
-    # published sum cells: "TABLE:CELL:sum(col)" -> its contributors (audit.policy.magnitude.Contributions)
+    # published sum cells: "TABLE:CELL:sum(col)" -> its contributors (audit.release.magnitude.Contributions)
     magnitude: dict = field(default_factory=dict)
 
 

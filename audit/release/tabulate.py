@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import AuditError
-from ..policy.magnitude import Contributions
+from .magnitude import Contributions
 from .constraints import EMPTY, PUBLISHED, STRUCTURAL, SUPPRESSED, UnitRelease, Value, round_half_up, round_to_base
 from ..specs.schedule import MARGIN, Schedule, Table
 from ..specs.schema import Schema

@@ -46,7 +46,7 @@ from ..errors import AuditError, InternalError, Interrupted, OptionalDependencyM
 from ..attacks.exact import ExactOptions, audit_unit, unfinished
 from ..findings.document import (GridKeeper, JsonLines, attach_cells, cells_json, document, grid_cap, grid_rank, kept_grids,
                        listing_cap, prior_rows, unit_json)
-from ..data.inputs import Inputs
+from ..inputs import Inputs
 from ..problem.build import Problem, build_problems
 from ..findings.provenance import file_digest
 from ..attacks.reidentify import with_attacker
@@ -656,12 +656,12 @@ def run_cli(data: Path, schema: Path | None, tables: Path, options: ExactOptions
             rules=None, infer_schema: bool = False, geography: str | None = None, quiet: bool = False,
             on_unit: Callable[[dict], None] | None = None) -> dict:
     """``audit run`` at scale: stream ``data``, show units done / total, rate and ETA (unless quiet)."""
-    from .progress import Progress
+    from ..outputs.progress import Progress
     from ..specs.schedule import load_schedule
     from ..specs.schema import load_schema
 
     if infer_schema and schema is None:  # inference needs the whole frame; stream from memory
-        from ..data.inputs import inputs_from
+        from ..inputs import inputs_from
 
         inputs = inputs_from(data, None, tables, True, geography)
         the_schema, schedule, source = inputs.schema, inputs.schedule, inputs.frame

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ._yaml import Located, load_yaml
-from ..release.query import Predicate, Statistic, nested
+from .query import Predicate, Statistic, nested
 from .schema import Schema, is_int
 
 MARGIN = "*"

@@ -12,7 +12,7 @@ import pandas as pd
 from ._yaml import Located, load_yaml
 from .attacker import load_attacker
 from ..errors import AuditError
-from ..release.query import Predicate
+from .query import Predicate
 
 UNITS = ("person", "household", "family", "housing unit", "establishment", "record")  # what one data row is
 MAX_INTEGER_VALUES = 10_000  # an integer domain is enumerated (a numeric one per value): max - min + 1 at most

@@ -30,7 +30,7 @@ The per-slot value bits are pure definitions (a function of the one-hot literals
 from __future__ import annotations
 
 
-from ...release.query import Predicate
+from ...specs.query import Predicate
 from ...release.constraints import Constraint, int_hi as _int_hi, int_lo as _int_lo
 
 

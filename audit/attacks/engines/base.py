@@ -13,7 +13,7 @@ import numpy as np
 
 from ...problem.claims import Claim, Verdict
 from ...problem.build import Problem
-from ...release.query import Predicate
+from ...specs.query import Predicate
 from ._explain import EXPLAIN_BUDGET, Explainer
 
 

@@ -42,7 +42,7 @@ import numpy as np
 from ...problem.claims import REFUTED, UNDECIDED, VERIFIED, Claim, Verdict
 from ...errors import Undecided
 from ...problem.build import Problem
-from ...release.query import Predicate
+from ...specs.query import Predicate
 from ...release.constraints import Constraint, int_hi as _int_hi, int_lo as _int_lo
 from ._explain import EXPLAIN_BUDGET, Explainer
 from ._explain import LIMIT as EXPLAIN_LIMIT, SAT as EXPLAIN_SAT, UNSAT as EXPLAIN_UNSAT

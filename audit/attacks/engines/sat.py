@@ -19,7 +19,7 @@ from pysat.solvers import Solver
 
 from ...problem.claims import REFUTED, UNDECIDED, VERIFIED, Claim, Verdict
 from ...problem.build import Problem
-from ...release.query import Predicate
+from ...specs.query import Predicate
 from ...release.constraints import Constraint, int_hi, int_lo
 from ._explain import EXPLAIN_BUDGET, LIMIT, SAT, UNSAT, Explainer
 from .base import Enumeration, ExactEngine

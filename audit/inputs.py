@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..errors import AuditError
-from .microdata import load_microdata, no_rows, read_table, validate
-from ..problem.build import Problem, build_problems
-from ..release.constraints import UnitRelease
-from ..specs.schedule import Schedule, load_schedule
-from ..specs.schema import Schema, infer_schema, load_schema
-from ..release.tabulate import tabulate
+from .errors import AuditError
+from .data.microdata import load_microdata, no_rows, read_table, validate
+from .problem.build import Problem, build_problems
+from .release.constraints import UnitRelease
+from .specs.schedule import Schedule, load_schedule
+from .specs.schema import Schema, infer_schema, load_schema
+from .release.tabulate import tabulate
 
 
 @dataclass(frozen=True)

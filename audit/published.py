@@ -25,20 +25,20 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from . import census_lp
-from ..problem.coupled import build_coupled_problems, coupled_levels
-from ..errors import AuditError, InconsistentRelease
-from ..attacks.exact import ExactOptions, UnitResult, audit_unit, make_engine
-from ..findings.document import GridKeeper, document, grid_cap, grid_json, unit_json
-from ..attacks.implied import LinearProof
-from ..data.inputs import Inputs
-from ..attacks.intervals import without_values
-from ..data.microdata import read_table
-from ..problem.build import Problem, build_problems
-from .constraints import EMPTY, PUBLISHED, STRUCTURAL, SUPPRESSED, UnitRelease, Value
-from ..specs.schedule import Schedule, load_schedule
-from ..specs.schema import Schema, load_schema
-from .tabulate import _hide
+from .release import census_lp
+from .problem.coupled import build_coupled_problems, coupled_levels
+from .errors import AuditError, InconsistentRelease
+from .attacks.exact import ExactOptions, UnitResult, audit_unit, make_engine
+from .findings.document import GridKeeper, document, grid_cap, grid_json, unit_json
+from .attacks.implied import LinearProof
+from .inputs import Inputs
+from .attacks.intervals import without_values
+from .data.microdata import read_table
+from .problem.build import Problem, build_problems
+from .release.constraints import EMPTY, PUBLISHED, STRUCTURAL, SUPPRESSED, UnitRelease, Value
+from .specs.schedule import Schedule, load_schedule
+from .specs.schema import Schema, load_schema
+from .release.tabulate import _hide
 
 STATUSES = (PUBLISHED, SUPPRESSED, EMPTY, STRUCTURAL)
 NOTICE = ("CONFIDENTIAL: this file contains records reconstructed from the published release. "

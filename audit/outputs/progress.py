@@ -11,7 +11,7 @@ import threading
 import time
 from typing import TextIO
 
-from ..outputs.terminal import printable
+from .terminal import printable
 
 EVERY = 5.0  # seconds between plain lines
 
