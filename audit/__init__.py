@@ -14,9 +14,9 @@ except PackageNotFoundError:  # running from a source tree
     __version__ = "0.1.0"
 
 from .errors import AuditError, InconsistentRelease  # noqa: E402
-from .query import Predicate, Query, Statistic  # noqa: E402
-from .schema import Schema, infer_schema, load_schema  # noqa: E402
-from .schedule import Schedule, load_schedule  # noqa: E402
+from .specs.query import Predicate, Query, Statistic  # noqa: E402
+from .specs.schema import Schema, infer_schema, load_schema  # noqa: E402
+from .specs.schedule import Schedule, load_schedule  # noqa: E402
 
 __all__ = ["AuditError", "InconsistentRelease", "Predicate", "Query", "Statistic", "Schema", "Schedule",
            "infer_schema", "load_schema", "load_schedule", "__version__"]
