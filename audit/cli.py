@@ -25,7 +25,8 @@ except ImportError:  # pragma: no cover - older typer on click
 
 app = typer.Typer(help="Attack a planned statistical release the way published reconstruction attacks do, "
                        "and report what it proves about individuals.",
-                  no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
+                  no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
+                  rich_markup_mode=None)  # plain click help: flags without typer's '<bool>' metavar
 _state = {"debug": False}
 
 
