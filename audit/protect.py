@@ -167,11 +167,45 @@ def _to_explain(bad: list, truth: np.ndarray) -> list:
     return direct + picked[:PER_ITERATION]
 
 
+CORES = 16  # explanations sought per explained claim and iteration
+
+
 def _explain(engine, claim: Claim, hidden: set[str]) -> frozenset:
     cells, _ = engine.explain(claim)
     if not cells:  # explanation budget spent: every published cell together still implies the claim
         cells = tuple(engine.selectors)
     return frozenset(cells) - hidden
+
+
+def _cores(engine, claim: Claim, hidden: set[str], cheapest: Callable[[frozenset], set], seen: set,
+           most: int = CORES) -> list[frozenset]:
+    """Explanations of a claim outside the hidden cells, the first over every cell (alone when ``seen``
+    holds it already: claims about one record share their explanations), each next one among the
+    cells the earlier ones leave aside: first whole explanations (disjoint ones), then only the
+    ``cheapest`` cell of each (a cell and its identical copies, as the hitting set would pick),
+    until the cells left no longer imply the claim.
+
+    One explanation alone is a weak clause where the tables state the same fact many ways (a zero
+    in P6, P7, P8, ...): the hitting set hides one copy, the claim follows from the next, and the
+    loop crawls, one attack per copy. Each explanation is a valid clause (its cells alone imply the
+    claim whatever else is hidden), so the minimum hitting set stays a lower bound.
+    """
+    pos = _explain(engine, claim, hidden)
+    if pos in seen:
+        return [pos]
+    seen.add(pos)
+    out = [pos]
+    for whole in (True, False):
+        aside: set[str] = set()
+        pos = out[0]
+        while pos and len(out) < most:
+            aside |= set(pos) if whole else cheapest(pos)
+            found = engine.explainer().explain(claim, among=[k for k in engine.selectors if k not in aside])
+            if found is None or found == ((), False):  # gone without the cells set aside, or the budget is spent
+                break
+            pos = frozenset(found[0]) - hidden
+            out.append(pos)
+    return out
 
 
 # ------------------------------------------------------------------------------ suppression
@@ -325,6 +359,8 @@ def suppress_unit(ctx: UnitContext, policy: Policy, options: ProtectOptions,
     expand = lambda reps: set().union(*(members.get(r, {r}) for r in reps)) if reps else set()  # noqa: E731
     size = {r: len(m) for r, m in members.items()}
     rcost = {r: sum(counts.get(k, 0) for k in m) for r, m in members.items()}
+    cheapest = lambda pos: members.get(rep.get(c := min(pos, key=lambda k: (  # noqa: E731  (the hitting set's order)
+        size.get(rep.get(k, k), 1), rcost.get(rep.get(k, k), 0), k)), c), {c})
     clauses: list[tuple[frozenset, frozenset]] = []
     chosen: set[str] = set(forced)
     result = first
@@ -348,14 +384,13 @@ def suppress_unit(ctx: UnitContext, policy: Policy, options: ProtectOptions,
         engine = SatEngine(result.problem, conflicts=exact.conflicts, seed=exact.seed)
         engine.explainer(options.exact.explain_budget)
         hidden = chosen | set(ctx.already)
-        new = []
+        new, seen = [], set()
         for v in _to_explain(bad, result.problem.truth):
             if v.direct:
                 new.append((frozenset(v.cells), frozenset()))
                 continue
-            pos = _explain(engine, v.claim, hidden)
             neg = frozenset(k for k in direct_of.get((v.claim.assignment, v.claim.m), ()) if k in hidden)
-            new.append((pos, neg))
+            new += [(pos, neg) for pos in _cores(engine, v.claim, hidden, cheapest, seen)]
         if recon:  # unique solution: every full record is implied; hit the union of their explanations
             truth = result.problem.truth
             rows = {tuple(r) for r in truth.tolist()}
