@@ -343,7 +343,7 @@ def suppress_unit(ctx: UnitContext, policy: Policy, options: ProtectOptions,
     from .engines.sat import SatEngine
 
     start = time.perf_counter()
-    exact = replace(options.exact, explain="none")
+    exact = replace(options.exact, explain="none", intervals=False)  # the rules the loop checks need no intervals
     problem, release = ctx.problem()
     out = UnitProtection(ctx.level, ctx.geo, problem.n_rows[1])
     first = audit_unit(problem, exact)
