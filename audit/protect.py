@@ -39,6 +39,7 @@ from ._suppress import hitting_set, simple_heuristic
 from .claims import UNDECIDED, VERIFIED, Claim
 from .errors import AuditError, InconsistentRelease
 from .exact import ExactOptions, UnitResult, audit_unit
+from .findings import cell_labels
 from .inputs import Inputs
 from .paths import clear_outputs
 from .problem import Problem, build_problems
@@ -507,6 +508,20 @@ def _failing_units(doc: dict) -> list[str]:
     return sorted({c["unit"] for c in doc.get("checks", ()) if c["outcome"] == "fail"})
 
 
+def rules_failed(result: UnitResult, release: UnitRelease | None, rules) -> list[str]:
+    """The rules one attacked unit fails, by the ordinary path (its findings entry, the rules)."""
+    from .findings import unit_json
+    from .rules import evaluate
+
+    return sorted({c["rule"] for c in evaluate({"units": [unit_json(result, release)]}, rules) if c["outcome"] == "fail"})
+
+
+def _still_failing(ctx: UnitContext, cells, options: ProtectOptions, rules) -> list[str]:
+    """The rules a unit still fails with these cells suppressed (where the search stopped)."""
+    problem, release = ctx.problem(set(cells))
+    return rules_failed(audit_unit(problem, replace(options.exact, explain="none")), release, rules)
+
+
 def protect(inputs: Inputs, options: ProtectOptions, rules, out: Path,
             log: Callable[[str], None] | None = None, progress: bool = False) -> dict:
     """Attack, protect and re-audit; write protected.yaml, protection.json, findings.json and
@@ -533,7 +548,7 @@ def protect(inputs: Inputs, options: ProtectOptions, rules, out: Path,
     }
     sched_path = out / "protected.yaml"
     if options.strategy == "suppress":
-        units = []
+        units, contexts = [], {}
         todo = [ctx for ctx in unit_contexts(inputs) if geo_key(ctx.geo) in failing_units]
         with Progress("protect: units", quiet=not progress) as bar:
             bar.total(len(todo))
@@ -542,6 +557,7 @@ def protect(inputs: Inputs, options: ProtectOptions, rules, out: Path,
                     if log:
                         log(f"unit {geo_key(ctx.geo)}: protecting")
                     units.append(suppress_unit(ctx, policy, options, log))
+                    contexts[geo_key(ctx.geo)] = ctx
                     bar.update(note=geo_key(ctx.geo))
             except KeyboardInterrupt:
                 partial = out / "protection.partial.json"
@@ -549,10 +565,20 @@ def protect(inputs: Inputs, options: ProtectOptions, rules, out: Path,
                             "units": [u.to_dict() for u in units]}, partial)
                 raise ProtectInterrupted(len(units), len(todo), partial) from None
         suppress = {geo_key(u.geo): u.cells for u in units if u.cells and u.status in ("protected", "pass")}
-        header = (f"Protected by `audit protect --strategy suppress` from {inputs.schedule.source}.\n"
-                  "suppress: cells hidden in one geographic unit only (the attacker sees them as [0, N]).")
-        write_schedule_yaml(inputs.schedule.source, sched_path, suppress, header=header)
         report["units"] = [u.to_dict() for u in units]
+        for u, d in zip(units, report["units"]):
+            if u.status not in ("protected", "pass"):  # where the search stopped, by the ordinary path
+                d["failing_rules"] = _still_failing(contexts[d["geo"]], u.cells, options, rules)
+        report["failing_units"] = {d["geo"]: d["failing_rules"] for d in report["units"] if "failing_rules" in d}
+        labels = cell_labels(inputs.schedule)
+        report["cell_labels"] = {k: labels.get(k, k) for u in units for k in u.cells}
+        if report["failing_units"]:
+            report["reason"] = (f"the search found no passing pattern in {len(report['failing_units'])} of "
+                                f"{len(units)} units")
+        else:
+            header = (f"Protected by `audit protect --strategy suppress` from {inputs.schedule.source}.\n"
+                      "suppress: cells hidden in one geographic unit only (the attacker sees them as [0, N]).")
+            write_schedule_yaml(inputs.schedule.source, sched_path, suppress, header=header)
         report["totals"] = {
             "units_protected": sum(u.status == "protected" for u in units),
             "units_not_protected": [geo_key(u.geo) for u in units if u.status not in ("protected", "pass")],
@@ -560,24 +586,36 @@ def protect(inputs: Inputs, options: ProtectOptions, rules, out: Path,
             "persons_in_suppressed_cells": sum(u.loss.get("persons_in_suppressed_cells", 0) for u in units),
         }
     elif options.strategy == "round":
-        report["sweep"], base = _round_sweep(inputs, options, policy, failing_units, log)
+        report["sweep"], base = _round_sweep(inputs, options, policy, failing_units, log, rules)
         report["round_to"] = base
-        write_schedule_yaml(inputs.schedule.source, sched_path, round_to=base,
-                            header=f"Protected by `audit protect --strategy round`: counts rounded to base {base}.")
         if base is None:
             report["reason"] = f"no base in {list(options.round_bases)} meets the rules"
+            report["failing_units"] = _sweep_failing(report["sweep"])
+        else:
+            write_schedule_yaml(inputs.schedule.source, sched_path, round_to=base,
+                                header=f"Protected by `audit protect --strategy round`: counts rounded to base {base}.")
     else:
         report.update(_noise(inputs, options, policy, failing_units, out, log, rules))
-        write_schedule_yaml(inputs.schedule.source, sched_path,
-                            header="Strategy noise: the tables are unchanged here; publish them with the Laplace "
-                                   "noise scale in protection.json (noise is not a schedule option).")
-    if options.strategy in ("suppress", "round") and not (options.strategy == "round" and report["round_to"] is None):
+        if report.get("scale") is None:
+            report["failing_units"] = _sweep_failing(report["sweep"])
+        else:
+            write_schedule_yaml(inputs.schedule.source, sched_path,
+                                header="Strategy noise: the tables are unchanged here; publish them with the Laplace "
+                                       "noise scale in protection.json (noise is not a schedule option).")
+    if options.strategy in ("suppress", "round") and sched_path.exists():
         after = reaudit(inputs.data_path, inputs.schema.source, sched_path, options.exact, rules, progress, out)
     else:
         after = report.pop("_after", None) or before
     write_json(after, out / "findings.json")
     report["after"] = {"verdict": after["verdict"], "summary": after["summary"], "failing": after["failing"]}
     report["recommendation"] = _recommendation(options, report, after)
+    if report["recommendation"] is None:  # protected.yaml is written only for a pattern that passes
+        sched_path.unlink(missing_ok=True)
+        report.setdefault("reason", "the re-audit of the protected schedule does not pass the rules")
+        if "failing_units" not in report:  # the search passed, its re-audit did not
+            report["failing_units"] = {}
+            for c in (c for c in after.get("checks", ()) if c["outcome"] == "fail"):
+                report["failing_units"].setdefault(c["unit"], []).append(c["rule"])
     report["seconds"] = round(time.perf_counter() - start, 3)
     write_json(report, out / "protection.json")
     return report
@@ -608,7 +646,13 @@ def _recommendation(options: ProtectOptions, report: dict, after: dict) -> dict 
 
 # ------------------------------------------------------------------------------ rounding
 
-def _round_sweep(inputs: Inputs, options: ProtectOptions, policy: Policy, failing_units: set[str], log) -> tuple[list, int | None]:
+def _sweep_failing(sweep: list) -> dict[str, list[str]]:
+    """Unit -> rules it fails at the last step of a round or noise sweep (the sweep stops at the first)."""
+    return {geo: d["failing_rules"] for geo, d in (sweep[-1]["units"] if sweep else {}).items() if d.get("failing_rules")}
+
+
+def _round_sweep(inputs: Inputs, options: ProtectOptions, policy: Policy, failing_units: set[str], log,
+                 rules) -> tuple[list, int | None]:
     sweep = []
     contexts = [c for c in unit_contexts(inputs) if geo_key(c.geo) in failing_units]
     exact = replace(options.exact, explain="none")
@@ -616,8 +660,8 @@ def _round_sweep(inputs: Inputs, options: ProtectOptions, policy: Policy, failin
         sched = protected_schedule(inputs.schedule, round_to=base)
         ok, detail = True, {}
         for ctx in contexts:
-            p, _ = ctx.problem(schedule=replace(sched, tables=tuple(t for t in sched.tables if t.level == ctx.level),
-                                               suppress={}))
+            p, release = ctx.problem(schedule=replace(sched, tables=tuple(t for t in sched.tables if t.level == ctx.level),
+                                                     suppress={}))
             try:
                 res = audit_unit(p, exact)
             except InconsistentRelease:  # pragma: no cover - rounding intervals always hold the truth
@@ -627,6 +671,7 @@ def _round_sweep(inputs: Inputs, options: ProtectOptions, policy: Policy, failin
             recon = policy.reconstructed and res.reconstructed
             detail[geo_key(ctx.geo)] = {"failing_claims": len(bad), "undecided": len(undecided), "reconstructed": res.reconstructed}
             if bad or recon or (undecided and policy.undecided):
+                detail[geo_key(ctx.geo)]["failing_rules"] = rules_failed(res, release, rules)
                 ok = False
                 break
         sweep.append({"round_to": base, "passes": ok, "units": detail})
@@ -698,6 +743,7 @@ def _noise(inputs: Inputs, options: ProtectOptions, policy: Policy, failing_unit
             recon = policy.reconstructed and res.reconstructed
             detail[key] = {"failing_claims": len(bad), "undecided": len(undecided), "reconstructed": res.reconstructed}
             if bad or recon or (undecided and policy.undecided):
+                detail[key]["failing_rules"] = rules_failed(res, None, rules)
                 ok = False
                 break
         sweep.append({"scale": b, "half_width": round(z * b, 4), "passes": ok, "units": detail})
