@@ -319,31 +319,32 @@ class Explainer:
         if self.left <= 0:
             return (), False
         sets = self.pool.broken[self.pool.counts(claim) != claim.m]
-        within = None
-        if among is not None:  # confined from the start to the solver's core among them
-            within = np.zeros(len(self.keys), dtype=bool)
-            within[[self._index[k] for k in among if k in self._index]] = True
-            if not (sets & within).any(axis=1).all():  # a pool dataset meets them all and contradicts it
+        within = free = None
+        if among is not None:
+            free = np.zeros(len(self.keys), dtype=bool)
+            free[[self._index[k] for k in among if k in self._index]] = True
+            if not (sets & free).any(axis=1).all():  # a pool dataset meets them all and contradicts it
                 return None
         session = self.open_claim(claim)
         try:
-            if among is not None:
-                status, core, _ = self._suffices(session, claim, np.flatnonzero(within).tolist())
+            if among is not None:  # the hitting sets stay among the solver's core over them
+                status, core, _ = self._suffices(session, claim, np.flatnonzero(free).tolist())
                 if status == SAT:
                     return None
                 if status == LIMIT:
                     return (), False
                 if core is not None:
-                    within[:] = False
-                    within[core] = True
+                    free[:] = False
+                    free[core] = True
+                sufficient = self._names(np.flatnonzero(free))
             for rounds in itertools.count():
-                if rounds == FREE_ROUNDS and among is None:
+                if rounds == FREE_ROUNDS:
                     within = self._confine(session, claim, sufficient, certificate)
                     if within is None:
                         return (), False
                 if rounds == FREE_ROUNDS + CONFINED_ROUNDS:
                     return self._delete(session, claim, sets, within, cells)
-                cells = hitting_set(sets, within)
+                cells = hitting_set(sets, free if within is None else within)
                 if cells is None:
                     raise InternalError(f"a dataset meets every cell of a set said to imply {claim} and contradicts it")
                 status, info, _ = self._suffices(session, claim, cells)
