@@ -199,3 +199,78 @@ def test_ctrl_c_keeps_the_units_protected_so_far(tmp_path):
     partial = json.loads((tmp_path / "protection.partial.json").read_text())
     assert partial["interrupted"] is True and len(partial["units"]) == 1 and partial["units_total"] > 1
     assert not (tmp_path / "protected.yaml").exists() and not (tmp_path / "protection.json").exists()
+
+
+# a fact the tables state several ways: T2 and T3 repeat a's zero (a=z) beside T1
+REDUNDANT = ({"a": ["x", "y", "z"], "b": ["p", "q"], "c": ["u", "v"]},
+             [{"id": "T1", "by": ["a"], "margins": False}, {"id": "T2", "by": ["a", "b"], "margins": False},
+              {"id": "T3", "by": ["a", "c"], "margins": False}],
+             [["x", "p", "u"], ["y", "q", "v"], ["y", "q", "u"]])
+
+
+def test_every_explanation_the_loop_adds_implies_its_claim_alone(tmp_path):
+    """Each clause's cells, with every other cell suppressed, still prove the claim (so the hitting set
+    is a lower bound), and a fact stated several ways gets several explanations in one round."""
+    from audit.engines.sat import SatEngine
+    from audit.protect import _cores, failing
+
+    inputs, rules = _case(tmp_path, *REDUNDANT)
+    exact = ExactOptions(explain="none")
+    ctx = unit_contexts(inputs)[0]
+    problem, _ = ctx.problem()
+    result = audit_unit(problem, exact)
+    bad, _ = failing(result, Policy.from_rules(rules))
+    engine = SatEngine(result.problem, conflicts=exact.conflicts, seed=exact.seed)
+    engine.explainer(exact.explain_budget)
+    cells = set(engine.selectors)
+    most = 0
+    for v in [v for v in bad if not v.direct][:4]:
+        cores = _cores(engine, v.claim, set(), lambda pos: {min(pos)}, set())
+        most = max(most, len(cores))
+        for core in cores:
+            p, _ = ctx.problem(cells - core)
+            assert v.claim in {w.claim for w in audit_unit(p, exact).verified}, (v.claim, sorted(core))
+    assert most > 1
+
+
+def test_explain_among_cells_that_do_not_imply_the_claim_is_none(tmp_path):
+    from audit.engines.sat import SatEngine
+
+    inputs, rules = _case(tmp_path, *REDUNDANT)
+    exact = ExactOptions(explain="none")
+    problem, _ = unit_contexts(inputs)[0].problem()
+    result = audit_unit(problem, exact)
+    claim = next(v.claim for v in result.verified if len(v.claim.assignment) >= 2 and not v.direct)
+    engine = SatEngine(result.problem, conflicts=exact.conflicts, seed=exact.seed)
+    explainer = engine.explainer(exact.explain_budget)
+    cells, minimal = explainer.explain(claim, among=list(engine.selectors))
+    assert minimal and cells
+    assert explainer.explain(claim, among=[]) is None
+    again = explainer.explain(claim, among=list(engine.selectors))  # a second session for the same claim
+    assert again == (cells, True)
+
+
+def test_failed_suppression_search_writes_no_schedule_and_names_the_rules(tmp_path):
+    inputs, rules = _case(tmp_path, *CASES[0])
+    report = protect(inputs, ProtectOptions(max_iterations=0, exact=ExactOptions(explain="none")), rules, tmp_path / "out")
+    assert report["recommendation"] is None and not (tmp_path / "out" / "protected.yaml").exists()
+    assert report["failing_units"] == {"b1": ["derived_singletons"]}
+    assert report["units"][0]["status"] == "gave-up" and "no passing pattern" in report["reason"]
+
+
+def test_protect_prints_labels_and_a_failed_round_search_exits_1(tmp_path, capsys):
+    inputs, _ = _case(tmp_path, *CASES[0])
+    args = [str(tmp_path / "data.csv"), "-s", str(tmp_path / "schema.yaml"), "-t", str(tmp_path / "tables.yaml"),
+            "-r", str(tmp_path / "rules.yaml")]
+    assert cli(["protect", *args, "-o", str(tmp_path / "s")]) == 0
+    report = json.loads((tmp_path / "s" / "protection.json").read_text())
+    labels = {c.key: f"{t.title}: {c.label}" for t in inputs.schedule.tables for c in t.cells}
+    cells = report["units"][0]["cells"]
+    assert report["cell_labels"] == {k: labels[k] for k in cells}
+    out = capsys.readouterr().out
+    assert all(f"  {labels[k]} ({k})" in out for k in cells)
+    # rounding cannot pass when every base is 1: no protected.yaml, the rules still failing named, exit 1
+    report = protect(inputs, ProtectOptions(strategy="round", round_bases=(1,)), load_rules(tmp_path / "rules.yaml"),
+                     tmp_path / "r")
+    assert report["round_to"] is None and report["recommendation"] is None
+    assert report["failing_units"] == {"b1": ["derived_singletons"]} and not (tmp_path / "r" / "protected.yaml").exists()

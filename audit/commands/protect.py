@@ -59,16 +59,26 @@ def register(app: typer.Typer) -> None:
             echo(f"before: {before['verdict']} ({before['summary']['units_with_derived_singletons']} units with "
                        f"derived singletons); after {strategy}: {after['verdict']}")
             if strategy == "suppress":
+                labels = report["cell_labels"]
+                for u in report["units"]:
+                    echo(f"{u['geo']}: {u['status']}, {len(u['cells'])} cells to suppress")
+                    for cell in u["cells"]:
+                        echo(f"  {labels.get(cell, cell)} ({cell})")
                 t = report["totals"]
                 echo(f"{t['cells_suppressed']} cells suppressed in {len(report['units'])} units "
                            f"({t['persons_in_suppressed_cells']} persons in them)")
-            elif strategy == "round":
+            elif report.get("round_to") is not None:
                 echo(f"round_to: {report['round_to']}")
-            else:
-                echo(f"noise scale: {report.get('scale')} (epsilon {report.get('epsilon')}, alpha {alpha}; "
+            elif report.get("scale") is not None:
+                echo(f"noise scale: {report['scale']} (epsilon {report.get('epsilon')}, alpha {alpha}; "
                            "attacker-at-confidence model, not a proof)")
-            echo(f"{'Recommendation' if rec else 'No recommendation (the re-audit does not pass)'}: "
-                       f"{out / 'protected.yaml'}, {out / 'protection.json'}, {out / 'findings.json'}")
+            for geo, rules_left in (report.get("failing_units") or {}).items():
+                echo(f"still failing in {geo}: {', '.join(rules_left) or 'undecided'}")
+            if rec:
+                echo(f"Recommendation: {out / 'protected.yaml'}, {out / 'protection.json'}, {out / 'findings.json'}")
+            else:
+                echo(f"No recommendation ({report.get('reason') or 'no pattern passes the rules'}; no protected.yaml "
+                     f"written): {out / 'protection.json'}, {out / 'findings.json'}")
         if rec is None:
             raise typer.Exit(1)
 

@@ -452,7 +452,8 @@ def _protection_section(prot: Mapping | None) -> dict | None:
     if source is None:
         source = {u.get("geo"): u.get("cells") for u in prot.get("units") or () if isinstance(u, Mapping)}
     if isinstance(source, Mapping):
-        cells = [f"{geo}: {c}" for geo, cs in source.items() for c in (cs or ())]
+        labels = prot.get("cell_labels") or {}
+        cells = [f"{geo}: {labels.get(c, c)}" for geo, cs in source.items() for c in (cs or ())]
     elif isinstance(source, list):
         cells = [_flat(c) for c in source]
     totals = prot.get("totals") or {}

@@ -48,6 +48,7 @@ from ..attacks.reidentify import with_attacker
 from ..release.constraints import PUBLISHED, SUPPRESSED, Constraint, UnitRelease
 from ..specs.schedule import Protection, Schedule, rounds_to_zero
 from ..release.tabulate import tabulate, units_of
+from ..findings.document import cell_labels
 
 STRATEGIES = ("suppress", "round", "noise")
 COSTS = ("cells", "persons", "values")
@@ -187,6 +188,9 @@ def _audit_truthful(problem: Problem, exact: ExactOptions) -> UnitResult:
                             f"hold the true rows ({err.message})") from err
 
 
+CORES = 16  # explanations sought per explained claim and iteration
+
+
 def _explain(engine, claim: Claim, hidden: set[str]) -> frozenset:
     cells, _ = engine.explain(claim)
     if not cells:  # explanation budget spent: every published cell together still implies the claim
@@ -194,20 +198,55 @@ def _explain(engine, claim: Claim, hidden: set[str]) -> frozenset:
     return frozenset(cells) - hidden
 
 
+def _cores(engine, claim: Claim, hidden: set[str], cheapest: Callable[[frozenset], set], seen: set,
+           most: int = CORES) -> list[frozenset]:
+    """Explanations of a claim outside the hidden cells, the first over every cell (alone when ``seen``
+    holds it already: claims about one record share their explanations), each next one among the
+    cells the earlier ones leave aside: first whole explanations (disjoint ones), then only the
+    ``cheapest`` cell of each (a cell and its identical copies, as the hitting set would pick),
+    until the cells left no longer imply the claim.
+
+    One explanation alone is a weak clause where the tables state the same fact many ways (a zero
+    in P6, P7, P8, ...): the hitting set hides one copy, the claim follows from the next, and the
+    loop crawls, one attack per copy. Each explanation is a valid clause (its cells alone imply the
+    claim whatever else is hidden), so the minimum hitting set stays a lower bound.
+    """
+    pos = _explain(engine, claim, hidden)
+    if pos in seen:
+        return [pos]
+    seen.add(pos)
+    out = [pos]
+    for whole in (True, False):
+        aside: set[str] = set()
+        pos = out[0]
+        while pos and len(out) < most:
+            aside |= set(pos) if whole else cheapest(pos)
+            found = engine.explainer().explain(claim, among=[k for k in engine.cells if k not in aside])
+            if found is None or found == ((), False):  # gone without the cells set aside, or the budget is spent
+                break
+            pos = frozenset(found[0]) - hidden
+            out.append(pos)
+    return out
+
+
 def claim_clauses(result: UnitResult, bad: list, recon: bool, hidden: set[str], direct_of: dict,
-                  options: ProtectOptions) -> list[tuple[frozenset, frozenset]]:
+                  options: ProtectOptions, cheapest: Callable[[frozenset], set] | None = None
+                  ) -> list[tuple[frozenset, frozenset]]:
     """Clauses (pos, neg) "suppress one of pos, or un-suppress one of neg" that every pattern defeating
-    the failing claims (and a unique reconstruction, with ``recon``) meets: their explanations."""
+    the failing claims (and a unique reconstruction, with ``recon``) meets: their explanations (with
+    ``cheapest``, several per claim, see :func:`_cores`)."""
     engine = get_engine("sat", result.problem, conflicts=options.exact.conflicts, seed=options.exact.seed)
     engine.explainer(options.exact.explain_budget)
-    new = []
+    new, seen = [], set()
     for v in _to_explain(bad, result.problem.truth):
         if v.direct:
             new.append((frozenset(v.cells), frozenset()))
             continue
-        pos = _explain(engine, v.claim, hidden)
         neg = frozenset(k for k in direct_of.get((v.claim.assignment, v.claim.m), ()) if k in hidden)
-        new.append((pos, neg))
+        if cheapest is None:
+            new.append((_explain(engine, v.claim, hidden), neg))
+        else:
+            new += [(pos, neg) for pos in _cores(engine, v.claim, hidden, cheapest, seen)]
     if recon:  # unique solution: every full record is implied; hit the union of their explanations
         truth = result.problem.truth
         union: set = set()
@@ -359,7 +398,7 @@ def suppress_unit(ctx: UnitContext, policy: Policy, options: ProtectOptions,
 
         return joint(ctx, policy, options, log)
     start = time.perf_counter()
-    exact = replace(options.exact, explain="none")
+    exact = replace(options.exact, explain="none", intervals=False)  # the rules the loop checks need no intervals
     problem, release = ctx.problem()
     out = UnitProtection(ctx.level, ctx.geo, problem.n_rows[1])
     first = audit_unit(problem, exact)
@@ -375,6 +414,8 @@ def suppress_unit(ctx: UnitContext, policy: Policy, options: ProtectOptions,
     expand = lambda reps: set().union(*(members.get(r, {r}) for r in reps)) if reps else set()  # noqa: E731
     size = {r: len(m) for r, m in members.items()}
     rcost = {r: sum(counts.get(k, 0) for k in m) for r, m in members.items()}
+    cheapest = lambda pos: members.get(rep.get(c := min(pos, key=lambda k: (  # noqa: E731  (the hitting set's order)
+        size.get(rep.get(k, k), 1), rcost.get(rep.get(k, k), 0), k)), c), {c})
     clauses: list[tuple[frozenset, frozenset]] = []
     chosen: set[str] = set(forced)
     result = first
@@ -395,7 +436,7 @@ def suppress_unit(ctx: UnitContext, policy: Policy, options: ProtectOptions,
         if out.iterations > options.max_iterations:
             out.status, out.reason = "gave-up", f"no protection within {options.max_iterations} iterations"
             break
-        new = claim_clauses(result, bad, recon, chosen | set(ctx.already), direct_of, options)
+        new = claim_clauses(result, bad, recon, chosen | set(ctx.already), direct_of, options, cheapest)
         if any(not pos and not (neg - forced) for pos, neg in new):
             out.status = "unfixable"
             out.reason = "a failing claim follows from the population and the structural edits alone"
@@ -504,6 +545,20 @@ def _failing_units(doc: dict) -> list[str]:
     return sorted({c["unit"] for c in doc.get("checks", ()) if c["outcome"] == "fail"})
 
 
+def rules_failed(result: UnitResult, release: UnitRelease | None, rules) -> list[str]:
+    """The rules one attacked unit fails, by the ordinary path (its findings entry, the rules)."""
+    from .findings import unit_json
+    from .rules import evaluate
+
+    return sorted({c["rule"] for c in evaluate({"units": [unit_json(result, release)]}, rules) if c["outcome"] == "fail"})
+
+
+def _still_failing(ctx: UnitContext, cells, options: ProtectOptions, rules) -> list[str]:
+    """The rules a unit still fails with these cells suppressed (where the search stopped)."""
+    problem, release = ctx.problem(set(cells))
+    return rules_failed(audit_unit(problem, replace(options.exact, explain="none")), release, rules)
+
+
 def protect(inputs: Inputs, options: ProtectOptions, rules, out: Path,
             log: Callable[[str], None] | None = None, progress: bool = False) -> dict:
     """Attack, protect and re-audit; write protected.yaml, protection.json, findings.json and
@@ -530,7 +585,7 @@ def protect(inputs: Inputs, options: ProtectOptions, rules, out: Path,
     }
     sched_path = out / "protected.yaml"
     if options.strategy == "suppress":
-        units = []
+        units, contexts = [], {}
         todo = [ctx for ctx in unit_contexts(inputs) if geo_key(ctx.geo) in failing_units]
         with Progress("protect: units", quiet=not progress) as bar:
             bar.total(len(todo))
@@ -539,6 +594,7 @@ def protect(inputs: Inputs, options: ProtectOptions, rules, out: Path,
                     if log:
                         log(f"unit {geo_key(ctx.geo)}: protecting")
                     units.append(suppress_unit(ctx, policy, options, log))
+                    contexts[geo_key(ctx.geo)] = ctx
                     bar.update(note=geo_key(ctx.geo))
             except KeyboardInterrupt:
                 partial = out / "protection.partial.json"
@@ -546,10 +602,20 @@ def protect(inputs: Inputs, options: ProtectOptions, rules, out: Path,
                             "units": [u.to_dict() for u in units]}, partial)
                 raise ProtectInterrupted(len(units), len(todo), partial) from None
         suppress = {geo_key(u.geo): u.cells for u in units if u.cells and u.status in ("protected", "pass")}
-        header = (f"Protected by `audit protect --strategy suppress` from {inputs.schedule.source}.\n"
-                  "suppress: cells hidden in one geographic unit only (the attacker sees them as [0, N]).")
-        write_schedule_yaml(inputs.schedule.source, sched_path, suppress, header=header)
         report["units"] = [u.to_dict() for u in units]
+        for u, d in zip(units, report["units"]):
+            if u.status not in ("protected", "pass"):  # where the search stopped, by the ordinary path
+                d["failing_rules"] = _still_failing(contexts[d["geo"]], u.cells, options, rules)
+        report["failing_units"] = {d["geo"]: d["failing_rules"] for d in report["units"] if "failing_rules" in d}
+        labels = cell_labels(inputs.schedule)
+        report["cell_labels"] = {k: labels.get(k, k) for u in units for k in u.cells}
+        if report["failing_units"]:
+            report["reason"] = (f"the search found no passing pattern in {len(report['failing_units'])} of "
+                                f"{len(units)} units")
+        else:
+            header = (f"Protected by `audit protect --strategy suppress` from {inputs.schedule.source}.\n"
+                      "suppress: cells hidden in one geographic unit only (the attacker sees them as [0, N]).")
+            write_schedule_yaml(inputs.schedule.source, sched_path, suppress, header=header)
         report["totals"] = {
             "units_protected": sum(u.status == "protected" for u in units),
             "units_not_protected": [geo_key(u.geo) for u in units if u.status not in ("protected", "pass")],
@@ -557,24 +623,36 @@ def protect(inputs: Inputs, options: ProtectOptions, rules, out: Path,
             "persons_in_suppressed_cells": sum(u.loss.get("persons_in_suppressed_cells", 0) for u in units),
         }
     elif options.strategy == "round":
-        report["sweep"], base = _round_sweep(inputs, options, policy, failing_units, log)
+        report["sweep"], base = _round_sweep(inputs, options, policy, failing_units, log, rules)
         report["round_to"] = base
-        write_schedule_yaml(inputs.schedule.source, sched_path, round_to=base,
-                            header=f"Protected by `audit protect --strategy round`: counts rounded to base {base}.")
         if base is None:
             report["reason"] = f"no base in {list(options.round_bases)} meets the rules"
+            report["failing_units"] = _sweep_failing(report["sweep"])
+        else:
+            write_schedule_yaml(inputs.schedule.source, sched_path, round_to=base,
+                                header=f"Protected by `audit protect --strategy round`: counts rounded to base {base}.")
     else:
         report.update(_noise(inputs, options, policy, failing_units, out, log, rules))
-        write_schedule_yaml(inputs.schedule.source, sched_path,
-                            header="Strategy noise: the tables are unchanged here; publish them with the Laplace "
-                                   "noise scale in protection.json (noise is not a schedule option).")
-    if options.strategy in ("suppress", "round") and not (options.strategy == "round" and report["round_to"] is None):
+        if report.get("scale") is None:
+            report["failing_units"] = _sweep_failing(report["sweep"])
+        else:
+            write_schedule_yaml(inputs.schedule.source, sched_path,
+                                header="Strategy noise: the tables are unchanged here; publish them with the Laplace "
+                                       "noise scale in protection.json (noise is not a schedule option).")
+    if options.strategy in ("suppress", "round") and sched_path.exists():
         after = reaudit(inputs.data_path, inputs.schema.source, sched_path, options.exact, rules, progress, out)
     else:
         after = report.pop("_after", None) or before
     write_json(after, out / "findings.json")
     report["after"] = {"verdict": after["verdict"], "summary": after["summary"], "failing": after["failing"]}
     report["recommendation"] = _recommendation(options, report, after)
+    if report["recommendation"] is None:  # protected.yaml is written only for a pattern that passes
+        sched_path.unlink(missing_ok=True)
+        report.setdefault("reason", "the re-audit of the protected schedule does not pass the rules")
+        if "failing_units" not in report:  # the search passed, its re-audit did not
+            report["failing_units"] = {}
+            for c in (c for c in after.get("checks", ()) if c["outcome"] == "fail"):
+                report["failing_units"].setdefault(c["unit"], []).append(c["rule"])
     report["seconds"] = round(time.perf_counter() - start, 3)
     write_json(report, out / "protection.json")
     return report
@@ -605,7 +683,13 @@ def _recommendation(options: ProtectOptions, report: dict, after: dict) -> dict 
 
 # ------------------------------------------------------------------------------ rounding
 
-def _round_sweep(inputs: Inputs, options: ProtectOptions, policy: Policy, failing_units: set[str], log) -> tuple[list, int | None]:
+def _sweep_failing(sweep: list) -> dict[str, list[str]]:
+    """Unit -> rules it fails at the last step of a round or noise sweep (the sweep stops at the first)."""
+    return {geo: d["failing_rules"] for geo, d in (sweep[-1]["units"] if sweep else {}).items() if d.get("failing_rules")}
+
+
+def _round_sweep(inputs: Inputs, options: ProtectOptions, policy: Policy, failing_units: set[str], log,
+                 rules) -> tuple[list, int | None]:
     sweep = []
     contexts = [c for c in unit_contexts(inputs) if geo_key(c.geo) in failing_units]
     exact = replace(options.exact, explain="none")
@@ -613,13 +697,14 @@ def _round_sweep(inputs: Inputs, options: ProtectOptions, policy: Policy, failin
         sched = protected_schedule(inputs.schedule, round_to=base)
         ok, detail = True, {}
         for ctx in contexts:
-            p, _ = ctx.problem(schedule=replace(sched, tables=tuple(t for t in sched.tables if t.level == ctx.level),
-                                               suppress={}))
+            p, release = ctx.problem(schedule=replace(sched, tables=tuple(t for t in sched.tables if t.level == ctx.level),
+                                                     suppress={}))
             res = _audit_truthful(p, exact)
             bad, undecided = failing(res, policy)
             recon = policy.reconstructed and res.reconstructed
             detail[geo_key(ctx.geo)] = {"failing_claims": len(bad), "undecided": len(undecided), "reconstructed": res.reconstructed}
             if bad or recon or (undecided and policy.undecided):
+                detail[geo_key(ctx.geo)]["failing_rules"] = rules_failed(res, release, rules)
                 ok = False
                 break
         sweep.append({"round_to": base, "passes": ok, "units": detail})
@@ -687,6 +772,7 @@ def _noise(inputs: Inputs, options: ProtectOptions, policy: Policy, failing_unit
             recon = policy.reconstructed and res.reconstructed
             detail[key] = {"failing_claims": len(bad), "undecided": len(undecided), "reconstructed": res.reconstructed}
             if bad or recon or (undecided and policy.undecided):
+                detail[key]["failing_rules"] = rules_failed(res, None, rules)
                 ok = False
                 break
         sweep.append({"scale": b, "half_width": round(z * b, 4), "passes": ok, "units": detail})

@@ -306,21 +306,38 @@ class Explainer:
         return self.book.keys
 
     def explain(self, claim: Claim, sufficient: Sequence[str] | None = None,
-                certificate: Callable[[], Sequence[str] | None] | None = None) -> tuple[tuple[str, ...], bool]:
+                certificate: Callable[[], Sequence[str] | None] | None = None,
+                among: Sequence[str] | None = None) -> tuple[tuple[str, ...], bool] | None:
         """Cells that imply a verified claim, and whether they are minimal (within the work budget).
 
         ``sufficient``: cells known to imply the claim (a checked linear proof's); the search is
         confined to the solver's core over them instead of over every cell. ``certificate`` is asked
         for such cells only when the solver finds no core over every cell. Past the budget the answer
         is the set the search was confined to (not minimal), or ``((), False)`` when there is none
-        yet: an explanation is never invented.
+        yet: an explanation is never invented. ``among``: the only cells the explanation may name
+        (the others are left out, as if unpublished); None when they do not imply the claim.
         """
         if self.left <= 0:
             return (), False
         sets = self.pool.broken[self.pool.counts(claim) != claim.m]
+        within = free = None
+        if among is not None:
+            free = np.zeros(len(self.keys), dtype=bool)
+            free[[self._index[k] for k in among if k in self._index]] = True
+            if not (sets & free).any(axis=1).all():  # a pool dataset meets them all and contradicts it
+                return None
         session = self.open_claim(claim)
-        within = None
         try:
+            if among is not None:  # the hitting sets stay among the solver's core over them
+                status, core, _ = self._suffices(session, claim, np.flatnonzero(free).tolist())
+                if status == SAT:
+                    return None
+                if status == LIMIT:
+                    return (), False
+                if core is not None:
+                    free[:] = False
+                    free[core] = True
+                sufficient = self._names(np.flatnonzero(free))
             for rounds in itertools.count():
                 if rounds == FREE_ROUNDS:
                     within = self._confine(session, claim, sufficient, certificate)
@@ -328,7 +345,7 @@ class Explainer:
                         return (), False
                 if rounds == FREE_ROUNDS + CONFINED_ROUNDS:
                     return self._delete(session, claim, sets, within, cells)
-                cells = hitting_set(sets, within)
+                cells = hitting_set(sets, free if within is None else within)
                 if cells is None:
                     raise InternalError(f"a dataset meets every cell of a set said to imply {claim} and contradicts it")
                 status, info, _ = self._suffices(session, claim, cells)

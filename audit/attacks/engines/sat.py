@@ -105,7 +105,7 @@ class SatEngine(ExactEngine):
         self._guarded: Solver | None = None
         self._explainer: Explainer | None = None
         self._x_grid: np.ndarray | None = None
-        self.calls = 0
+        self.calls = self.negations = 0
         self.deadline = deadline
         self._pace: float | None = None  # conflicts per second on this formula, once measured
 
@@ -379,12 +379,13 @@ class SatEngine(ExactEngine):
 
     def _negation(self, claim: Claim, solver: Solver) -> int:
         """Add 'Count(a) != m' to ``solver`` under a fresh activation literal, and return it."""
-        g = self.pool.id(("claim", self.calls, claim))
-        z = self.pool.id(("dir", self.calls, claim))
+        self.negations += 1  # a fresh literal each time: a retired one is false for good
+        g = self.pool.id(("claim", self.negations, claim))
+        z = self.pool.id(("dir", self.negations, claim))
         clauses = []
         lits = []
         for s in range(self.n):
-            t = self.pool.id(("t", self.calls, claim, s))
+            t = self.pool.id(("t", self.negations, claim, s))
             xs = [self.x[s][c][v] for c, v in claim.assignment]
             clauses += [[-g, -t, lit] for lit in xs]
             clauses.append([-g, t] + [-lit for lit in xs])
