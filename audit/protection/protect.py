@@ -547,8 +547,8 @@ def _failing_units(doc: dict) -> list[str]:
 
 def rules_failed(result: UnitResult, release: UnitRelease | None, rules) -> list[str]:
     """The rules one attacked unit fails, by the ordinary path (its findings entry, the rules)."""
-    from .findings import unit_json
-    from .rules import evaluate
+    from ..findings.document import unit_json
+    from ..policy.rules import evaluate
 
     return sorted({c["rule"] for c in evaluate({"units": [unit_json(result, release)]}, rules) if c["outcome"] == "fail"})
 
