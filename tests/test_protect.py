@@ -211,8 +211,8 @@ REDUNDANT = ({"a": ["x", "y", "z"], "b": ["p", "q"], "c": ["u", "v"]},
 def test_every_explanation_the_loop_adds_implies_its_claim_alone(tmp_path):
     """Each clause's cells, with every other cell suppressed, still prove the claim (so the hitting set
     is a lower bound), and a fact stated several ways gets several explanations in one round."""
-    from audit.engines.sat import SatEngine
-    from audit.protect import _cores, failing
+    from audit.attacks.engines.sat import SatEngine
+    from audit.protection.protect import _cores, failing
 
     inputs, rules = _case(tmp_path, *REDUNDANT)
     exact = ExactOptions(explain="none")
@@ -234,7 +234,7 @@ def test_every_explanation_the_loop_adds_implies_its_claim_alone(tmp_path):
 
 
 def test_explain_among_cells_that_do_not_imply_the_claim_is_none(tmp_path):
-    from audit.engines.sat import SatEngine
+    from audit.attacks.engines.sat import SatEngine
 
     inputs, rules = _case(tmp_path, *REDUNDANT)
     exact = ExactOptions(explain="none")
