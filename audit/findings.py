@@ -27,6 +27,7 @@ from .claimstore import StoreWriter, encode, store_columns
 from .errors import AuditError
 from .exact import ExactOptions, UnitResult, audit_unit
 from .inputs import Inputs
+from .joint import joint_proofs, with_proofs
 from .problem import Problem
 from .reidentify import section as reidentification_section, with_attacker
 from .release import PUBLISHED, STRUCTURAL, SUPPRESSED, UnitRelease
@@ -225,7 +226,7 @@ def run_exact(inputs: Inputs, options: ExactOptions, on_unit: Callable[[dict], N
     start = time.perf_counter()
     options = with_attacker(options, inputs.schema)
     releases = inputs.release()
-    problems = inputs.problems(releases)
+    problems = with_proofs(inputs.problems(releases), joint_proofs(inputs.schema, inputs.schedule, releases))
     if on_total:
         on_total(len(problems))
     by_unit = {(r.level, r.geo): r for r in releases}

@@ -25,7 +25,7 @@ Only count cells are used, so the model is a relaxation too: uniqueness there ho
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -263,3 +263,37 @@ def _propagate(r: np.ndarray, v: np.ndarray, a: np.ndarray, lo: np.ndarray, hi: 
             break
         low, up = new_low, new_up
     return low, up
+
+
+def joint_proofs(schema: Schema, schedule: Schedule, releases: list[UnitRelease]) -> dict[tuple, str]:
+    """``(level, geo) -> note`` for every unit that a joint solve proves to have one dataset: each unit
+    of a coarser published level with the finest-level units inside it (see :func:`prove_tract`).
+
+    ``releases`` must hold every finest-level unit that has rows (a tabulation of microdata does):
+    the coarser unit's cells count the rows of all of them.
+    """
+    from .coupled import coupled_levels, finest_level
+
+    levels = coupled_levels(schema, schedule)
+    if not levels:
+        return {}
+    child = finest_level(schema, schedule)
+    geo = list(schema.geography)
+    kids: dict[tuple, list[UnitRelease]] = {}
+    for r in releases:
+        if r.level == child:
+            for lv in levels:
+                kids.setdefault((lv, r.geo[: geo.index(lv) + 1]), []).append(r)
+    out = {}
+    for parent in (r for r in releases if r.level in levels):
+        proof = prove_tract(schema, schedule, kids.get((parent.level, parent.geo), []), parent)
+        out.update({(child, g): proof.note() for g, ok in zip(proof.children, proof.unique) if ok})
+        if proof.parent_unique:
+            out[(parent.level, parent.geo)] = proof.note()
+    return out
+
+
+def with_proofs(problems, proofs: dict[tuple, str]) -> list:
+    """The problems, each proved one carrying its proof (and a note saying so)."""
+    return [replace(p, proof=proofs[(p.level, p.geo)], notes=p.notes + (proofs[(p.level, p.geo)],))
+            if (p.level, p.geo) in proofs else p for p in problems]

@@ -272,6 +272,8 @@ def test_coupled_run_reports_tract_units_and_keeps_block_units(tmp_path):
                                                              ("tract", "000100")]
     tract = doc["units"][-1]
     assert tract["status"] == "done" and tract["notes"][0].startswith("coupled: 2 block units")
-    too_large = run_scaled(tmp_path / "data.csv", schema, schedule, ExactOptions(explain="none", max_rows=3),
-                           ScaleOptions(), tmp_path / "out2")
-    assert too_large["units"][-1]["status"] == "too-large"
+    # past --max-rows the tract is its own tables' problem; T1 publishes its whole histogram, which the
+    # joint solve proves (a row-slot problem of that size would be too large)
+    big = run_scaled(tmp_path / "data.csv", schema, schedule, ExactOptions(explain="none", max_rows=3),
+                     ScaleOptions(), tmp_path / "out2")["units"][-1]
+    assert big["status"] == "done" and big["reconstructed"] and "proved jointly" in big["notes"][-1]
