@@ -295,8 +295,8 @@ def _tasks(source, schema: Schema, schedule: Schedule, scale: ScaleOptions, done
         stats["rows"] += len(chunk)
         light = Inputs(schema, schedule, chunk)
         cache: dict = {}
-        releases = tabulate(chunk, schema, schedule) if coupled else []
-        proofs = joint_proofs(schema, schedule, releases) if coupled else {}
+        whole = tabulate(chunk, schema, schedule) if coupled else []  # every level, whole tracts
+        proofs = joint_proofs(schema, schedule, whole) if coupled else {}
         # Problems are built PIECE_UNITS units at a time, so that the first ones go out at once and
         # memory holds a few dozen problems, not a chunk's worth (prior rows still come from the chunk).
         pieces = []
@@ -314,14 +314,14 @@ def _tasks(source, schema: Schema, schedule: Schedule, scale: ScaleOptions, done
                 yield (problem, prior_rows(chunk, light, problem, cache),
                        cells_json(release) if release is not None else None)
         if coupled:
-            parents = [r for r in releases if r.level in coupled and (r.level, "/".join(r.geo)) not in done]
+            parents = [r for r in whole if r.level in coupled and (r.level, "/".join(r.geo)) not in done]
             by_unit = {(r.level, r.geo): r for r in parents}
             # too many rows for the row-slot coupled problem: the unit over its own tables' atoms (proved or too large)
             size = {lv: Counter(zip(*(chunk[c].astype(str) for c in schema.geography[: schema.geography.index(lv) + 1])))
                     for lv in coupled}
             alone = [r for r in parents if size[r.level][r.geo] > max_rows]
             rest = [r for r in parents if r not in alone]
-            children = [r for r in releases if r.level not in coupled]
+            children = [r for r in whole if r.level not in coupled]
             for problem in [*with_proofs(build_problems(chunk, schema, schedule, alone) if alone else [], proofs),
                             *(build_coupled_problems(chunk, schema, schedule, rest + children, coupled) if rest else [])]:
                 release = by_unit.get((problem.level, problem.geo))
