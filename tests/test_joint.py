@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from _oracle import canonical, release_matches, to_atoms
+from conftest import RECON
 
 from audit.exact import ExactOptions, audit_unit
 from audit.joint import joint_proofs, prove_tract, with_proofs
@@ -17,8 +18,6 @@ from audit.schema import load_schema
 from audit.tabulate import tabulate
 
 ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT.parent.parent / "shared" / "data" / "recon_replication"
-EXTRACT = DATA / "extract" / "rhdf_bt_0solvar_extract.csv"
 
 SCHEMA = """
 unit: person
@@ -118,21 +117,7 @@ def test_inconsistent_tract_is_an_input_error(tmp_path):
         prove_tract(schema, schedule, [r for r in releases if r.level == "block"], wrong)
 
 
-@pytest.fixture(scope="module")
-def tract_schedule(tmp_path_factory):
-    import sys
-
-    sys.path.insert(0, str(ROOT / "samples" / "sf1"))
-    from make_tables import main as make_tables
-
-    path = tmp_path_factory.mktemp("sf1") / "tables_tract.yaml"
-    layouts = DATA / "layouts"
-    make_tables([str(layouts / "sf1_vars_race_binaries.csv"), "--tract", "-o", str(path)])
-    schema = load_schema(ROOT / "samples" / "sf1" / "schema.yaml")
-    return schema, load_schedule(path, schema)
-
-
-def test_a_real_tract_is_proved_block_by_block(tract_schedule):
+def test_a_real_tract_is_proved_block_by_block(sf1):
     """Tract 06-037-532400 of the Bureau's extract (112 persons, 5 blocks) with block and tract tables:
     every block and the tract proved unique, equal to the truth, and audited with no search."""
     import sys
@@ -140,8 +125,8 @@ def test_a_real_tract_is_proved_block_by_block(tract_schedule):
     sys.path.insert(0, str(ROOT / "samples" / "sf1"))
     from convert import convert
 
-    schema, schedule = tract_schedule
-    source = pd.read_csv(EXTRACT, dtype=str, keep_default_na=False)
+    schema, schedule = sf1[0], sf1[1]["tract"]
+    source = pd.read_csv(RECON / "extract" / "rhdf_bt_0solvar_extract.csv", dtype=str, keep_default_na=False)
     frame = convert(source[source["Block ID"].str.zfill(15).str[:11] == "06037532400"]).reset_index(drop=True)
     frame["age"] = frame["age"].astype(int)
     releases = tabulate(frame, schema, schedule)
