@@ -263,10 +263,10 @@ def audit_unit(problem: Problem, options: ExactOptions = ExactOptions(),
     engine, certificates, settled, proved = None, {}, False, False
     if why:
         result.give_up([todo[i] for i in pending], why)
-    elif problem.proof and not problem.violations(problem.truth):
-        # one dataset, proved jointly with other units' tables (audit.joint): every true claim is verified
-        # with no search; the proof rests on every table of the coarser unit, so no cells of this unit
-        # alone are given as their explanation
+    elif problem.proof:
+        # one dataset, proved jointly with other units' tables and checked to be the true rows
+        # (audit.joint.with_proofs): every true claim is verified with no search; the proof rests on
+        # every table of the coarser unit, so no cells of this unit alone are given as their explanation
         settled = proved = True
         result.solutions, result.exhausted = 1, True
         result.verdicts += [Verdict(todo[i], VERIFIED) for i in pending]

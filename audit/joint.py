@@ -57,6 +57,7 @@ class TractProof:
     cells: int
     seconds: float
     histograms: tuple = field(default=(), compare=False, repr=False)  # per child: (rows, counts) when unique
+    parent_histogram: tuple | None = field(default=None, compare=False, repr=False)
 
     def summary(self) -> str:
         return (f"{sum(self.unique)} of {len(self.children)} blocks proved to have one dataset by the joint "
@@ -120,7 +121,7 @@ def prove_tract(schema: Schema, schedule: Schedule, releases: list[UnitRelease],
     unique = tuple(b.fixed(low, up) for b in blocks)
     hists = tuple(b.histogram(low) if ok else None for b, ok in zip(blocks, unique))
     return TractProof(parent.geo, tuple(r.geo for r in releases), unique, top.fixed(low, up), model.n_vars,
-                      len(model.lo), time.perf_counter() - start, hists)
+                      len(model.lo), time.perf_counter() - start, hists, top.histogram(low) if top.fixed(low, up) else None)
 
 
 def _cells(release: UnitRelease, by: dict, preds: dict) -> tuple[list[tuple[int, int, int | None]], dict]:
@@ -269,8 +270,8 @@ def _propagate(r: np.ndarray, v: np.ndarray, a: np.ndarray, lo: np.ndarray, hi: 
     return low, up
 
 
-def joint_proofs(schema: Schema, schedule: Schedule, releases: list[UnitRelease]) -> dict[tuple, str]:
-    """``(level, geo) -> note`` for every unit that a joint solve proves to have one dataset: each unit
+def joint_proofs(schema: Schema, schedule: Schedule, releases: list[UnitRelease]) -> dict[tuple, tuple]:
+    """``(level, geo) -> (note, histogram)`` for every unit that a joint solve proves to have one dataset: each unit
     of a coarser published level with the finest-level units inside it (see :func:`prove_tract`).
 
     ``releases`` must hold every finest-level unit that has rows (a tabulation of microdata does):
@@ -291,16 +292,33 @@ def joint_proofs(schema: Schema, schedule: Schedule, releases: list[UnitRelease]
     out = {}
     for parent in (r for r in releases if r.level in levels):
         proof = prove_tract(schema, schedule, kids.get((parent.level, parent.geo), []), parent)
-        out.update({(child, g): proof.note() for g, ok in zip(proof.children, proof.unique) if ok})
+        out.update({(child, g): (proof.note(), h) for g, ok, h in zip(proof.children, proof.unique, proof.histograms) if ok})
         if proof.parent_unique:
-            out[(parent.level, parent.geo)] = proof.note()
+            out[(parent.level, parent.geo)] = (proof.note(), proof.parent_histogram)
     return out
 
 
-def with_proofs(problems, proofs: dict[tuple, str]) -> list:
-    """The problems, each proved one carrying its proof (and a note saying so)."""
-    return [replace(p, proof=proofs[(p.level, p.geo)], notes=p.notes + (proofs[(p.level, p.geo)],))
-            if (p.level, p.geo) in proofs else p for p in problems]
+def with_proofs(problems, proofs: dict[tuple, tuple]) -> list:
+    """The problems, each proved one carrying its proof (and a note saying so).
+
+    A proof is attached only where the proved histogram is the true rows' (always, when the release
+    was tabulated from them): :func:`audit.exact.audit_unit` then verifies every true claim unchecked.
+    """
+    out = []
+    for p in problems:
+        got = proofs.get((p.level, p.geo))
+        if got is not None and p.truth is not None and _same(got[1], p.truth):
+            p = replace(p, proof=got[0], notes=p.notes + (got[0],))
+        out.append(p)
+    return out
+
+
+def _same(histogram: tuple[np.ndarray, np.ndarray], rows: np.ndarray) -> bool:
+    """Whether the rows are the histogram's (as multisets of atom rows)."""
+    mine = np.repeat(histogram[0], histogram[1], axis=0)
+    if mine.shape != rows.shape:
+        return False
+    return bool(np.array_equal(mine[np.lexsort(mine.T[::-1])], rows[np.lexsort(rows.T[::-1])]))
 
 
 def _sums(r: np.ndarray, w: np.ndarray, n: int) -> np.ndarray:

@@ -104,7 +104,7 @@ class Problem:
     edits: tuple[Predicate, ...] = ()
     truth: np.ndarray | None = field(default=None, compare=False)
     notes: tuple[str, ...] = ()
-    proof: str = ""  # how the release was proved, outside this problem, to allow the true rows alone (audit.joint)
+    proof: str = ""  # how the release was proved, outside this problem, to allow the true rows alone (audit.joint.with_proofs)
 
     def __post_init__(self):
         lo, hi = self.n_rows

@@ -305,8 +305,10 @@ def _tasks(source, schema: Schema, schedule: Schedule, scale: ScaleOptions, done
             starts = np.concatenate([[0], np.flatnonzero(keys[1:] != keys[:-1]) + 1, [len(chunk)]])
             pieces = [chunk.iloc[starts[i]: starts[min(i + PIECE_UNITS, len(starts) - 1)]].reset_index(drop=True)
                       for i in range(0, len(starts) - 1, PIECE_UNITS)]
+        finest_of = {r.geo: r for r in whole if r.level in finest}  # the chunk's tabulation serves the pieces
         for piece in pieces:
-            releases = tabulate(piece, schema, schedule)
+            releases = ([finest_of[g] for g in dict.fromkeys(zip(*(piece[c].astype(str) for c in finest_cols)))]
+                        if coupled else tabulate(piece, schema, schedule))
             todo = [r for r in releases if r.level in finest and (r.level, "/".join(r.geo)) not in done]
             by_unit = {(r.level, r.geo): r for r in todo}
             for problem in with_proofs(build_problems(piece, schema, schedule, todo) if todo else [], proofs):
