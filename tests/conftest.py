@@ -10,6 +10,14 @@ SF1 = Path(__file__).resolve().parents[1] / "samples" / "sf1"
 RECON = next((p for p in (SF1.parents[2] / "shared" / "data" / "recon_replication",
                           Path("/work/shared/data/recon_replication")) if p.is_dir()), None)
 
+TRACT_SCHEMA = """
+unit: person
+geography: [tract, block]
+columns:
+  sex: {type: categorical, values: {M: Male, F: Female}}
+  age: {type: categorical, values: {c: Child, a: Adult, s: Senior}}
+"""  # persons in blocks of tracts: the smallest coupled problems
+
 
 @pytest.fixture(scope="session")
 def sf1(tmp_path_factory):

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from _oracle import canonical, release_matches, to_atoms
-from conftest import RECON
+from conftest import RECON, TRACT_SCHEMA
 
 from audit.exact import ExactOptions, audit_unit
 from audit.joint import joint_proofs, prove_tract, with_proofs
@@ -19,13 +19,6 @@ from audit.tabulate import tabulate
 
 ROOT = Path(__file__).resolve().parents[1]
 
-SCHEMA = """
-unit: person
-geography: [tract, block]
-columns:
-  sex: {type: categorical, values: {M: Male, F: Female}}
-  age: {type: categorical, values: {c: Child, a: Adult, s: Senior}}
-"""
 BLOCK_TABLES = ["{id: B0, geography: block, cells: [{id: total, where: {}}]}",
                 "{id: B1, geography: block, by: [sex]}",
                 "{id: B2, geography: block, cells: [{id: young, where: {age: [c]}}]}",
@@ -69,7 +62,7 @@ def test_joint_proofs_agree_with_brute_force(tmp_path):
     """Random tracts of 2-3 blocks: a unit proved to have one dataset has one histogram over its own
     tables' atoms in every dataset that reproduces the block and tract tables, and it is the truth's."""
     rng = np.random.default_rng(20)
-    (tmp_path / "schema.yaml").write_text(SCHEMA)
+    (tmp_path / "schema.yaml").write_text(TRACT_SCHEMA)
     schema = load_schema(tmp_path / "schema.yaml")
     proved = not_alone = 0
     for trial in range(30):
@@ -106,7 +99,7 @@ def test_inconsistent_tract_is_an_input_error(tmp_path):
 
     from audit.errors import AuditError
 
-    (tmp_path / "schema.yaml").write_text(SCHEMA)
+    (tmp_path / "schema.yaml").write_text(TRACT_SCHEMA)
     (tmp_path / "tables.yaml").write_text("tables:\n" + "".join(f"  - {s}\n" for s in (BLOCK_TABLES[1], TRACT_TABLES[1])))
     schema = load_schema(tmp_path / "schema.yaml")
     schedule = load_schedule(tmp_path / "tables.yaml", schema)
@@ -139,3 +132,17 @@ def test_a_real_tract_is_proved_block_by_block(sf1):
     assert all(p.proof for p in problems)
     result = audit_unit(next(p for p in problems if p.level == "tract"), ExactOptions(explain="none"))
     assert result.reconstructed and not result.undecided and len(problem.truth) < len(result.problem.truth)
+
+
+def test_audit_run_without_workers_uses_the_joint_proofs(tmp_path):
+    """`audit run` in one process: a tract past --max-rows whose tables determine it is proved, not too large."""
+    from audit.findings import run_exact
+    from audit.inputs import load_inputs
+
+    (tmp_path / "schema.yaml").write_text(TRACT_SCHEMA)
+    (tmp_path / "tables.yaml").write_text("tables:\n" + "".join(f"  - {s}\n" for s in (BLOCK_TABLES[0], TRACT_TABLES[0])))
+    _frame([[("M", "c"), ("F", "a")], [("F", "a"), ("M", "s")]]).to_csv(tmp_path / "data.csv", index=False)
+    inputs = load_inputs(tmp_path / "data.csv", tmp_path / "schema.yaml", tmp_path / "tables.yaml")
+    units = {u["level"]: u for u in run_exact(inputs, ExactOptions(explain="none", max_rows=3))["units"]}
+    assert units["tract"]["status"] == "done" and units["tract"]["reconstructed"]
+    assert "proved jointly" in units["tract"]["notes"][-1] and units["tract"]["summary"]["undecided"] == 0

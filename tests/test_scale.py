@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import TRACT_SCHEMA
 
 from audit.claims import UNDECIDED, VERIFIED, candidates
 from audit.claimstore import ClaimStore
@@ -194,13 +195,6 @@ def test_hard_time_limit(small, spec, tmp_path):
 
 
 # -- coupled levels ----------------------------------------------------------------------------------------
-SCHEMA = """
-unit: person
-geography: [tract, block]
-columns:
-  sex: {type: categorical, values: {M: Male, F: Female}}
-  age: {type: categorical, values: {c: Child, a: Adult, s: Senior}}
-"""
 TABLES = """
 tables:
   - {id: B1, geography: block, cells: [{id: total, where: {}}, {id: male, where: {sex: [M]}}]}
@@ -210,7 +204,7 @@ ROWS = [("1", "M", "c"), ("1", "F", "a"), ("1", "F", "a"), ("2", "M", "a"), ("2"
 
 
 def test_coupled_tract_problem_agrees_with_brute_force(tmp_path):
-    (tmp_path / "schema.yaml").write_text(SCHEMA)
+    (tmp_path / "schema.yaml").write_text(TRACT_SCHEMA)
     (tmp_path / "tables.yaml").write_text(TABLES)
     frame = pd.DataFrame([{"tract": "000100", "block": b, "sex": s, "age": a} for b, s, a in ROWS])
     frame.to_csv(tmp_path / "data.csv", index=False)
@@ -260,7 +254,7 @@ def test_coupled_tract_problem_agrees_with_brute_force(tmp_path):
 
 
 def test_coupled_run_reports_tract_units_and_keeps_block_units(tmp_path):
-    (tmp_path / "schema.yaml").write_text(SCHEMA)
+    (tmp_path / "schema.yaml").write_text(TRACT_SCHEMA)
     (tmp_path / "tables.yaml").write_text(TABLES)
     pd.DataFrame([{"tract": "000100", "block": b, "sex": s, "age": a} for b, s, a in ROWS]).to_csv(
         tmp_path / "data.csv", index=False)
