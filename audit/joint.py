@@ -102,9 +102,9 @@ def prove_tract(schema: Schema, schedule: Schedule, releases: list[UnitRelease],
     parent_cells = _cells(parent, {d.name: d for d in fine}, {})
     zero_flats = _flats(fine_sizes, names, parent_cells[1], fb)[[p for p, _, hi in parent_cells[0] if hi is not None and hi <= 0]]
     rows = support(np.vstack([edits, zero_flats]), fb, MAX_SUPPORT)
-    if rows is None:
-        raise AuditError("support too large for the joint solve", "/".join(parent.geo),
-                         "publish fewer cells at the coarse level, or audit its children alone")
+    if rows is None:  # too many atoms to hold: nothing is proved, and the units are audited on their own
+        return TractProof(parent.geo, tuple(r.geo for r in releases), (False,) * len(releases), False, 0, 0,
+                          time.perf_counter() - start, (None,) * len(releases))
     model = _Model()
     # one aggregate layer per block (its own tables) and one for the parent (its tables)
     block_space = _Space(rows, fine, layers[0])

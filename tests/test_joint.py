@@ -146,3 +146,16 @@ def test_audit_run_without_workers_uses_the_joint_proofs(tmp_path):
     units = {u["level"]: u for u in run_exact(inputs, ExactOptions(explain="none", max_rows=3))["units"]}
     assert units["tract"]["status"] == "done" and units["tract"]["reconstructed"]
     assert "proved jointly" in units["tract"]["notes"][-1] and units["tract"]["summary"]["undecided"] == 0
+
+
+def test_a_support_too_large_proves_nothing(tmp_path, monkeypatch):
+    """Past MAX_SUPPORT atoms the joint solve gives up: no unit is proved, and the run goes on."""
+    import audit.joint
+
+    (tmp_path / "schema.yaml").write_text(TRACT_SCHEMA)
+    (tmp_path / "tables.yaml").write_text("tables:\n" + "".join(f"  - {s}\n" for s in (BLOCK_TABLES[0], TRACT_TABLES[0])))
+    schema = load_schema(tmp_path / "schema.yaml")
+    releases = tabulate(_frame([[("M", "c")], [("F", "a")]]), schema, load_schedule(tmp_path / "tables.yaml", schema))
+    assert joint_proofs(schema, load_schedule(tmp_path / "tables.yaml", schema), releases)
+    monkeypatch.setattr(audit.joint, "MAX_SUPPORT", 1)
+    assert joint_proofs(schema, load_schedule(tmp_path / "tables.yaml", schema), releases) == {}
