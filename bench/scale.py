@@ -1,11 +1,12 @@
 """Scale benchmark (issue 9): the Bureau's 8,530 reconstructed blocks with the block-level SF1 tables.
 
-Usage: ``python bench/scale.py [--blocks N] [--workers 2] [--out DIR] [--explain records|none]``.
+Usage: ``python bench/scale.py [--blocks N] [--workers 2] [--out DIR] [--explain records|none] [--tract]``.
 Converts ``../shared/data/recon_replication/extract/rhdf_bt_0solvar_extract.csv`` with
 samples/sf1/convert.py, keeps every k-th block when ``--blocks`` is given (the same size mix as the
 whole file), and runs :func:`audit.scale.runner.run_scaled` on a process pool. Explanations are as in
 ``audit run`` by default (``--explain records``: the product's figure); ``--explain none`` measures the
-attack alone.
+attack alone. ``--tract`` adds the tract tables (``samples/sf1/make_tables.py --tract``: PCT12, PCT12A-O),
+so that each tract is solved jointly with its blocks (:mod:`audit.attacks.joint`) before its blocks are audited.
 Prints wall time, units per second, peak memory (parent: ru_maxrss and tracemalloc; workers:
 ru_maxrss of the largest child), the size of the claim store, the share of blocks uniquely
 reconstructed, the per-unit time distribution by block size, and the extrapolation to all 8,530
@@ -46,6 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--unit-seconds", type=float, default=120.0)
     ap.add_argument("--out", default="/tmp/audit-bench-scale")
     ap.add_argument("--resume", action="store_true")
+    ap.add_argument("--tract", action="store_true", help="add the tract tables (PCT12): tracts solved jointly with their blocks")
     ap.add_argument("--tracemalloc", action="store_true", help="trace parent allocations (slows the parent)")
     args = ap.parse_args(argv)
 
@@ -64,14 +66,24 @@ def main(argv: list[str] | None = None) -> int:
     del data, key
 
     schema = load_schema(ROOT / "samples" / "sf1" / "schema.yaml")
-    schedule = load_schedule(ROOT / "samples" / "sf1" / "tables.yaml", schema)
+    tables = ROOT / "samples" / "sf1" / "tables.yaml"
+    if args.tract:
+        from make_tables import main as make_tables
+
+        layouts = Path(args.source).resolve().parents[1] / "layouts"
+        tables = out / "tables_tract.yaml"
+        make_tables([str(layouts / "sf1_vars_race_binaries.csv"), "--descriptors",
+                     str(layouts / "DATA_FIELD_DESCRIPTORS_classified.csv"), "--tract", "-o", str(tables)])
+    schedule = load_schedule(tables, schema)
     options = ExactOptions(explain=args.explain, unit_seconds=args.unit_seconds)
     if args.tracemalloc:
         tracemalloc.start()
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     doc = run_scaled(path, schema, schedule, options, ScaleOptions(workers=args.workers, resume=args.resume),
                      out / "run", str(path))
     wall = time.perf_counter() - start
+    cpu = time.process_time() - cpu
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     _, traced_peak = tracemalloc.get_traced_memory()
     parent_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     child_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
@@ -80,6 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = [("blocks audited", f"{n} of {total_blocks}"), ("persons", f"{doc['inputs']['rows']}"),
             ("workers", str(args.workers)), ("explanations", args.explain),
             ("wall time", f"{wall:.1f} s"), ("units / s", f"{n / wall:.2f}"),
+            ("CPU parent / workers", f"{cpu:.0f} s / {usage.ru_utime + usage.ru_stime:.0f} s"),
             ("unit seconds p50 / p90 / p99 / max", "{p50} / {p90} / {p99} / {max}".format(**sc["seconds_per_unit"])),
             ("sum of unit seconds", f"{sc['seconds_per_unit']['sum']:.0f} s"),
             ("peak RSS parent / largest worker", f"{parent_mb:.0f} MB / {child_mb:.0f} MB"),
@@ -109,6 +122,17 @@ def main(argv: list[str] | None = None) -> int:
                  ("  baselines unit / parent mode",
                   " / ".join(pct(b) for b in inf["unlike_majority"]["baselines"].values())),
                  ("persons not measured", str(exact["persons_not_measured"]))]
+    from audit.scale import read_parts
+
+    levels: dict = {}
+    for u in read_parts(out / "run" / "parts"):
+        lv = levels.setdefault(u["level"], {"units": 0, "reconstructed": 0, "proved jointly": 0})
+        lv["units"] += 1
+        lv["reconstructed"] += bool(u["reconstructed"])
+        lv["proved jointly"] += any("proved jointly" in note for note in u["notes"])
+    if len(levels) > 1:
+        rows += [(f"{level} units: reconstructed (proved jointly)",
+                  f"{c['reconstructed']} of {c['units']} ({c['proved jointly']})") for level, c in levels.items()]
     width = max(len(k) for k, _ in rows)
     print(f"{'measure':<{width}}  value")
     for k, v in rows:

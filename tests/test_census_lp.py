@@ -2,43 +2,25 @@
 schedule, reconstructed from their published values alone, and compared with the Bureau's solution."""
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
+from conftest import RECON
+
 from audit.release.census_lp import compare, read_lp, read_solution, release_frame
 from audit.cli import run
 from audit.attacks.exact import ExactOptions
 from audit.published import attack_unit, published_problems, read_release
-from audit.specs.schedule import load_schedule
-from audit.specs.schema import load_schema
 
 ROOT = Path(__file__).resolve().parents[1]
 SF1 = ROOT / "samples" / "sf1"
-RECON = next((p for p in (ROOT.parent / "shared" / "data" / "recon_replication",
-                          Path("/work/shared/data/recon_replication")) if p.is_dir()), None)
 LP = RECON / "lp_tests" if RECON else None
 MODELS = {"model_29183980000": (1, 1, 226), "model_29165030307": (2, 11, 1206)}  # blocks, persons, constraints
 DROPPED = {"P8", "P10", "P12G", "PCT12G", "PCT12O"}  # tables these LPs leave out (dbrecon before 2+ races)
 QUICK = ExactOptions(explain="none")
-
-
-@pytest.fixture(scope="module")
-def sf1(tmp_path_factory):
-    """The SF1 schema, and its schedule with block tables alone and with the tract tables (make_tables --tract)."""
-    if RECON is None:
-        pytest.skip("shared/data/recon_replication not found (see shared/data/PROVENANCE.md)")
-    spec = importlib.util.spec_from_file_location("make_tables", SF1 / "make_tables.py")
-    make = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(make)
-    layout = pd.read_csv(RECON / "layouts" / "sf1_vars_race_binaries.csv", dtype=str, keep_default_na=False)
-    path = tmp_path_factory.mktemp("sf1") / "tables_tract.yaml"
-    path.write_text(make.make_tables(layout, {}, True), encoding="utf-8")
-    schema = load_schema(SF1 / "schema.yaml")
-    return schema, {"block": load_schedule(SF1 / "tables.yaml", schema), "tract": load_schedule(path, schema)}
 
 
 @pytest.mark.parametrize("model", MODELS)

@@ -233,7 +233,8 @@ def audit_unit(problem: Problem, options: ExactOptions = ExactOptions(),
         raise AuditError("generate-then-verify needs the confidential rows of the unit", "/".join(problem.geo),
                          "audit the unit from its microdata (audit run DATA ...)")
     cost = unit_cost(problem, options, prior_rows)
-    reason = too_large(cost, options)
+    # a unit proved outside (audit.attacks.joint) needs no search: only its claims are held, not an encoding
+    reason = too_large(replace(cost, rows=0, clauses=0) if problem.proof else cost, options)
     if reason is not None:
         return unfinished(problem, options, "too-large", reason, start)
     result = UnitResult(problem)
@@ -250,11 +251,18 @@ def audit_unit(problem: Problem, options: ExactOptions = ExactOptions(),
     pending = np.array(rest, dtype=np.int64)  # positions in todo of the claims still open
     late = _late(deadline, options)
     why = late("listing the candidate claims")
-    linear = LinearProof.of(problem) if options.linear and not why else None
+    linear = LinearProof.of(problem) if options.linear and not why and not problem.proof else None
     why = why or late("the linear pass")
-    engine, certificates, settled = None, {}, False
+    engine, certificates, settled, proved = None, {}, False, False
     if why:
         result.give_up([todo[i] for i in pending], why)
+    elif problem.proof:
+        # one dataset, proved jointly with other units' tables and checked to be the true rows
+        # (audit.attacks.joint.with_proofs): every true claim is verified with no search; the proof rests on
+        # every table of the coarser unit, so no cells of this unit alone are given as their explanation
+        settled = proved = True
+        result.solutions, result.exhausted = 1, True
+        result.verdicts += [Verdict(todo[i], VERIFIED) for i in pending]
     elif linear is not None and linear.determines(problem.truth):
         settled = True
         # the exact counts pin every row: one dataset, so every true claim is verified
@@ -267,7 +275,8 @@ def audit_unit(problem: Problem, options: ExactOptions = ExactOptions(),
         engine, certificates = _search(linear, problem, options, result, table, pending, late, deadline)
     if engine is None and not settled and options.explain != "none" and result.verified and result.status == "done":
         engine = make_engine(problem, options)  # decided in histogram space: cores need the guarded solver
-    _explain(engine, result, options, linear, certificates)
+    if not proved:
+        _explain(engine, result, options, linear, certificates)
     if options.intervals and hidden_cells(problem):
         def sat():  # the search's SAT engine when it built one, with the cells hard; no deadline, as explanations
             if getattr(engine, "name", None) == "sat" and engine.solver is not None:
@@ -285,6 +294,9 @@ def audit_unit(problem: Problem, options: ExactOptions = ExactOptions(),
         engines = [engine]
 
         def verify(claim: Claim) -> Verdict:  # what the verdicts leave open, on the same solver
+            if proved:  # one dataset: the true rows decide every claim
+                return (Verdict(claim, VERIFIED) if claim.count(problem.truth) == claim.m
+                        else Verdict(claim, REFUTED, counterexample=problem.truth))
             if engines[0] is None:
                 engines[0] = make_engine(problem, options)
             return engines[0].verify(claim, explain="none")

@@ -31,6 +31,7 @@ from ..problem.build import Problem
 from ..attacks.reidentify import section as reidentification_section, with_attacker
 from ..release.constraints import EMPTY, PUBLISHED, STRUCTURAL, SUPPRESSED, UnitRelease, Value
 from ..policy.rules import SMALL_MAX, apply, load_rules
+from ..attacks.joint import joint_proofs, with_proofs
 
 FORMAT = 2
 NOTICE = ("CONFIDENTIAL: this file contains records reconstructed from confidential microdata. "
@@ -320,7 +321,7 @@ def run_exact(inputs: Inputs, options: ExactOptions, on_unit: Callable[[dict], N
     start = time.perf_counter()
     options = with_attacker(options, inputs.schema)
     releases = inputs.release()
-    problems = inputs.problems(releases)
+    problems = with_proofs(inputs.problems(releases), joint_proofs(inputs.schema, inputs.schedule, releases))
     if on_total:
         on_total(len(problems))
     by_unit = {(r.level, r.geo): r for r in releases}

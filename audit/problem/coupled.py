@@ -78,6 +78,7 @@ def build_coupled_problems(frame: pd.DataFrame | None, schema: Schema, schedule:
             else:
                 truth = np.zeros((0, len(domains)), np.int64)
             cons: list[Constraint] = []
+            atoms_of: dict = {}  # (predicate, restriction) -> atoms: the children share their cells' predicates
             child_totals: dict[int, int] = {}
             for r in releases:
                 if geo.index(r.level) < depth or r.geo[: depth + 1] != parent.geo:
@@ -87,7 +88,9 @@ def build_coupled_problems(frame: pd.DataFrame | None, schema: Schema, schedule:
                 prefix = "/".join(r.geo[depth + 1:]) + "/" if r.level != level else ""
                 for v in r.values:
                     for c in constraints_of(v, r.protection[v.cell.table]):
-                        pred = _to_atoms(c.predicate, by_name).conjoin(restrict)
+                        pred = atoms_of.get((c.predicate, restrict))
+                        if pred is None:
+                            pred = atoms_of[(c.predicate, restrict)] = _to_atoms(c.predicate, by_name).conjoin(restrict)
                         con = Constraint(prefix + c.key, pred, c.statistic, c.lo, c.hi, c.lo_open, c.hi_open)
                         cons.append(con)
                         if (r.level == child_level and con.statistic.kind == "count" and con.exact

@@ -28,6 +28,7 @@ import os
 import signal
 import threading
 import time
+from collections import Counter
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures import TimeoutError as FutureTimeout
 from concurrent.futures.process import BrokenProcessPool
@@ -54,6 +55,7 @@ from ..specs.schedule import Schedule
 from ..specs.schema import Schema
 from ..data.stream import DEFAULT_CHUNK_ROWS, _keys, count_units, stream_chunks
 from ..release.tabulate import tabulate
+from ..attacks.joint import joint_proofs, with_proofs
 
 PIECE_UNITS = 16  # units whose problems are built together
 HARD_GRACE = 30.0  # seconds past the hard limit before the parent kills a worker that has not answered
@@ -280,9 +282,13 @@ class _PartWriter:
 
 
 # -- producing tasks from the stream ------------------------------------------------------------------
-def _tasks(source, schema: Schema, schedule: Schedule, scale: ScaleOptions, done: set, stats: dict
-           ) -> Iterator[tuple[Problem, np.ndarray | None, dict | None]]:
-    """(problem, prior rows, published-cells summary) for every unit not yet done, chunk by chunk."""
+def _tasks(source, schema: Schema, schedule: Schedule, scale: ScaleOptions, done: set, stats: dict,
+           max_rows: int = ExactOptions.max_rows) -> Iterator[tuple[Problem, np.ndarray | None, dict | None]]:
+    """(problem, prior rows, published-cells summary) for every unit not yet done, chunk by chunk.
+
+    With coarser levels, each chunk's units are first solved jointly (:mod:`audit.attacks.joint`); a unit
+    proved to have one dataset carries the proof to its worker, which then needs no search.
+    """
     coupled = coupled_levels(schema, schedule) if scale.coupled else []
     finest = [lv for lv in schedule.levels if lv not in coupled]
     finest_cols = list(schema.geography[: max(schema.geography.index(lv) for lv in finest) + 1]) if finest else []
@@ -290,6 +296,8 @@ def _tasks(source, schema: Schema, schedule: Schedule, scale: ScaleOptions, done
         stats["rows"] += len(chunk)
         light = Inputs(schema, schedule, chunk)
         cache: dict = {}
+        whole = tabulate(chunk, schema, schedule) if coupled else []  # every level, whole tracts
+        proofs = joint_proofs(schema, schedule, whole) if coupled else {}
         # Problems are built PIECE_UNITS units at a time, so that the first ones go out at once and
         # memory holds a few dozen problems, not a chunk's worth (prior rows still come from the chunk).
         pieces = []
@@ -298,23 +306,29 @@ def _tasks(source, schema: Schema, schedule: Schedule, scale: ScaleOptions, done
             starts = np.concatenate([[0], np.flatnonzero(keys[1:] != keys[:-1]) + 1, [len(chunk)]])
             pieces = [chunk.iloc[starts[i]: starts[min(i + PIECE_UNITS, len(starts) - 1)]].reset_index(drop=True)
                       for i in range(0, len(starts) - 1, PIECE_UNITS)]
+        finest_of = {r.geo: r for r in whole if r.level in finest}  # the chunk's tabulation serves the pieces
         for piece in pieces:
-            releases = tabulate(piece, schema, schedule)
+            releases = ([finest_of[g] for g in dict.fromkeys(zip(*(piece[c].astype(str) for c in finest_cols)))]
+                        if coupled else tabulate(piece, schema, schedule))
             todo = [r for r in releases if r.level in finest and (r.level, "/".join(r.geo)) not in done]
             by_unit = {(r.level, r.geo): r for r in todo}
-            for problem in (build_problems(piece, schema, schedule, todo) if todo else []):
+            for problem in with_proofs(build_problems(piece, schema, schedule, todo) if todo else [], proofs):
                 release = by_unit.get((problem.level, problem.geo))
                 yield (problem, prior_rows(chunk, light, problem, cache),
                        cells_json(release) if release is not None else None)
         if coupled:
-            releases = tabulate(chunk, schema, schedule)
-            parents = [r for r in releases if r.level in coupled and (r.level, "/".join(r.geo)) not in done]
-            if parents:
-                children = [r for r in releases if r.level not in coupled]
-                by_unit = {(r.level, r.geo): r for r in parents}
-                for problem in build_coupled_problems(chunk, schema, schedule, parents + children, coupled):
-                    release = by_unit.get((problem.level, problem.geo))
-                    yield problem, None, (cells_json(release) if release is not None else None)
+            parents = [r for r in whole if r.level in coupled and (r.level, "/".join(r.geo)) not in done]
+            by_unit = {(r.level, r.geo): r for r in parents}
+            # too many rows for the row-slot coupled problem: the unit over its own tables' atoms (proved or too large)
+            size = {lv: Counter(zip(*(chunk[c].astype(str) for c in schema.geography[: schema.geography.index(lv) + 1])))
+                    for lv in coupled}
+            alone = [r for r in parents if size[r.level][r.geo] > max_rows]
+            rest = [r for r in parents if r not in alone]
+            children = [r for r in whole if r.level not in coupled]
+            for problem in [*with_proofs(build_problems(chunk, schema, schedule, alone) if alone else [], proofs),
+                            *(build_coupled_problems(chunk, schema, schedule, rest + children, coupled) if rest else [])]:
+                release = by_unit.get((problem.level, problem.geo))
+                yield problem, None, (cells_json(release) if release is not None else None)
 
 
 # -- running ------------------------------------------------------------------------------------------
@@ -352,7 +366,7 @@ def run_scaled(source, schema: Schema, schedule: Schedule, options: ExactOptions
     if on_total:
         on_total(total, already)
     stats = {"rows": 0}
-    tasks = _tasks(source, schema, schedule, scale, done, stats)
+    tasks = _tasks(source, schema, schedule, scale, done, stats, options.max_rows)
     limits = Limits(scale.memory_mb, scale.hard_seconds or hard_limit(options), os.getpid(),
                     listing_cap(total, scale.claims_cap), store_columns(schema, schedule, coupled))
     writer = _PartWriter(parts)

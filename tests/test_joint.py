@@ -1,0 +1,161 @@
+"""Joint solve of a tract with its blocks (issue 20): what it proves holds in every consistent dataset."""
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from _oracle import canonical, release_matches, to_atoms
+from conftest import RECON, TRACT_SCHEMA
+
+from audit.attacks.exact import ExactOptions, audit_unit
+from audit.attacks.joint import joint_proofs, prove_tract, with_proofs
+from audit.problem import build_problems
+from audit.specs.schedule import load_schedule
+from audit.specs.schema import load_schema
+from audit.release.tabulate import tabulate
+
+ROOT = Path(__file__).resolve().parents[1]
+
+BLOCK_TABLES = ["{id: B0, geography: block, cells: [{id: total, where: {}}]}",
+                "{id: B1, geography: block, by: [sex]}",
+                "{id: B2, geography: block, cells: [{id: young, where: {age: [c]}}]}",
+                "{id: B3, geography: block, cells: [{id: mc, where: {sex: [M], age: [c, a]}}]}"]
+TRACT_TABLES = ["{id: T1, geography: tract, by: [sex, age]}",
+                "{id: T2, geography: tract, by: [age]}",
+                "{id: T3, geography: tract, cells: [{id: fs, where: {sex: [F], age: [s]}}, {id: ma, where: {sex: [M], age: [a]}}]}"]
+KINDS = list(itertools.product("MF", "cas"))
+
+
+def _frame(blocks: list[list[tuple[str, str]]], tract: str = "000100") -> pd.DataFrame:
+    return pd.DataFrame([{"tract": tract, "block": str(b + 1), "sex": s, "age": a}
+                         for b, rows in enumerate(blocks) for s, a in rows], columns=["tract", "block", "sex", "age"])
+
+
+def _matching(schema, schedule, published, level: str, datasets: list[list[list[tuple]]]) -> list[bool]:
+    """Which datasets (rows per block) reproduce ``published`` at ``level``: all tabulated at once, one tract each."""
+    rows = [{"tract": f"t{i}", "block": str(b + 1), "sex": s, "age": a}
+            for i, blocks in enumerate(datasets) for b, block in enumerate(blocks) for s, a in block]
+    got = {r.geo: r for r in tabulate(pd.DataFrame(rows), schema, schedule) if r.level == level}
+    tail = published.geo[1:]
+    return [release_matches(published, got[(f"t{i}", *tail)], schedule) for i in range(len(datasets))]
+
+
+def _worlds(schema, schedule, frame: pd.DataFrame, releases) -> tuple[list[list[tuple]], list[int]]:
+    """Every dataset (rows per block) that reproduces every published value, by brute force; and how
+    many datasets each block's own tables allow."""
+    by_geo = {(r.level, r.geo): r for r in releases}
+    per_block = []
+    for block, rows in frame.groupby("block", sort=True):
+        combos = list(itertools.combinations_with_replacement(KINDS, len(rows)))
+        pad = [[] for _ in range(int(block) - 1)]
+        ok = _matching(schema, schedule, by_geo[("block", ("000100", block))], "block", [pad + [list(c)] for c in combos])
+        per_block.append([c for c, good in zip(combos, ok) if good])
+    worlds = [[list(c) for c in combo] for combo in itertools.product(*per_block)]
+    ok = _matching(schema, schedule, by_geo[("tract", ("000100",))], "tract", worlds)
+    return [w for w, good in zip(worlds, ok) if good], [len(p) for p in per_block]
+
+
+def test_joint_proofs_agree_with_brute_force(tmp_path):
+    """Random tracts of 2-3 blocks: a unit proved to have one dataset has one histogram over its own
+    tables' atoms in every dataset that reproduces the block and tract tables, and it is the truth's."""
+    rng = np.random.default_rng(20)
+    (tmp_path / "schema.yaml").write_text(TRACT_SCHEMA)
+    schema = load_schema(tmp_path / "schema.yaml")
+    proved = not_alone = 0
+    for trial in range(30):
+        tables = ["B0"] + [t for t in ("B1", "B2", "B3") if rng.random() < 0.5]
+        tract = [t for t in ("T1", "T2", "T3") if rng.random() < 0.5] or ["T3"]
+        text = "tables:\n" + "".join(f"  - {spec}\n" for spec in BLOCK_TABLES + TRACT_TABLES
+                                      if spec.split(",")[0][5:] in tables + tract)
+        path = tmp_path / f"tables{trial}.yaml"
+        path.write_text(text)
+        schedule = load_schedule(path, schema)
+        blocks = [[KINDS[int(k)] for k in rng.integers(0, len(KINDS), size=int(rng.integers(1, 4)))]
+                  for _ in range(int(rng.integers(2, 4)))]
+        frame = _frame(blocks)
+        releases = tabulate(frame, schema, schedule)
+        worlds, alone = _worlds(schema, schedule, frame, releases)
+        assert worlds, "the truth reproduces its own release"
+        proofs = joint_proofs(schema, schedule, releases)
+        for problem in build_problems(frame, schema, schedule, releases):
+            if problem.level == "block":
+                b = int(problem.geo[-1]) - 1
+                seen = {canonical(to_atoms(problem, w[b])) for w in worlds}
+            else:
+                seen = {canonical(to_atoms(problem, [r for rows in w for r in rows])) for w in worlds}
+            if (problem.level, problem.geo) in proofs:
+                proved += 1
+                assert seen == {canonical(problem.truth)}, (text, blocks, problem.geo)
+                not_alone += problem.level == "block" and alone[b] > 1
+    assert proved > 20 and not_alone > 0  # the coupling proves blocks their own tables leave open
+
+
+def test_inconsistent_tract_is_an_input_error(tmp_path):
+    """A tract table that no dataset of the blocks can meet: one line naming the unit, never a proof."""
+    from dataclasses import replace
+
+    from audit.errors import AuditError
+
+    (tmp_path / "schema.yaml").write_text(TRACT_SCHEMA)
+    (tmp_path / "tables.yaml").write_text("tables:\n" + "".join(f"  - {s}\n" for s in (BLOCK_TABLES[1], TRACT_TABLES[1])))
+    schema = load_schema(tmp_path / "schema.yaml")
+    schedule = load_schedule(tmp_path / "tables.yaml", schema)
+    releases = tabulate(_frame([[("M", "c")], [("F", "a")]]), schema, schedule)
+    parent = next(r for r in releases if r.level == "tract")
+    wrong = replace(parent, values=tuple(replace(v, value=v.value + 1) if v.value else v for v in parent.values))
+    with pytest.raises(AuditError, match="000100.*admit no dataset"):
+        prove_tract(schema, schedule, [r for r in releases if r.level == "block"], wrong)
+
+
+def test_a_real_tract_is_proved_block_by_block(sf1):
+    """Tract 06-037-532400 of the Bureau's extract (112 persons, 5 blocks) with block and tract tables:
+    every block and the tract proved unique, equal to the truth, and audited with no search."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "samples" / "sf1"))
+    from convert import convert
+
+    schema, schedule = sf1[0], sf1[1]["tract"]
+    source = pd.read_csv(RECON / "extract" / "rhdf_bt_0solvar_extract.csv", dtype=str, keep_default_na=False)
+    frame = convert(source[source["Block ID"].str.zfill(15).str[:11] == "06037532400"]).reset_index(drop=True)
+    frame["age"] = frame["age"].astype(int)
+    releases = tabulate(frame, schema, schedule)
+    parent = next(r for r in releases if r.level == "tract")
+    proof = prove_tract(schema, schedule, [r for r in releases if r.level == "block"], parent)
+    assert len(proof.children) == 5 and all(proof.unique) and proof.parent_unique
+    problems = with_proofs(build_problems(frame, schema, schedule, releases), joint_proofs(schema, schedule, releases))
+    for problem, hist in zip([p for p in problems if p.level == "block"], proof.histograms):
+        assert canonical(np.repeat(hist[0], hist[1], axis=0)) == canonical(problem.truth)
+    assert all(p.proof for p in problems)
+    result = audit_unit(next(p for p in problems if p.level == "tract"), ExactOptions(explain="none"))
+    assert result.reconstructed and not result.undecided and len(problem.truth) < len(result.problem.truth)
+
+
+def test_audit_run_without_workers_uses_the_joint_proofs(tmp_path):
+    """`audit run` in one process: a tract past --max-rows whose tables determine it is proved, not too large."""
+    from audit.findings import run_exact
+    from audit.inputs import load_inputs
+
+    (tmp_path / "schema.yaml").write_text(TRACT_SCHEMA)
+    (tmp_path / "tables.yaml").write_text("tables:\n" + "".join(f"  - {s}\n" for s in (BLOCK_TABLES[0], TRACT_TABLES[0])))
+    _frame([[("M", "c"), ("F", "a")], [("F", "a"), ("M", "s")]]).to_csv(tmp_path / "data.csv", index=False)
+    inputs = load_inputs(tmp_path / "data.csv", tmp_path / "schema.yaml", tmp_path / "tables.yaml")
+    units = {u["level"]: u for u in run_exact(inputs, ExactOptions(explain="none", max_rows=3))["units"]}
+    assert units["tract"]["status"] == "done" and units["tract"]["reconstructed"]
+    assert "proved jointly" in units["tract"]["notes"][-1] and units["tract"]["summary"]["undecided"] == 0
+
+
+def test_a_support_too_large_proves_nothing(tmp_path, monkeypatch):
+    """Past MAX_SUPPORT atoms the joint solve gives up: no unit is proved, and the run goes on."""
+    import audit.attacks.joint
+
+    (tmp_path / "schema.yaml").write_text(TRACT_SCHEMA)
+    (tmp_path / "tables.yaml").write_text("tables:\n" + "".join(f"  - {s}\n" for s in (BLOCK_TABLES[0], TRACT_TABLES[0])))
+    schema = load_schema(tmp_path / "schema.yaml")
+    releases = tabulate(_frame([[("M", "c")], [("F", "a")]]), schema, load_schedule(tmp_path / "tables.yaml", schema))
+    assert joint_proofs(schema, load_schedule(tmp_path / "tables.yaml", schema), releases)
+    monkeypatch.setattr(audit.attacks.joint, "MAX_SUPPORT", 1)
+    assert joint_proofs(schema, load_schedule(tmp_path / "tables.yaml", schema), releases) == {}
