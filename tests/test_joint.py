@@ -12,7 +12,7 @@ from conftest import RECON, TRACT_SCHEMA
 
 from audit.attacks.exact import ExactOptions, audit_unit
 from audit.attacks.joint import joint_proofs, prove_tract, with_proofs
-from audit.problem import build_problems
+from audit.problem.build import build_problems
 from audit.specs.schedule import load_schedule
 from audit.specs.schema import load_schema
 from audit.release.tabulate import tabulate
@@ -136,7 +136,7 @@ def test_a_real_tract_is_proved_block_by_block(sf1):
 
 def test_audit_run_without_workers_uses_the_joint_proofs(tmp_path):
     """`audit run` in one process: a tract past --max-rows whose tables determine it is proved, not too large."""
-    from audit.findings import run_exact
+    from audit.findings.document import run_exact
     from audit.inputs import load_inputs
 
     (tmp_path / "schema.yaml").write_text(TRACT_SCHEMA)
