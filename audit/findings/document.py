@@ -13,6 +13,7 @@ import platform
 import re
 import tempfile
 import time
+from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Sequence
@@ -477,17 +478,24 @@ _FORMAT_LINE = re.compile(rb'^ "format": (\d+),?\n$')
 _OPEN = re.compile(rb'^ "(%s)": \[\n$' % "|".join(LINE_KEYS).encode())
 
 
+@contextmanager
+def _reading(path: Path, what: str) -> Iterator[None]:
+    """A missing, folder or unreadable JSON file as the user's error naming it (``what``: "findings file", ...)."""
+    try:
+        yield
+    except FileNotFoundError:
+        raise AuditError(f"{what} not found", str(path), "check the path") from None
+    except IsADirectoryError:
+        raise AuditError("is a folder, not a JSON file", str(path), f"give the path of the {what}") from None
+    except OSError as exc:
+        raise AuditError(f"{what} cannot be read ({exc.strerror})", str(path), "check the file's permissions") from None
+
+
 def read_findings(path: Path) -> dict:
     """A findings document (format 2); its units and checks are read from the file as they are used."""
     path = Path(path)
-    try:
+    with _reading(path, "findings file"):
         fh = path.open("rb")
-    except FileNotFoundError:
-        raise AuditError("findings file not found", str(path), "check the path") from None
-    except IsADirectoryError:
-        raise AuditError("is a folder, not a JSON file", str(path), "give the path of the findings file") from None
-    except OSError as exc:
-        raise AuditError(f"findings file cannot be read ({exc.strerror})", str(path), "check the file's permissions") from None
     fh.readline()
     match = _FORMAT_LINE.match(fh.readline())
     doc = _lazy(fh) if match and int(match.group(1)) == FORMAT else None
@@ -507,11 +515,8 @@ def read_findings(path: Path) -> dict:
 def read_json(path: Path, what: str) -> dict:
     """A JSON object from a file; a missing, unreadable or malformed file is the user's error."""
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise AuditError(f"{what} not found", str(path), "check the path") from None
-    except IsADirectoryError:
-        raise AuditError("is a folder, not a JSON file", str(path), f"give the path of the {what}") from None
+        with _reading(path, what):
+            data = json.loads(Path(path).read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise AuditError(f"{what} is not valid JSON ({exc.__class__.__name__})", str(path),
                          "pass the findings.json written by audit run") from None
