@@ -20,6 +20,8 @@ from .implied import LinearProof
 from .intervals import feasibility_intervals, hidden_cells
 from ..problem.build import Problem
 from ..release.constraints import int_hi, int_lo
+from .engines.histogram import HistogramEngine
+from .reidentify import measure_exact
 
 # Bytes per unit of work, measured on SF1 and household blocks (README, "Bounds"): a candidate key
 # becomes up to one claim and one verdict (Python objects), a clause is a Python list before the
@@ -289,8 +291,6 @@ def audit_unit(problem: Problem, options: ExactOptions = ExactOptions(),
             result.intervals_note = ("feasibility intervals not computed: the histogram model could not be built "
                                      "(support too large, or --no-linear)")
     if options.attacker is not None and problem.level == options.attacker.geography:
-        from .reidentify import measure_exact
-
         engines = [engine]
 
         def verify(claim: Claim) -> Verdict:  # what the verdicts leave open, on the same solver
@@ -331,8 +331,6 @@ def _search(linear: LinearProof | None, problem: Problem, options: ExactOptions,
     todo = table.claims
     hist = None
     if options.histogram and linear is not None and options.engine == "sat":
-        from .engines.histogram import HistogramEngine
-
         hist = HistogramEngine.of(problem, linear)
     engine, pool, universe, exhausted = None, [], [], False
     cap = options.solution_cap

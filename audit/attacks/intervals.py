@@ -18,6 +18,7 @@ from typing import Callable
 from .implied import LinearProof
 from ..problem.build import Problem
 from ..release.constraints import Constraint, int_hi, int_lo
+from .engines.histogram import HistogramEngine
 
 NODES = 64  # certified branch-and-bound boxes per cell and end
 
@@ -61,8 +62,6 @@ def feasibility_intervals(problem: Problem, linear: LinearProof | None, sat: Cal
     when the histogram model cannot be built (support too large, or the confidential rows do not
     reproduce the release). ``sat`` makes the row-slot SAT engine (:meth:`~audit.attacks.engines.sat.SatEngine.count_in`)
     that settles the ends the histogram search leaves open (sums, means and medians, or a node budget)."""
-    from .engines.histogram import HistogramEngine
-
     cells = hidden_cells(problem)
     if not cells:
         return {}

@@ -40,6 +40,7 @@ from ..problem.build import Domain, _to_atoms, cell_domains
 from ..release.constraints import UnitRelease, constraints_of, int_hi, int_lo
 from ..specs.schedule import Schedule
 from ..specs.schema import Schema
+from ..problem.coupled import coupled_levels, finest_level
 
 MAX_PASSES = 1_000  # propagation passes before the bounds reached so far are taken as they are
 BIG = 2 ** 40  # stands for no upper bound: above any population, and sums of it stay inside int64
@@ -277,8 +278,6 @@ def joint_proofs(schema: Schema, schedule: Schedule, releases: list[UnitRelease]
     ``releases`` must hold every finest-level unit that has rows (a tabulation of microdata does):
     the coarser unit's cells count the rows of all of them.
     """
-    from ..problem.coupled import coupled_levels, finest_level
-
     levels = coupled_levels(schema, schedule)
     if not levels:
         return {}

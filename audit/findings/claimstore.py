@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 from ..errors import AuditError, InternalError
+from ..problem.coupled import coupled_levels, finest_level
 
 FILE = "claims.csv.gz"
 LEAD = ("level", "geo", "status", "m", "direct", "columns")
@@ -29,8 +30,6 @@ TAIL = ("cells", "minimal", "baseline", "reason")
 def store_columns(schema, schedule, coupled: bool) -> tuple[str, ...]:
     """The header of a run's store: the schema's attributes, and the finest geography level when
     coarser levels are attacked as coupled problems (which carry it as a column)."""
-    from ..problem.coupled import coupled_levels, finest_level
-
     extra = (finest_level(schema, schedule),) if coupled and coupled_levels(schema, schedule) else ()
     return (*LEAD, *schema.names, *extra, *TAIL)
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from typing import Mapping
+from .report import claim_text
 
 
 def _derived(unit: Mapping, store, by_position: bool = False) -> dict:
@@ -33,8 +34,6 @@ def compare(old: Mapping, new: Mapping, old_store=None, new_store=None) -> dict:
     Claims are compared unit by unit over the claim stores when both are given, else over the
     claims the documents list (a bounded selection per unit).
     """
-    from .report import claim_text
-
     if old_store is None or new_store is None:
         old_store = new_store = None
     same = old_store is not None and old_store.header == new_store.header

@@ -21,6 +21,7 @@ from markupsafe import Markup
 
 from .svg import PALETTE, _fmt, _ticks, legend, line_chart, text_width
 from ..findings.document import read_json
+from ..policy.rules import RULES, rank_lift
 
 TOP_UNITS = 200          # rows of the unit table
 DETAIL_UNITS = 20        # units whose claims are written out
@@ -357,7 +358,6 @@ def _detail(doc: Mapping, rows: list[dict], cell_labels: Mapping[str, str], stor
 def _rank_section(rank: Mapping | None, rules: Mapping) -> dict | None:
     if not rank:
         return None
-    from ..policy.rules import rank_lift
 
     pooled = rank.get("pooled") or {}
     ks = pooled.get("k_over_u") or []
@@ -702,8 +702,6 @@ def _counted(doc: Mapping) -> dict:
 
 
 def _rule_titles() -> dict[str, str]:
-    from ..policy.rules import RULES
-
     return {k: v[0] for k, v in RULES.items()}
 
 

@@ -13,7 +13,7 @@ from ..specs.query import Predicate, Statistic
 from ..release.constraints import Constraint, UnitRelease, constraints_of, int_hi, int_lo
 from ..specs.schedule import Schedule
 from ..specs.schema import Schema
-from ..release.tabulate import median
+from ..release.tabulate import median, units_of
 
 
 @dataclass(frozen=True)
@@ -255,8 +255,6 @@ def build_problems(frame: pd.DataFrame | None, schema: Schema, schedule: Schedul
                    releases: list[UnitRelease]) -> list[Problem]:
     """One problem per published unit, holding the defender's true rows for generate-then-verify
     (``frame`` None: a published release alone, no true rows)."""
-    from ..release.tabulate import units_of
-
     problems = []
     for level in (lv for lv in schedule.levels if any(r.level == lv for r in releases)):
         domains = cell_domains(schema, [c for t in schedule.tables if t.level == level for c in t.cells])

@@ -40,7 +40,7 @@ from ..problem.claims import UNDECIDED, VERIFIED, Claim
 from ..attacks.engines import get_engine
 from ..errors import AuditError, InconsistentRelease, InternalError
 from ..attacks.exact import ExactOptions, UnitResult, audit_unit
-from ..inputs import Inputs
+from ..inputs import Inputs, load_inputs
 from ..release.magnitude import MAGNITUDE_RULES, sensitive_values
 from ..paths import clear_outputs
 from ..problem.build import Problem, build_problems
@@ -48,7 +48,10 @@ from ..attacks.reidentify import with_attacker
 from ..release.constraints import PUBLISHED, SUPPRESSED, Constraint, UnitRelease
 from ..specs.schedule import Protection, Schedule, rounds_to_zero
 from ..release.tabulate import tabulate, units_of
-from ..findings.document import cell_labels
+from ..findings.document import cell_labels, document, run_exact, unit_json, write_json
+from ..policy.rules import apply, evaluate
+from ..attacks.engines.linear import privacy_loss
+from ..outputs.progress import Progress
 
 STRATEGIES = ("suppress", "round", "noise")
 COSTS = ("cells", "persons", "values")
@@ -514,9 +517,6 @@ def write_schedule_yaml(source: str, out: Path, suppress: dict[str, list[str]] |
 def audited(inputs: Inputs, exact: ExactOptions, rules, label: str, progress: bool = False,
             out: Path | None = None) -> dict:
     """``run_exact`` with units done / total shown under ``label`` (claim store in ``out`` if given)."""
-    from ..findings.document import run_exact
-    from ..outputs.progress import Progress
-
     with Progress(label, quiet=not progress) as bar:
         return run_exact(inputs, exact, lambda u: bar.update(note=u["geo"]), rules, out=out, on_total=bar.total)
 
@@ -524,8 +524,6 @@ def audited(inputs: Inputs, exact: ExactOptions, rules, label: str, progress: bo
 def reaudit(data: str, schema_path: str, schedule_path: Path, exact: ExactOptions, rules, progress: bool = False,
             out: Path | None = None) -> dict:
     """``audit run`` on the protected schedule: the findings document, with the rules' verdict."""
-    from ..inputs import load_inputs
-
     inputs = load_inputs(data, schema_path, schedule_path)
     return audited(inputs, exact, rules, "re-audit: units", progress, out)
 
@@ -534,8 +532,6 @@ def audit_pattern(inputs: Inputs, exact: ExactOptions, rules, out: Path, progres
     """``audit protect --audit-only``: the schedule's own suppression pattern audited as it stands (the
     peers' "Audit"): no new suppression is searched for. Writes findings.json and the claim store to
     ``out``; the document carries every hidden count's feasibility interval and the rules' verdict."""
-    from ..findings.document import write_json
-
     doc = audited(inputs, with_attacker(exact, inputs.schema), rules, "audit: units", progress, out)
     write_json(doc, out / "findings.json")
     return doc
@@ -547,9 +543,6 @@ def _failing_units(doc: dict) -> list[str]:
 
 def rules_failed(result: UnitResult, release: UnitRelease | None, rules) -> list[str]:
     """The rules one attacked unit fails, by the ordinary path (its findings entry, the rules)."""
-    from ..findings.document import unit_json
-    from ..policy.rules import evaluate
-
     return sorted({c["rule"] for c in evaluate({"units": [unit_json(result, release)]}, rules) if c["outcome"] == "fail"})
 
 
@@ -563,9 +556,6 @@ def protect(inputs: Inputs, options: ProtectOptions, rules, out: Path,
             log: Callable[[str], None] | None = None, progress: bool = False) -> dict:
     """Attack, protect and re-audit; write protected.yaml, protection.json, findings.json and
     claims.csv.gz to ``out``; with ``progress``, show units done / total of each stage on stderr."""
-    from ..findings.document import write_json
-    from ..outputs.progress import Progress
-
     start = time.perf_counter()
     clear_outputs(out, OUTPUTS)  # nothing from an earlier run may pass for this one's
     policy = Policy.from_rules(rules)
@@ -757,8 +747,6 @@ def l1_sensitivity(inputs: Inputs, level: str) -> int:
 
 def _noise(inputs: Inputs, options: ProtectOptions, policy: Policy, failing_units: set[str], out: Path, log,
            rules) -> dict:
-    from ..attacks.engines.linear import privacy_loss
-
     exact = replace(options.exact, explain="none")
     contexts = [c for c in unit_contexts(inputs) if geo_key(c.geo) in failing_units]
     problems = {geo_key(c.geo): c.problem()[0] for c in contexts}
@@ -818,7 +806,6 @@ def _noise(inputs: Inputs, options: ProtectOptions, policy: Policy, failing_unit
                     "cells": len(errs), "draw_file": "noisy_release.csv"}
     res["rank"] = _rank_at(inputs, problems, chosen, options) if options.rank else {"run": False, "why": "--no-rank"}
     # the re-audit under the model: every unit at the chosen scale, as a findings document
-    from ..findings.document import document, unit_json
 
     start = time.perf_counter()
     units = []
@@ -827,8 +814,6 @@ def _noise(inputs: Inputs, options: ProtectOptions, policy: Policy, failing_unit
         units.append(unit_json(audit_unit(noisy_problem(p, chosen, options.alpha), options.exact), None))
     doc = document(inputs, options.exact, units, time.perf_counter() - start, rules)
     if res["rank"].get("run") and isinstance(res["rank"].get("result"), dict):
-        from ..policy.rules import apply
-
         doc = apply(doc, rules, rank=res["rank"]["result"])  # the rank_lift rule now has its curve
     res["_after"] = doc
     return res

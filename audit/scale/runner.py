@@ -47,15 +47,16 @@ from ..errors import AuditError, InternalError, Interrupted, OptionalDependencyM
 from ..attacks.exact import ExactOptions, audit_unit, unfinished
 from ..findings.document import (GridKeeper, JsonLines, attach_cells, cells_json, document, grid_cap, grid_rank, kept_grids,
                        listing_cap, prior_rows, unit_json)
-from ..inputs import Inputs
+from ..inputs import Inputs, inputs_from
 from ..problem.build import Problem, build_problems
 from ..findings.provenance import file_digest
 from ..attacks.reidentify import with_attacker
-from ..specs.schedule import Schedule
-from ..specs.schema import Schema
+from ..specs.schedule import Schedule, load_schedule
+from ..specs.schema import Schema, load_schema
 from ..data.stream import DEFAULT_CHUNK_ROWS, _keys, count_units, stream_chunks
 from ..release.tabulate import tabulate
 from ..attacks.joint import joint_proofs, with_proofs
+from ..outputs.progress import Progress
 
 PIECE_UNITS = 16  # units whose problems are built together
 HARD_GRACE = 30.0  # seconds past the hard limit before the parent kills a worker that has not answered
@@ -670,12 +671,7 @@ def run_cli(data: Path, schema: Path | None, tables: Path, options: ExactOptions
             rules=None, infer_schema: bool = False, geography: str | None = None, quiet: bool = False,
             on_unit: Callable[[dict], None] | None = None) -> dict:
     """``audit run`` at scale: stream ``data``, show units done / total, rate and ETA (unless quiet)."""
-    from ..outputs.progress import Progress
-    from ..specs.schedule import load_schedule
-    from ..specs.schema import load_schema
-
     if infer_schema and schema is None:  # inference needs the whole frame; stream from memory
-        from ..inputs import inputs_from
 
         inputs = inputs_from(data, None, tables, True, geography)
         the_schema, schedule, source = inputs.schema, inputs.schedule, inputs.frame

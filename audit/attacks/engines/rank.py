@@ -71,6 +71,7 @@ import numpy as np
 
 from ...errors import AuditError, OptionalDependencyMissing
 from ...problem.build import Problem
+from ...outputs.svg import line_chart
 
 INITS = ("uniform", "parent")
 DEVICES = ("auto", "cpu", "cuda")
@@ -586,8 +587,6 @@ class RankResults:
                     "lift": "attack match rate minus the baseline's, at each k_over_u"}}
 
     def svg(self) -> str:
-        from ...outputs.svg import line_chart
-
         pooled = self.pooled()
         xs = pooled["k_over_u"]
         series = {}

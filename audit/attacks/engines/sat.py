@@ -23,6 +23,7 @@ from ...specs.query import Predicate
 from ...release.constraints import Constraint, int_hi, int_lo
 from ._explain import EXPLAIN_BUDGET, LIMIT, SAT, UNSAT, Explainer
 from .base import Enumeration, ExactEngine
+from ._numeric import encode_numeric
 
 DEFAULT_SOLVER = "cadical195"
 FIRST_SLICE = 1_000  # conflicts of a call's first slice when a deadline is set
@@ -243,8 +244,6 @@ class SatEngine(ExactEngine):
                 return
             self._card(self.matches(c.predicate), lo, hi, [-sel])
         else:
-            from ._numeric import encode_numeric
-
             encode_numeric(self, c, [-sel])
 
     # -- solving --------------------------------------------------------------------------------
