@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Callable, Optional
@@ -21,6 +21,7 @@ from .errors import AuditError
 from .attacks.exact import ExactOptions
 from .attacks.extras import linear_target, write_linear, write_ranking
 from .findings.document import read_json, write_json
+from .findings.model import Findings
 from .inputs import inputs_from
 from .findings.junit import write_junit
 from .paths import clear_outputs as clear_named, output_folder
@@ -29,7 +30,7 @@ from .findings.provenance import check_explicit, fingerprint, select
 from .published import check_options, run_published
 from .attacks.reidentify import add_ranking
 from .outputs.report import extras_beside, write_report
-from .policy.rules import apply, load_rules
+from .policy.rules import load_rules
 from .scale.runner import ScaleOptions, bounded_runner, run_cli
 
 OUTPUTS = ("findings.json", "junit.xml", "report.html")
@@ -97,7 +98,7 @@ def clear_outputs(out: Path) -> None:
 
 def run_audit(data: Optional[Path], schema: Optional[Path], tables: Path, out: Path,
               options: AuditOptions = AuditOptions(), *, on_unit: Callable[[dict], None] | None = None,
-              progress: bool = False) -> dict:
+              progress: bool = False) -> Findings:
     """Attack, apply the rules, write findings.json, claims.csv.gz, junit.xml and report.html; return the findings.
 
     Parameters
@@ -163,19 +164,18 @@ def run_audit(data: Optional[Path], schema: Optional[Path], tables: Path, out: P
         theirs = extra.get("fingerprint") if isinstance(extra.get("fingerprint"), dict) else {}
         extras[kind] = {**extra, "fingerprint": {**made_from, **theirs, "passed_by_name": str(path)}}
         write_json(extras[kind], out / f"{kind}.json")
-    add_ranking(doc, extras.get("rank"))
-    apply(doc, policy, extras.get("rank"), extras.get("linear"))
-    doc["attacks"] = ["exact", *[k for k in ("rank", "linear") if k in extras]]
-    doc["inputs"]["fingerprint"] = made_from
-    if left_out:
-        doc["extras_left_out"] = left_out
-    doc["versions"] = _versions()
-    doc["run"] = {"started": started, "command": "audit " + " ".join(sys.argv[1:]) if sys.argv else "",
-                  "rules_file": policy.source}
+    section = {"reidentification": dict(doc.reidentification)}
+    add_ranking(section, extras.get("rank"))
     outputs = {"findings": out / "findings.json", "claims": out / "claims.csv.gz", "junit": out / "junit.xml"}
     if options.report:
         outputs["report"] = out / "report.html"
-    doc["outputs"] = {k: str(v) for k, v in outputs.items()}
+    doc = replace(doc, reidentification=section["reidentification"],
+                  attacks=["exact", *[k for k in ("rank", "linear") if k in extras]],
+                  inputs={**doc.inputs, "fingerprint": made_from}, extras_left_out=left_out or None,
+                  versions=_versions(), outputs={k: str(v) for k, v in outputs.items()},
+                  run={"started": started, "command": "audit " + " ".join(sys.argv[1:]) if sys.argv else "",
+                       "rules_file": policy.source},
+                  ).judged(policy, extras.get("rank"), extras.get("linear"))
     # findings.json last: the three appear together at the end of a run that succeeded
     _write_atomic(lambda p: write_junit(doc, p), outputs["junit"])
     if options.report:

@@ -30,6 +30,7 @@ from .problem.coupled import build_coupled_problems, coupled_levels
 from .errors import AuditError, InconsistentRelease
 from .attacks.exact import ExactOptions, UnitResult, audit_unit, make_engine
 from .findings.document import GridKeeper, document, grid_cap, grid_json, unit_json
+from .findings.model import Findings
 from .attacks.implied import LinearProof
 from .inputs import Inputs
 from .attacks.intervals import without_values
@@ -340,7 +341,7 @@ def unit_findings(result: UnitResult, release: UnitRelease | None) -> dict:
 
 
 def run_published(release: Path, schema_path: Path, tables_path: Path, options: ExactOptions,
-                  on_unit: Callable[[dict], None] | None = None, rules=None) -> dict:
+                  on_unit: Callable[[dict], None] | None = None, rules=None) -> Findings:
     """Read the release, attack every unit, and assemble the findings document (no microdata)."""
     start = time.perf_counter()
     schema = load_schema(schema_path)
@@ -360,16 +361,13 @@ def run_published(release: Path, schema_path: Path, tables_path: Path, options: 
     doc = document(Inputs(schema, schedule, pd.DataFrame(), str(release)), options, units,
                    time.perf_counter() - start, rules)
     finest = max(schedule.levels, key=schema.geography.index)
-    doc["notice"] = NOTICE
-    doc["inputs"].update({"data": None, "release": str(release),
-                          "rows": sum(p.n_rows[1] for p in problems if p.level == finest)})
-    doc["published"] = {
-        "release": str(release), "notes": notes,
-        "candidates": f"claims of a first consistent dataset kept by up to {options.solution_cap} enumerated and "
-                      f"{options.samples} sampled datasets (seed {options.seed}), then verified",
-    }
-    doc["unavailable"] = [dict(u) for u in UNAVAILABLE]
-    return doc
+    return replace(
+        doc, notice=NOTICE, inputs={**doc.inputs, "data": None, "release": str(release),
+                                    "rows": sum(p.n_rows[1] for p in problems if p.level == finest)},
+        published={"release": str(release), "notes": notes,
+                   "candidates": f"claims of a first consistent dataset kept by up to {options.solution_cap} "
+                                 f"enumerated and {options.samples} sampled datasets (seed {options.seed}), then verified"},
+        unavailable=[dict(u) for u in UNAVAILABLE])
 
 
 def check_options(data: Path | None, schema: Path | None, rank: bool, linear: str | None, infer: bool,

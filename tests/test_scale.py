@@ -38,8 +38,7 @@ def spec():
 def sequential(small, tmp_path_factory) -> dict:
     out = tmp_path_factory.mktemp("sequential")
     doc = run_exact(load_inputs(small, SF1 / "schema.yaml", SF1 / "tables.yaml"), OPTIONS, out=out)
-    doc["_store"] = ClaimStore(out / "claims.csv.gz")
-    return doc
+    return {**doc, "_store": ClaimStore(out / "claims.csv.gz")}  # the findings' JSON parts, and the store
 
 
 def _units(doc: dict) -> list[dict]:

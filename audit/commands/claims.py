@@ -46,12 +46,12 @@ def register(app: typer.Typer) -> None:
         doc = read_findings(path)
         store = store_beside(path, doc)
         if store is None:
-            where = (doc.get("claim_store") or {}).get("file")
+            where = (doc.claim_store or {}).get("file")
             raise AuditError(f"no claim store {'beside it (' + where + ' is missing)' if where else 'for these findings'}",
                              str(path), "keep claims.csv.gz beside findings.json, or run audit run again with --out")
         entries: list = [None]
         if unit is not None:
-            units = [u for u in doc["units"] if u["geo"] == unit]
+            units = [u for u in doc.units if u["geo"] == unit]
             if not units:
                 raise AuditError(f"no unit '{unit}' in the findings", str(path),
                                  "pass a geo key as findings.json lists it under units[*].geo")

@@ -51,12 +51,11 @@ def register(app: typer.Typer) -> None:
                 continue
             if not (quiet or json_out):
                 warn_left_out(doc, folder)
-            results[name] = {"verdict": doc["verdict"], "failing": [f["rule"] for f in doc["failing"]],
-                             **doc["outputs"]}
+            results[name] = {"verdict": doc.verdict, "failing": [f.rule for f in doc.failing], **doc.outputs}
             if not (quiet or json_out):
-                echo(f"{name}: {doc['verdict'].upper()}"
-                           + (f" (failing: {', '.join(results[name]['failing'])})" if doc["failing"] else ""))
-                echo(f"  report: {doc['outputs']['report']}")
+                echo(f"{name}: {doc.verdict.upper()}"
+                           + (f" (failing: {', '.join(results[name]['failing'])})" if doc.failing else ""))
+                echo(f"  report: {doc.outputs['report']}")
         if json_out:
             typer.echo(json.dumps(results, indent=1))
         if not any("verdict" in r for r in results.values()):

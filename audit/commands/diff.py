@@ -10,7 +10,7 @@ import typer
 from ..findings.claimstore import store_beside
 from ..outputs.diff import compare
 from ..findings.document import read_findings
-from ..policy.rules import apply, load_rules
+from ..policy.rules import load_rules
 from ..outputs.terminal import echo
 from . import QuietOpt, output_file
 from .run import JsonOpt
@@ -33,8 +33,7 @@ def register(app: typer.Typer) -> None:
         a, b = read_findings(old), read_findings(new)
         if rules is not None:
             policy = load_rules(rules)
-            apply(a, policy)
-            apply(b, policy)
+            a, b = a.judged(policy), b.judged(policy)
         result = compare(a, b, store_beside(old, a), store_beside(new, b))
         if out is not None:
             out.parent.mkdir(parents=True, exist_ok=True)

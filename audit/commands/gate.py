@@ -56,11 +56,11 @@ def register(app: typer.Typer) -> None:
         if json_out:
             typer.echo(verdict_json(doc))
         elif not quiet:
-            echo(f"{doc['verdict'].upper()} ({doc['rules']['name']} policy, {doc['summary']['units']} units)")
-            for f in doc["failing"]:
-                where = "" if f.get("scope") == "release" else f"{f['units']} unit(s); "
-                echo(f"FAIL {f['rule']}: {where}{f['example']}")
-            for w in doc["warnings"]:
-                where = "" if w.get("scope") == "release" else f"{w['units']} unit(s); "
-                echo(f"WARN {w['rule']}: {where}{w['example']}")
+            echo(f"{doc.verdict.upper()} ({doc.rules['name']} policy, {doc.summary.units} units)")
+            for f in doc.failing:
+                where = "" if f.scope == "release" else f"{f.units} unit(s); "
+                echo(f"FAIL {f.rule}: {where}{f.example}")
+            for w in doc.warnings:
+                where = "" if w.scope == "release" else f"{w.units} unit(s); "
+                echo(f"WARN {w.rule}: {where}{w.example}")
         exit_for(doc)

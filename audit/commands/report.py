@@ -11,7 +11,7 @@ from ..findings.document import read_findings
 from ..findings.junit import write_junit
 from ..findings.provenance import select
 from ..outputs.report import extras_beside, write_report
-from ..policy.rules import apply, load_rules
+from ..policy.rules import load_rules
 from ..outputs.terminal import echo
 from . import QuietOpt, output_file
 from .run import RulesOpt
@@ -31,14 +31,14 @@ def register(app: typer.Typer) -> None:
         if junit is not None:
             output_file(junit, "--junit")
         doc = read_findings(findings)
-        extras, left_out = select(extras_beside(findings.parent), (doc.get("inputs") or {}).get("fingerprint"))
+        extras, left_out = select(extras_beside(findings.parent), doc.inputs.get("fingerprint"))
         for line in left_out if not quiet else ():
             typer.echo(f"warning: {findings.parent / line}", err=True)
         if rules is not None:
-            apply(doc, load_rules(rules), extras.get("rank"), extras.get("linear"))
+            doc = doc.judged(load_rules(rules), extras.get("rank"), extras.get("linear"))
         path = write_report(doc, out, extras, store_beside(findings, doc))
         if junit is not None:
             write_junit(doc, junit)
         if not quiet:
-            echo(f"{(doc.get('verdict') or 'not evaluated').upper()}: report written to {path}"
+            echo(f"{(doc.verdict or 'not evaluated').upper()}: report written to {path}"
                        + (f", JUnit to {junit}" if junit else "") + " (confidential)")

@@ -13,6 +13,7 @@ from typing import Annotated, Optional
 import typer
 
 from ..attacks.engines._explain import EXPLAIN_BUDGET, WORK_PER_SECOND
+from ..findings.model import Findings
 from ..pipeline import AuditOptions, clear_outputs, run_audit
 from ..scale.runner import ScaleOptions
 from ..outputs.terminal import echo
@@ -62,15 +63,15 @@ def audit_options(out: Path, **options) -> AuditOptions:
     return AuditOptions(**options)
 
 
-def warn_left_out(doc: dict, out: Path) -> None:
+def warn_left_out(doc: Findings, out: Path) -> None:
     """One warning line per result in ``out`` left out because it was made from other inputs."""
-    for line in doc.get("extras_left_out", ()):
+    for line in doc.extras_left_out or ():
         echo(f"warning: {out / line}", err=True)
 
 
-def verdict_json(doc: dict) -> str:
+def verdict_json(doc: Findings) -> str:
     keep = ("verdict", "failing", "warnings", "summary", "outputs", "attacks")
-    return json.dumps({k: doc.get(k) for k in keep}, indent=1)
+    return json.dumps({k: doc.get(k) for k in keep}, indent=1)  # the document's JSON parts
 
 
 def _scale(workers: int, scheduler: Optional[str], resume: bool, claims_cap: Optional[int], memory_mb: int):
@@ -81,8 +82,8 @@ def _scale(workers: int, scheduler: Optional[str], resume: bool, claims_cap: Opt
                         memory_mb=memory_mb)
 
 
-def exit_for(doc: dict) -> None:
-    if doc.get("verdict") == "fail":
+def exit_for(doc: Findings) -> None:
+    if doc.verdict == "fail":
         raise typer.Exit(1)
 
 
@@ -134,15 +135,15 @@ def register(app: typer.Typer) -> None:
         if json_out:
             typer.echo(verdict_json(doc))
         elif not quiet:
-            s = doc["summary"]
-            echo(f"{s['units']} units: {s['verified']} verified claims ({s['derived_singletons']} derived "
-                       f"singletons), {s['undecided']} undecided, {s['units_reconstructed']} units reconstructed "
+            s = doc.summary
+            echo(f"{s.units} units: {s.verified} verified claims ({s.derived_singletons} derived "
+                       f"singletons), {s.undecided} undecided, {s.units_reconstructed} units reconstructed "
                        f"exactly.")
-            echo(f"Verdict: {doc['verdict'].upper()} under the '{doc['rules']['name']}' policy"
-                       + (f" ({len(doc['failing'])} failing rules)" if doc["failing"] else ""))
-            for f in doc["failing"]:
-                echo(f"  FAIL {f['rule']}: {f['units']} units; {f['example']}")
-            for key, path in doc["outputs"].items():
+            echo(f"Verdict: {doc.verdict.upper()} under the '{doc.rules['name']}' policy"
+                       + (f" ({len(doc.failing)} failing rules)" if doc.failing else ""))
+            for f in doc.failing:
+                echo(f"  FAIL {f.rule}: {f.units} units; {f.example}")
+            for key, path in doc.outputs.items():
                 echo(f"{key}: {path}")
             echo("(confidential: the findings and the report contain reconstructed records)")
         exit_for(doc)

@@ -11,12 +11,11 @@ import heapq
 import json
 import platform
 import re
-import tempfile
 import time
 from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, Sequence
+from typing import Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -31,19 +30,16 @@ from ..inputs import Inputs
 from ..problem.build import Problem
 from ..attacks.reidentify import section as reidentification_section, with_attacker
 from ..release.constraints import EMPTY, PUBLISHED, STRUCTURAL, SUPPRESSED, UnitRelease, Value
-from ..policy.rules import SMALL_MAX, apply, load_rules
+from ..policy.rules import SMALL_MAX, load_rules
 from ..attacks.joint import joint_proofs, with_proofs
+from .lines import JsonLines
+from .model import FORMAT, NOTICE, Findings, Summary
 
-FORMAT = 2
-NOTICE = ("CONFIDENTIAL: this file contains records reconstructed from confidential microdata. "
-          "Handle it as the microdata itself.")
 LISTED = 10  # claims of each kind listed per unit (derived singletons, full records, undecided)
 LISTED_LARGE = 3  # the same in runs of more than AUTO_CAP_UNITS units
 AUTO_CAP_UNITS = 200
 GRID_UNITS = 10  # units whose every published value is kept (``grid``: the report draws their tables)
 GRID_UNITS_LARGE = 5  # the same in runs of more than AUTO_CAP_UNITS units
-TOTALS = ("verified", "undecided", "refuted", "verified_singletons", "derived_singletons", "explained_singletons",
-          "minimal_explanations", "full_records")
 
 
 def listing_cap(units: int, cap: int | None = None) -> int:
@@ -310,8 +306,8 @@ def store_unit(unit: dict, writer: StoreWriter | None) -> dict:
 
 def run_exact(inputs: Inputs, options: ExactOptions, on_unit: Callable[[dict], None] | None = None,
               rules=None, run_units: Callable | None = None, out: Path | None = None, cap: int | None = None,
-              on_total: Callable[[int], None] | None = None) -> dict:
-    """Tabulate, attack every unit, and assemble the findings document (verdict from ``rules``, default policy).
+              on_total: Callable[[int], None] | None = None) -> Findings:
+    """Tabulate, attack every unit, and assemble the findings (verdict from ``rules``, default policy).
 
     With ``out``, the claim store is written to ``out/claims.csv.gz`` as units finish.
     ``run_units(tasks, options, record, header, cap)``, when given, runs the units elsewhere (``audit
@@ -367,99 +363,35 @@ def cell_labels(schedule) -> dict[str, str]:
             for table in schedule.tables for cell in table.cells}
 
 
-def totals(units: Iterable[dict]) -> dict:
-    """The document's summary: every unit count summed."""
-    total = dict.fromkeys(TOTALS, 0)
-    total.update(units=0, units_reconstructed=0, units_with_derived_singletons=0)
-    by_columns: dict[str, dict[str, int]] = {"derived": {}, "direct": {}}
-    for u in units:
-        s = u["summary"]
-        for k in TOTALS:
-            total[k] += s.get(k, 0)
-        total["units"] += 1
-        total["units_reconstructed"] += bool(u["reconstructed"])
-        total["units_with_derived_singletons"] += s["derived_singletons"] > 0
-        for kind, counts in s["singletons_by_columns"].items():
-            for k, n in counts.items():
-                by_columns[kind][k] = by_columns[kind].get(k, 0) + n
-    total["singletons_by_columns"] = {kind: dict(sorted(c.items(), key=lambda kv: int(kv[0])))
-                                      for kind, c in by_columns.items()}
-    return total
-
-
 def document(inputs: Inputs, options: ExactOptions, units: Sequence[dict], seconds: float, rules=None,
-             store: dict | None = None) -> dict:
-    """The findings document around per-unit results, with the verdict of the rules (default policy when None)."""
-    doc = {
-        "format": FORMAT, "notice": NOTICE, "confidential": True,
-        "tool": {"name": "disclosure-audit", "version": __version__, "python": platform.python_version()},
-        "inputs": {"data": inputs.data_path, "schema": inputs.schema.source, "tables": inputs.schedule.source,
-                   "rows": int(len(inputs.frame)), "unit": inputs.schema.unit},
-        "options": {k: v for k, v in asdict(options).items()} | (
+             store: dict | None = None) -> Findings:
+    """The findings around per-unit results, with the verdict of the rules (default policy when None)."""
+    return Findings(
+        tool={"name": "disclosure-audit", "version": __version__, "python": platform.python_version()},
+        inputs={"data": inputs.data_path, "schema": inputs.schema.source, "tables": inputs.schedule.source,
+                "rows": int(len(inputs.frame)), "unit": inputs.schema.unit},
+        options={k: v for k, v in asdict(options).items()} | (
             {"attacker": options.attacker.describe()} if options.attacker is not None else {}),
-        "verdict": None,
-        "summary": totals(units), "schema": schema_json(inputs.schema), "cell_labels": cell_labels(inputs.schedule),
-        "tables": tables_json(inputs.schedule, inputs.schema),
-        "claim_store": store, "units": units, "seconds": round(seconds, 3),
-        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "reidentification": reidentification_section(options.attacker, units),
-    }
-    return apply(doc, rules if rules is not None else load_rules())
+        summary=Summary.of(units), schema=schema_json(inputs.schema), cell_labels=cell_labels(inputs.schedule),
+        tables=tables_json(inputs.schedule, inputs.schema), claim_store=store, units=units, seconds=round(seconds, 3),
+        created=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        reidentification=reidentification_section(options.attacker, units),
+    ).judged(rules if rules is not None else load_rules())
 
 
 # -- documents on disk ---------------------------------------------------------------------------------
 LINE_KEYS = ("units", "checks")  # written one item per line, last in the document
 
 
-class JsonLines(Sequence):
-    """A list of JSON objects kept in a file, one per line, read back one at a time.
-
-    ``offsets`` holds where each item starts and where the last ends; a trailing comma (as inside
-    findings.json) is ignored.
-    """
-
-    def __init__(self, fh, offsets: np.ndarray):
-        self.fh, self.offsets = fh, np.asarray(offsets, dtype=np.int64)
-
-    @classmethod
-    def write(cls, items: Iterable[dict], folder: Path | None = None) -> "JsonLines":
-        """Items in an anonymous temporary file (in ``folder``), gone when the list is."""
-        fh = tempfile.TemporaryFile(dir=folder)
-        offsets = [0]
-        for item in items:
-            fh.write(json.dumps(item, separators=(",", ":")).encode("utf-8") + b"\n")
-            offsets.append(fh.tell())
-        fh.flush()
-        return cls(fh, np.array(offsets))
-
-    def __len__(self) -> int:
-        return len(self.offsets) - 1
-
-    def _read(self, i: int) -> dict:
-        start, end = int(self.offsets[i]), int(self.offsets[i + 1])
-        self.fh.seek(start)
-        return json.loads(self.fh.read(end - start).rstrip(b",\r\n "))
-
-    def __getitem__(self, i):
-        if isinstance(i, slice):
-            return [self._read(j) for j in range(*i.indices(len(self)))]
-        if i < 0:
-            i += len(self)
-        if not 0 <= i < len(self):
-            raise IndexError(i)
-        return self._read(i)
-
-    def __iter__(self) -> Iterator[dict]:
-        for i in range(len(self)):
-            yield self._read(i)
-
-
-def write_json(doc: dict, path: Path) -> None:
-    """A JSON document; ``units`` and ``checks`` last, one item per line (see :func:`read_findings`)."""
+def write_json(doc: Mapping, path: Path) -> None:
+    """A JSON document (:class:`Findings`: its :meth:`~Findings.to_json`); ``units`` and ``checks`` last,
+    one item per line (see :func:`read_findings`)."""
     path = Path(path)
+    if isinstance(doc, Findings):
+        doc = doc.to_json()
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(path.suffix + ".tmp")
-    lines = [k for k in LINE_KEYS if isinstance(doc.get(k), (list, JsonLines))]
+    lines = [k for k in LINE_KEYS if isinstance(doc.get(k), (list, tuple, JsonLines))]
     head = json.dumps({k: v for k, v in doc.items() if k not in lines}, indent=1)
     with tmp.open("w", encoding="utf-8") as fh:
         fh.write(head[:-2] if lines else head)
@@ -491,8 +423,8 @@ def _reading(path: Path, what: str) -> Iterator[None]:
         raise AuditError(f"{what} cannot be read ({exc.strerror})", str(path), "check the file's permissions") from None
 
 
-def read_findings(path: Path) -> dict:
-    """A findings document (format 2); its units and checks are read from the file as they are used."""
+def read_findings(path: Path) -> Findings:
+    """Findings from their file (format 2); units and checks are read from the file as they are used."""
     path = Path(path)
     with _reading(path, "findings file"):
         fh = path.open("rb")
@@ -502,14 +434,7 @@ def read_findings(path: Path) -> dict:
     if doc is None:
         fh.close()
         doc = read_json(path, "findings file")
-    if "units" not in doc or "summary" not in doc:
-        raise AuditError("not a findings file (no 'units' or 'summary')", str(path),
-                         "pass the findings.json written by audit run")
-    if doc.get("format", 1) != FORMAT:
-        raise AuditError(f"findings file in format {doc.get('format', 1)}; this version of disclosure-audit "
-                         f"reads format {FORMAT}", str(path),
-                         "run audit run (or audit gate) again on the same inputs to write it in this format")
-    return doc
+    return Findings.from_json(doc, str(path))
 
 
 def read_json(path: Path, what: str) -> dict:

@@ -1,7 +1,9 @@
-"""Compare two findings documents: what a schedule change adds to (or removes from) the risk."""
+"""Compare two findings: what a schedule change adds to (or removes from) the risk."""
 from __future__ import annotations
 
 from typing import Mapping
+
+from ..findings.model import Findings
 from .report import claim_text
 
 
@@ -24,11 +26,11 @@ def _claim(found, store) -> Mapping:
     return store.claim(found) if isinstance(found, list) else found
 
 
-def _failing(doc: Mapping) -> set[tuple[str, str]]:
-    return {(c["rule"], c["unit"]) for c in doc.get("checks", ()) if c.get("outcome") == "fail"}
+def _failing(doc: Findings) -> set[tuple[str, str]]:
+    return {(c.rule, c.unit) for c in doc.checks if c.outcome == "fail"}
 
 
-def compare(old: Mapping, new: Mapping, old_store=None, new_store=None) -> dict:
+def compare(old: Findings, new: Findings, old_store=None, new_store=None) -> dict:
     """Units newly at risk, derived singleton claims newly verified (and no longer), checks newly failing.
 
     Claims are compared unit by unit over the claim stores when both are given, else over the
@@ -37,13 +39,13 @@ def compare(old: Mapping, new: Mapping, old_store=None, new_store=None) -> dict:
     if old_store is None or new_store is None:
         old_store = new_store = None
     same = old_store is not None and old_store.header == new_store.header
-    schema = new.get("schema") or old.get("schema") or {}
-    old_at = {(u["level"], u["geo"]): i for i, u in enumerate(old.get("units", ()))}
+    schema = new.schema or old.schema or {}
+    old_at = {(u["level"], u["geo"]): i for i, u in enumerate(old.units)}
     seen, added, removed, at_risk = set(), [], [], []
-    for u in new.get("units", ()):
+    for u in new.units:
         key = (u["level"], u["geo"])
         seen.add(key)
-        before = old["units"][old_at[key]] if key in old_at else None
+        before = old.units[old_at[key]] if key in old_at else None
         a = _derived(before, old_store, same) if before is not None else {}
         b = _derived(u, new_store, same)
         for k, found in b.items():
@@ -59,14 +61,13 @@ def compare(old: Mapping, new: Mapping, old_store=None, new_store=None) -> dict:
     for key, i in old_at.items():
         if key not in seen:
             removed += [{"unit": key[1], "columns": _claim(found, old_store)["columns"]}
-                        for found in _derived(old["units"][i], old_store).values()]
+                        for found in _derived(old.units[i], old_store).values()]
     added.sort(key=lambda c: (c["unit"], -len(c["columns"])))
     fa, fb = _failing(old), _failing(new)
     newly = sorted(fb - fa)
     fixed = sorted(fa - fb)
-    lines = [f"verdict: {str(old.get('verdict')).upper()} -> {str(new.get('verdict')).upper()}",
-             f"derived singleton claims: {old.get('summary', {}).get('derived_singletons', 0)} -> "
-             f"{new.get('summary', {}).get('derived_singletons', 0)} "
+    lines = [f"verdict: {str(old.verdict).upper()} -> {str(new.verdict).upper()}",
+             f"derived singleton claims: {old.summary.derived_singletons} -> {new.summary.derived_singletons} "
              f"({len(added)} newly verified, {len(removed)} no longer verified)",
              f"units newly singling out someone: {len(at_risk)}" + (f" ({', '.join(at_risk[:10])}"
                                                                   f"{', ...' if len(at_risk) > 10 else ''})" if at_risk else "")]
@@ -74,7 +75,7 @@ def compare(old: Mapping, new: Mapping, old_store=None, new_store=None) -> dict:
         lines.append("(claims compared over those findings.json lists: a claim store is missing beside one of the files)")
     lines += [f"NEWLY FAILING {r} in {u}" for r, u in newly]
     lines += [f"no longer failing {r} in {u}" for r, u in fixed]
-    return {"old_verdict": old.get("verdict"), "new_verdict": new.get("verdict"),
+    return {"old_verdict": old.verdict, "new_verdict": new.verdict,
             "newly_failing": [{"rule": r, "unit": u} for r, u in newly],
             "no_longer_failing": [{"rule": r, "unit": u} for r, u in fixed],
             "units_newly_at_risk": at_risk, "new_claims": added, "removed_claims": removed, "lines": lines}

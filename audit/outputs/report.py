@@ -21,6 +21,7 @@ from markupsafe import Markup
 
 from .svg import PALETTE, _fmt, _ticks, legend, line_chart, text_width
 from ..findings.document import read_json
+from ..findings.model import Findings
 from ..policy.rules import RULES, rank_lift
 
 TOP_UNITS = 200          # rows of the unit table
@@ -176,19 +177,19 @@ def _histogram(values: list[int], bins: int = 12) -> dict[str, dict[str, float]]
 
 # ----------------------------------------------------------------------------------------------- context
 
-def _unit_rows(doc: Mapping) -> tuple[list[dict], list[int], list[int]]:
-    """The TOP_UNITS riskiest units' rows (each with its position in ``doc["units"]``), every unit's
+def _unit_rows(doc: Findings) -> tuple[list[dict], list[int], list[int]]:
+    """The TOP_UNITS riskiest units' rows (each with its position in ``doc.units``), every unit's
     number of derived singletons, and the positions of the units with a ``grid``."""
     failing: dict[str, list[str]] = {}
-    for c in doc.get("checks", ()):
-        if c["outcome"] == "fail":
-            failing.setdefault(c["unit"], []).append(c["rule"])
-    threshold = ((doc.get("rules") or {}).get("rules", {}).get("small_cells") or {}).get("threshold")
+    for c in doc.checks:
+        if c.outcome == "fail":
+            failing.setdefault(c.unit, []).append(c.rule)
+    threshold = ((doc.rules or {}).get("rules", {}).get("small_cells") or {}).get("threshold")
     derived: list[int] = []
     gridded: list[int] = []
 
     def rows():
-        for i, u in enumerate(doc["units"]):
+        for i, u in enumerate(doc.units):
             s = u["summary"]
             if u.get("grid"):
                 gridded.append(i)
@@ -284,15 +285,15 @@ def _grid_tables(tables: list[Mapping], unit: Mapping, cell_labels: Mapping[str,
     return out
 
 
-def _grids(doc: Mapping, indices: list[int], rows: list[dict], cell_labels: Mapping[str, str]) -> dict | None:
+def _grids(doc: Findings, indices: list[int], rows: list[dict], cell_labels: Mapping[str, str]) -> dict | None:
     """The published tables of the units whose grid findings.json kept, riskiest first."""
-    tables = doc.get("tables") or []
+    tables = doc.tables or []
     if not tables or not indices:
         return None
     rank = {r["index"]: i for i, r in enumerate(rows)}
     out = []
     for i in sorted(indices, key=lambda i: (rank.get(i, len(rank)), i)):
-        u = doc["units"][i]
+        u = doc.units[i]
         grids = _grid_tables(tables, u, cell_labels)
         hidden: dict[str, int] = {}
         for g in grids:
@@ -305,18 +306,18 @@ def _grids(doc: Mapping, indices: list[int], rows: list[dict], cell_labels: Mapp
     return {"units": out, "legend": legend}
 
 
-def _claims_by_columns(doc: Mapping) -> dict[str, dict[str, float]]:
+def _claims_by_columns(doc: Findings) -> dict[str, dict[str, float]]:
     """Verified singleton claims by number of columns, derived and published directly (exact counts)."""
-    by = (doc.get("summary") or {}).get("singletons_by_columns") or {}
+    by = doc.summary.singletons_by_columns
     ks = sorted({int(k) for counts in by.values() for k in counts})
     return {str(k): {"derived": by.get("derived", {}).get(str(k), 0),
                      "published directly": by.get("direct", {}).get(str(k), 0)} for k in ks}
 
 
-def _detail(doc: Mapping, rows: list[dict], cell_labels: Mapping[str, str], store=None) -> list[dict]:
+def _detail(doc: Findings, rows: list[dict], cell_labels: Mapping[str, str], store=None) -> list[dict]:
     """The claims and records of the riskiest units: from the claim store when there is one, else
     those findings.json lists."""
-    schema = doc.get("schema") or {}
+    schema = doc.schema or {}
     ncols = len((schema.get("columns") or {})) or None
     out = []
     for r in rows:
@@ -324,7 +325,7 @@ def _detail(doc: Mapping, rows: list[dict], cell_labels: Mapping[str, str], stor
             break
         if not r["derived"] and not r["records"]:
             continue
-        u = doc["units"][r["index"]]
+        u = doc.units[r["index"]]
         claims = store.claims(u["store"]) if store is not None and u.get("store") else u.get("claims", ())
         singles, records = [], []
         for c in claims:
@@ -483,11 +484,11 @@ def _protection_section(prot: Mapping | None) -> dict | None:
             "compare": compare, "facts": facts}
 
 
-def _intervals_section(doc: Mapping, cell_labels: Mapping[str, str]) -> dict | None:
+def _intervals_section(doc: Findings, cell_labels: Mapping[str, str]) -> dict | None:
     """Per unit with hidden counts (the first DETAIL_UNITS, narrowest intervals first within a unit): the
     least and greatest value an attacker can prove for each; None when no unit hides a count."""
     units, skipped, total = [], 0, 0
-    for u in doc["units"]:
+    for u in doc.units:
         skipped += bool(u.get("intervals_skipped"))
         if not u.get("intervals"):
             continue
@@ -505,9 +506,9 @@ def _words(names: list) -> str:
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1] if names else ""
 
 
-def _reid_section(doc: Mapping) -> dict | None:
+def _reid_section(doc: Findings) -> dict | None:
     """The re-identification section: what an attacker who knows a person's quasi-identifiers learns."""
-    reid = doc.get("reidentification") or {}
+    reid = doc.reidentification or {}
     if reid.get("status") != "run":
         return {"parts": [], "reason": reid.get("reason")} if reid else None
     who = reid.get("attacker") or {}
@@ -534,37 +535,37 @@ def _reid_section(doc: Mapping) -> dict | None:
     return out
 
 
-def _parent_level(doc: Mapping) -> tuple[str, str | None]:
+def _parent_level(doc: Findings) -> tuple[str, str | None]:
     """The units' level and the geography level above it (None: no surrounding area, so no baseline)."""
-    geography = list((doc.get("schema") or {}).get("geography") or ())
-    level = next((u.get("level") for u in doc["units"]), None) or (geography[-1] if geography else "unit")
+    geography = list((doc.schema or {}).get("geography") or ())
+    level = next((u.get("level") for u in doc.units), None) or (geography[-1] if geography else "unit")
     at = geography.index(level) if level in geography else 0
     return level, geography[at - 1] if at > 0 else None
 
 
-def _memo(doc: Mapping, rows: list[dict], reid: Mapping | None, protection: Mapping | None) -> dict:
+def _memo(doc: Findings, rows: list[dict], reid: Mapping | None, protection: Mapping | None) -> dict:
     """The summary a reviewer pastes into a memo: the worst risks in plain words, and the protection."""
-    s = doc.get("summary") or {}
-    noun = (doc.get("schema") or {}).get("unit") or "record"
+    s = doc.summary
+    noun = (doc.schema or {}).get("unit") or "record"
     level, _ = _parent_level(doc)
-    n = s.get("units", len(doc["units"]))
+    n = s.units
     of = f"{n:,} {level}{'' if n == 1 else 's'}"
     risks = []
-    if s.get("units_reconstructed"):
-        risks.append(f"In {s['units_reconstructed']:,} of {of} exactly one dataset fits the published tables: "
+    if s.units_reconstructed:
+        risks.append(f"In {s.units_reconstructed:,} of {of} exactly one dataset fits the published tables: "
                      f"every {noun} in them can be rebuilt.")
-    if s.get("full_records"):
-        risks.append(f"{plural(s['full_records'], noun)} can be rebuilt over every attribute.")
-    if s.get("derived_singletons"):
-        risks.append(f"{plural(s['derived_singletons'], 'statement')} that single out one {noun} follow from "
-                     f"combining published numbers, in {s.get('units_with_derived_singletons', 0):,} of {of}.")
+    if s.full_records:
+        risks.append(f"{plural(s.full_records, noun)} can be rebuilt over every attribute.")
+    if s.derived_singletons:
+        risks.append(f"{plural(s.derived_singletons, 'statement')} that single out one {noun} follow from "
+                     f"combining published numbers, in {s.units_with_derived_singletons:,} of {of}.")
     exact = next((p for p in (reid or {}).get("parts", ()) if p.get("key") == "exact"), None)
     if exact and exact["part"]["confirmed"]["count"]:
         c = exact["part"]["confirmed"]
         risks.append(f"{plural(c['count'], 'person')} ({c['rate'] * 100:.1f}%) are re-identified with proof by an "
                      f"attacker who knows their {reid['known']}.")
-    if s.get("undecided"):
-        risks.append(f"{plural(s['undecided'], 'claim')} could not be decided in the time given: they are not "
+    if s.undecided:
+        risks.append(f"{plural(s.undecided, 'claim')} could not be decided in the time given: they are not "
                      "shown safe.")
     worst = rows[0] if rows and (rows[0]["derived"] or rows[0]["records"]) else None
     if worst:
@@ -598,15 +599,15 @@ def _table_titles(cell_labels: Mapping[str, str]) -> dict[str, str]:
     return out
 
 
-def _signoff(doc: Mapping, extras: Mapping, cell_labels: Mapping[str, str]) -> list[dict]:
+def _signoff(doc: Findings, extras: Mapping, cell_labels: Mapping[str, str]) -> list[dict]:
     """Every output with its status (ACRO's convention: pass, fail or review) and the reason: each
     planned table, then each file the audit wrote (confidential, never released)."""
-    rules = (doc.get("rules") or {}).get("rules") or {}
+    rules = (doc.rules or {}).get("rules") or {}
     small = rules.get("small_cells") or {}
     threshold = small.get("threshold") if small.get("action") in ("fail", "warn") else None
     below: dict[str, set] = {}
     used: dict[str, int] = {}
-    for u in doc["units"]:
+    for u in doc.units:
         for key, v in ((u.get("cells") or {}).get("small") or {}).items():
             if threshold and v < threshold:
                 below.setdefault(key.split(":", 1)[0], set()).add(u["geo"])
@@ -628,7 +629,7 @@ def _signoff(doc: Mapping, extras: Mapping, cell_labels: Mapping[str, str]) -> l
                 "no listed claim uses it"
         out.append({"name": f"{table}: {title}" if title != table else table, "kind": "table", "status": status,
                     "reason": reason})
-    files = {k: v for k, v in (doc.get("outputs") or {}).items() if v}
+    files = {k: v for k, v in (doc.outputs or {}).items() if v}
     files.update({k: f"{k}.json" for k in extras})
     for what, path in files.items():
         out.append({"name": Path(str(path)).name, "kind": "audit file", "status": "fail",
@@ -637,14 +638,14 @@ def _signoff(doc: Mapping, extras: Mapping, cell_labels: Mapping[str, str]) -> l
     return out
 
 
-def context(doc: Mapping, extras: Mapping[str, Mapping] | None = None, store=None) -> dict:
+def context(doc: Findings, extras: Mapping[str, Mapping] | None = None, store=None) -> dict:
     """Everything the template shows, computed from the findings (and optional rank/linear/protection;
     the riskiest units' claims from the claim store ``store`` when given)."""
     extras = dict(extras or {})
-    rules = doc.get("rules") or {}
+    rules = doc.rules or {}
     rows, derived, gridded = _unit_rows(doc)
     n_units = len(derived)
-    cell_labels = doc.get("cell_labels") or {}
+    cell_labels = doc.cell_labels or {}
     by_cols = _claims_by_columns(doc)
     charts = {}
     if by_cols:
@@ -656,21 +657,21 @@ def context(doc: Mapping, extras: Mapping[str, Mapping] | None = None, store=Non
     reid = _reid_section(doc)
     protection = _protection_section(extras.get("protection"))
     level, parent = _parent_level(doc)
-    failing = [{**f, "example": label_cells(str(f.get("example", "")), cell_labels)} for f in doc.get("failing") or ()]
-    warnings = [{**f, "example": label_cells(str(f.get("example", "")), cell_labels)} for f in doc.get("warnings") or ()]
+    failing = [{**f.to_json(), "example": label_cells(f.example, cell_labels)} for f in doc.failing]
+    warnings = [{**f.to_json(), "example": label_cells(f.example, cell_labels)} for f in doc.warnings]
     detail = _detail(doc, rows, cell_labels, store)
     return {
-        "doc": doc, "verdict": doc.get("verdict") or "not evaluated", "failing": failing,
+        "doc": doc, "verdict": doc.verdict or "not evaluated", "failing": failing,
         "memo": _memo(doc, rows, reid, protection), "signoff": _signoff(doc, extras, cell_labels),
-        "level": level, "parent": parent, "noun": (doc.get("schema") or {}).get("unit") or "record",
+        "level": level, "parent": parent, "noun": (doc.schema or {}).get("unit") or "record",
         "baselines": any(c["baseline"] is not None for d in detail for c in d["claims"]),
-        "warnings": warnings, "summary": doc.get("summary") or {}, "rules": rules,
+        "warnings": warnings, "summary": doc.summary, "rules": rules,
         "rule_titles": _rule_titles(), "units": rows, "more_units": max(n_units - TOP_UNITS, 0),
         "n_units": n_units, "charts": charts,
-        "structural": sum((u.get("cells") or {}).get("structural", 0) for u in doc["units"]),
-        "detail": detail, "claim_store": (doc.get("claim_store") or {}).get("file"),
+        "structural": sum((u.get("cells") or {}).get("structural", 0) for u in doc.units),
+        "detail": detail, "claim_store": (doc.claim_store or {}).get("file"),
         "detail_limit": DETAIL_UNITS, "claims_limit": CLAIMS_PER_UNIT,
-        "schema": doc.get("schema") or {}, "rank": _rank_section(extras.get("rank"), rules),
+        "schema": doc.schema or {}, "rank": _rank_section(extras.get("rank"), rules),
         "reid": reid, "intervals": _intervals_section(doc, cell_labels),
         "grids": _grids(doc, gridded, rows, cell_labels),
         "counted": _counted(doc),
@@ -679,11 +680,11 @@ def context(doc: Mapping, extras: Mapping[str, Mapping] | None = None, store=Non
     }
 
 
-def _counted(doc: Mapping) -> dict:
+def _counted(doc: Findings) -> dict:
     """What the singleton rules count when they count fewer claims than the tiles (their ``min_columns``):
     the derived singletons a rule counts, and the reasons in words."""
-    rules = (doc.get("rules") or {}).get("rules") or {}
-    by = (doc.get("summary") or {}).get("singletons_by_columns") or {}
+    rules = (doc.rules or {}).get("rules") or {}
+    by = doc.summary.singletons_by_columns
     out: dict = {"derived": None, "derived_k": None, "notes": []}
     for rule, kind, what in (("derived_singletons", "derived", "derived singleton claims"),
                              ("direct_singletons", "direct", "published counts of one")):
@@ -705,25 +706,25 @@ def _rule_titles() -> dict[str, str]:
     return {k: v[0] for k, v in RULES.items()}
 
 
-def _appendix(doc: Mapping, extras: Mapping) -> list[tuple[str, list[tuple[str, str]]]]:
-    tool = doc.get("tool") or {}
-    sections = [("Inputs", [(k, _flat(v)) for k, v in (doc.get("inputs") or {}).items()]),
-                ("Exact attack parameters", [(k, _flat(v)) for k, v in (doc.get("options") or {}).items()]),
-                ("Policy", [("name", _flat((doc.get("rules") or {}).get("name"))),
-                            ("file", _flat((doc.get("rules") or {}).get("source")))] +
+def _appendix(doc: Findings, extras: Mapping) -> list[tuple[str, list[tuple[str, str]]]]:
+    tool = doc.tool or {}
+    sections = [("Inputs", [(k, _flat(v)) for k, v in (doc.inputs or {}).items()]),
+                ("Exact attack parameters", [(k, _flat(v)) for k, v in (doc.options or {}).items()]),
+                ("Policy", [("name", _flat((doc.rules or {}).get("name"))),
+                            ("file", _flat((doc.rules or {}).get("source")))] +
                  [(k, "; ".join(f"{a} {b}" if a != "action" else str(b) for a, b in v.items() if b is not None)
                    if isinstance(v, Mapping) else _flat(v))
-                  for k, v in ((doc.get("rules") or {}).get("rules") or {}).items()]),
+                  for k, v in ((doc.rules or {}).get("rules") or {}).items()]),
                 ("Versions", [(k, _flat(v)) for k, v in tool.items()] +
-                 [(k, _flat(v)) for k, v in (doc.get("versions") or {}).items()]),
-                ("Run", [("created", _flat(doc.get("created", "?"))), ("run time (s)", _flat(doc.get("seconds", "?"))),
-                         ("seed", _flat((doc.get("options") or {}).get("seed", "?")))] +
-                 [(k, _flat(v)) for k, v in (doc.get("run") or {}).items()])]
-    published = doc.get("published") or {}
+                 [(k, _flat(v)) for k, v in (doc.versions or {}).items()]),
+                ("Run", [("created", _flat(doc.created)), ("run time (s)", _flat(doc.seconds)),
+                         ("seed", _flat((doc.options or {}).get("seed", "?")))] +
+                 [(k, _flat(v)) for k, v in (doc.run or {}).items()])]
+    published = doc.published or {}
     if published:
         sections.insert(1, ("Published release (no microdata)", [(k, _flat(v)) for k, v in published.items()]))
         sections.insert(2, ("Not available without the microdata",
-                            [(_flat(u.get("what")), _flat(u.get("reason"))) for u in doc.get("unavailable") or ()]))
+                            [(_flat(u.get("what")), _flat(u.get("reason"))) for u in doc.unavailable or ()]))
     rank = extras.get("rank") or {}
     if rank:
         sections.append(("Ranking attack parameters", [(k, _flat(v)) for k, v in rank.items()
@@ -756,14 +757,15 @@ def _environment():
     return env
 
 
-def render(doc: Mapping, extras: Mapping[str, Mapping] | None = None, store=None) -> str:
-    """The report as one HTML string."""
+def render(doc: Findings | Mapping, extras: Mapping[str, Mapping] | None = None, store=None) -> str:
+    """The report as one HTML string (``doc``: findings, or their JSON document)."""
+    doc = doc if isinstance(doc, Findings) else Findings.from_json(doc)
     env = _environment()
     css = (TEMPLATES / "report.css").read_text(encoding="utf-8")
     return env.get_template("report.html.j2").render(css=Markup(css), **context(doc, extras, store))
 
 
-def write_report(doc: Mapping, path: Path, extras: Mapping[str, Mapping] | None = None, store=None) -> Path:
+def write_report(doc: Findings, path: Path, extras: Mapping[str, Mapping] | None = None, store=None) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(path.suffix + ".tmp")

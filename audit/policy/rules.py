@@ -9,15 +9,14 @@ from __future__ import annotations
 import importlib.resources
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from ..specs._yaml import Located, load_yaml
 from ..errors import AuditError, InternalError
 from ..release.magnitude import MAGNITUDE_RULES, TOP, sensitive_values
+from .verdict import FAIL, PASS, RELEASE, SKIPPED, WARN, Check, Failing, Judgement
 
-PASS, FAIL, WARN, SKIPPED = "pass", "fail", "warn", "skipped"
 ACTIONS = ("fail", "warn")
-RELEASE = "(release)"  # the unit name of checks that concern the whole release
 
 # rule id -> (title, {setting: (type, default, help)})
 RULES: dict[str, tuple[str, dict[str, tuple[type, Any, str]]]] = {
@@ -205,16 +204,17 @@ def _check_ranges(doc: Located, rid: str, s: dict) -> None:
 
 # ----------------------------------------------------------------------------------------------- checks
 
-def _check(rule: Rule, unit: str, failed: bool | None, message: str, count: int = 0) -> dict:
+def _check(rule: Rule, unit: str, failed: bool | None, message: str, count: int = 0,
+           cells: Mapping[str, str] | None = None) -> Check:
     outcome = SKIPPED if failed is None else (rule.action if failed else PASS)
-    return {"rule": rule.id, "unit": unit, "outcome": outcome, "count": count, "message": message}
+    return Check(rule.id, unit, outcome, count, message, cells)
 
 
 def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
-def _singletons(rule: Rule, unit: dict, direct: bool) -> dict:
+def _singletons(rule: Rule, unit: dict, direct: bool) -> Check:
     k = rule.settings["min_columns"]
     by_columns = unit["summary"]["singletons_by_columns"]["direct" if direct else "derived"]
     hits = {int(c): n for c, n in by_columns.items() if int(c) >= k and n}
@@ -226,7 +226,7 @@ def _singletons(rule: Rule, unit: dict, direct: bool) -> dict:
                                            f"(widest: {max(hits)} columns)", n)
 
 
-def _unit_check(rule: Rule, unit: dict, rank_units: dict | None) -> dict:
+def _unit_check(rule: Rule, unit: dict, rank_units: dict | None) -> Check:
     geo = unit["geo"]
     if rule.id == "derived_singletons":
         return _singletons(rule, unit, False)
@@ -269,7 +269,7 @@ def _unit_check(rule: Rule, unit: dict, rank_units: dict | None) -> dict:
     raise InternalError(f"rule '{rule.id}' has no check")
 
 
-def _magnitude_check(rule: Rule, unit: dict) -> dict:
+def _magnitude_check(rule: Rule, unit: dict) -> Check:
     """A published sum the rule finds primary sensitive fails; ``cells`` names each with the reason."""
     geo, cells = unit["geo"], unit.get("cells")
     if cells is None:
@@ -280,10 +280,8 @@ def _magnitude_check(rule: Rule, unit: dict) -> dict:
     hits = sensitive_values(found, [(rule.id, rule.settings)])
     if not hits:
         return _check(rule, geo, False, f"no primary sensitive sum ({_plural(len(found), 'published sum')})")
-    out = _check(rule, geo, True, f"{_plural(len(hits), 'primary sensitive sum')} (e.g. "
-                 + "; ".join(f"{key}: {why}" for key, why in list(hits.items())[:2]) + ")", len(hits))
-    out["cells"] = hits
-    return out
+    return _check(rule, geo, True, f"{_plural(len(hits), 'primary sensitive sum')} (e.g. "
+                  + "; ".join(f"{key}: {why}" for key, why in list(hits.items())[:2]) + ")", len(hits), hits)
 
 
 def protection_needed(settings: Mapping, value: int) -> tuple[float, float]:
@@ -296,7 +294,7 @@ def protection_needed(settings: Mapping, value: int) -> tuple[float, float]:
             level(settings.get("upper"), settings.get("upper_share")))
 
 
-def _protection_check(rule: Rule, unit: dict) -> dict:
+def _protection_check(rule: Rule, unit: dict) -> Check:
     geo, intervals = unit["geo"], unit.get("intervals")
     if intervals is None:
         why = unit.get("intervals_skipped")
@@ -331,7 +329,7 @@ def rank_lift(curve: Mapping, k_over_u: list | None, upto: float) -> tuple[float
     return (best if at is not None else 0.0), at, which
 
 
-def _lift_check(rule: Rule, geo: str, curve: Mapping, k_over_u) -> dict:
+def _lift_check(rule: Rule, geo: str, curve: Mapping, k_over_u) -> Check:
     bound, upto = rule.settings["max"], rule.settings["up_to_k_over_u"]
     lift, at, which = rank_lift(curve, k_over_u, upto)
     if at is None:
@@ -340,7 +338,7 @@ def _lift_check(rule: Rule, geo: str, curve: Mapping, k_over_u) -> dict:
                   f"({'above' if lift > bound else 'within'} the bound {bound:.0%})", int(lift > bound))
 
 
-def _linear_check(rule: Rule, linear: Mapping | None) -> dict:
+def _linear_check(rule: Rule, linear: Mapping | None) -> Check:
     if linear is None:
         return _check(rule, RELEASE, None, "the linear attack was not run (audit run --linear-secret COL)")
     acc, base = float(linear.get("accuracy", 0.0)), float(linear.get("baseline", 0.0))
@@ -361,9 +359,9 @@ def _pct(part: Mapping) -> str:
     return f"{part['rate']:.1%} (95% CI {lo:.1%}-{hi:.1%})" if part.get("rate") is not None else "n/a (nobody)"
 
 
-def _reid_checks(rule: Rule, doc: Mapping) -> list[dict]:
+def _reid_checks(rule: Rule, units: Iterable[Mapping], reid: Mapping | None) -> list[Check]:
     """Per unit (exact attack: persons whose values are proved) and for the release (each attack's rate)."""
-    reid = doc.get("reidentification") or {}
+    reid = reid or {}
     if reid.get("status") != "run":
         return [_check(rule, RELEASE, None, reid.get("reason") or "the findings have no re-identification section")]
     key, limit_key = REID_RULES[rule.id]
@@ -371,7 +369,7 @@ def _reid_checks(rule: Rule, doc: Mapping) -> list[dict]:
     what = ("linked on the quasi-identifiers with every sensitive value proved" if key == "confirmed"
             else "unlike their unit's majority with their sensitive values proved")
     out = []
-    for unit in doc.get("units", ()) if bound is not None else ():
+    for unit in units if bound is not None else ():
         if unit.get("level") != reid["attacker"]["geography"]:
             continue
         counts = unit.get("reidentification")
@@ -401,13 +399,15 @@ def _reid_checks(rule: Rule, doc: Mapping) -> list[dict]:
 
 
 def evaluate(doc: Mapping, rules: Rules, rank: Mapping | None = None, linear: Mapping | None = None) -> list[dict]:
-    """One check per rule per unit (release-wide rules: one check for the release), rule by rule."""
-    return list(checks_of(doc, rules, rank, linear))
+    """One check per rule per unit (release-wide rules: one check for the release), rule by rule, as
+    findings.json holds them; ``doc``: a findings document (or any mapping with its ``units``)."""
+    return [c.to_json() for c in checks_of(doc.get("units", ()), doc.get("reidentification"), rules, rank, linear)]
 
 
-def checks_of(doc: Mapping, rules: Rules, rank: Mapping | None = None, linear: Mapping | None = None
-              ) -> Iterator[dict]:
-    """:func:`evaluate`, one check at a time (units are read once per rule)."""
+def checks_of(units: Sequence[Mapping], reidentification: Mapping | None, rules: Rules, rank: Mapping | None = None,
+              linear: Mapping | None = None) -> Iterator[Check]:
+    """The checks of the units and the findings' ``reidentification`` section, one at a time (units are
+    read once per rule)."""
     rank_units = None
     if rank is not None:
         pooled = rank.get("pooled") or {}
@@ -415,7 +415,7 @@ def checks_of(doc: Mapping, rules: Rules, rank: Mapping | None = None, linear: M
         rank_units["__k_over_u__"] = pooled.get("k_over_u")
     for rule in rules.rules:
         if rule.id in REID_RULES:
-            yield from _reid_checks(rule, doc)
+            yield from _reid_checks(rule, units, reidentification)
             continue
         if rule.id == "linear_accuracy":
             yield _linear_check(rule, linear)
@@ -423,47 +423,51 @@ def checks_of(doc: Mapping, rules: Rules, rank: Mapping | None = None, linear: M
         if rule.id == "rank_lift" and rank_units is not None and not rank.get("units") and rank.get("pooled"):
             yield _lift_check(rule, RELEASE, rank["pooled"], None)
             continue
-        for unit in doc.get("units", ()):
+        for unit in units:
             yield _unit_check(rule, unit, rank_units)
 
 
 UNIT_LIST = 50  # units named per failing rule
 
 
-def summarize(checks: Iterable[dict], rules: Rules) -> tuple[str, list[dict], list[dict]]:
+def summarize(checks: Iterable[Check], rules: Rules) -> tuple[str, list[Failing], list[Failing]]:
     """The verdict and, per failing (and warning) rule, how many units and an example message."""
     titles = {r.id: r.title for r in rules.rules}
     rows: dict[tuple[str, str], dict] = {}
     for c in checks:
-        if c["outcome"] not in (FAIL, WARN):
+        if c.outcome not in (FAIL, WARN):
             continue
-        row = rows.get((c["rule"], c["outcome"]))
+        row = rows.get((c.rule, c.outcome))
         if row is None:
-            release = c["unit"] == RELEASE
-            row = rows[(c["rule"], c["outcome"])] = {
-                "rule": c["rule"], "title": titles.get(c["rule"], c["rule"]), "outcome": c["outcome"], "units": 0,
+            release = c.unit == RELEASE
+            row = rows[(c.rule, c.outcome)] = {
+                "rule": c.rule, "title": titles.get(c.rule, c.rule), "outcome": c.outcome, "units": 0,
                 "scope": "release" if release else "units", "count": 0,
-                "example": c["message"] if release else f"{c['unit']}: {c['message']}", "unit_list": []}
+                "example": c.message if release else f"{c.unit}: {c.message}", "unit_list": []}
         row["units"] += 1
-        row["count"] += c["count"]
+        row["count"] += c.count
         if len(row["unit_list"]) < UNIT_LIST:
-            row["unit_list"].append(c["unit"])
-    failing = [r for r in rows.values() if r["outcome"] == FAIL]
-    warnings = [r for r in rows.values() if r["outcome"] == WARN]
+            row["unit_list"].append(c.unit)
+    failing = [Failing(**r) for r in rows.values() if r["outcome"] == FAIL]
+    warnings = [Failing(**r) for r in rows.values() if r["outcome"] == WARN]
     return ("fail" if failing else "pass"), failing, warnings
 
 
-def apply(doc: dict, rules: Rules, rank: Mapping | None = None, linear: Mapping | None = None) -> dict:
-    """Evaluate the rules and write verdict, failing rules and every check into the findings document
-    (checks kept on disk, like the units, when the units are)."""
-    from ..findings.document import JsonLines
-
-    checks = checks_of(doc, rules, rank, linear)
-    checks = JsonLines.write(checks) if isinstance(doc.get("units"), JsonLines) else list(checks)
+def judge(units: Sequence[Mapping], reidentification: Mapping | None, rules: Rules, rank: Mapping | None = None,
+          linear: Mapping | None = None, keep: Callable[[Iterator[Check]], Sequence[Check]] = list) -> Judgement:
+    """The rules' verdict on the units (``keep`` holds the checks: a list, or a sequence kept on disk)."""
+    checks = keep(checks_of(units, reidentification, rules, rank, linear))
     verdict, failing, warnings = summarize(checks, rules)
-    doc["rules"] = rules.to_dict()
-    doc["verdict"] = verdict
-    doc["failing"] = failing
-    doc["warnings"] = warnings
-    doc["checks"] = checks
-    return doc
+    return Judgement(rules.to_dict(), verdict, tuple(failing), tuple(warnings), checks)
+
+
+def apply(doc: Mapping, rules: Rules, rank: Mapping | None = None, linear: Mapping | None = None) -> Mapping:
+    """The document with the rules' verdict, failing rules and every check: a new value, ``doc`` unchanged.
+
+    A :class:`audit.findings.model.Findings` gives a new one (:meth:`~audit.findings.model.Findings.judged`);
+    any other mapping with ``units`` (and ``reidentification``) a new dict.
+    """
+    judged = getattr(doc, "judged", None)
+    if judged is not None:
+        return judged(rules, rank, linear)
+    return {**doc, **judge(doc.get("units", ()), doc.get("reidentification"), rules, rank, linear).to_json()}

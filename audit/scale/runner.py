@@ -49,6 +49,7 @@ from ..findings.document import (GridKeeper, JsonLines, attach_cells, cells_json
                        listing_cap, prior_rows, unit_json)
 from ..inputs import Inputs, inputs_from
 from ..problem.build import Problem, build_problems
+from ..findings.model import Findings
 from ..findings.provenance import file_digest
 from ..attacks.reidentify import with_attacker
 from ..specs.schedule import Schedule, load_schedule
@@ -336,7 +337,7 @@ def _tasks(source, schema: Schema, schedule: Schedule, scale: ScaleOptions, done
 def run_scaled(source, schema: Schema, schedule: Schedule, options: ExactOptions, scale: ScaleOptions,
                out: Path, data_path: str | None = None,
                on_unit: Callable[[dict, int, int], None] | None = None,
-               on_total: Callable[[int, int], None] | None = None, rules=None) -> dict:
+               on_total: Callable[[int, int], None] | None = None, rules=None) -> Findings:
     """Audit every unit (streamed), write parts as units finish, merge into the findings document.
 
     ``on_total(total, already_done)`` is called once the units are counted; ``on_unit(unit, done,
@@ -578,7 +579,7 @@ def _quantiles(values) -> dict:
 
 
 def merge(parts: Path, schema: Schema, schedule: Schedule, options: ExactOptions, scale: ScaleOptions,
-          data_path: str, rows: int, seconds: float, rules=None, out: Path | None = None) -> dict:
+          data_path: str, rows: int, seconds: float, rules=None, out: Path | None = None) -> Findings:
     """Stream the parts (last line per unit wins) in unit order into the claim store and the document.
 
     Memory holds one part offset per unit; claims go from the parts to ``claims.csv.gz`` and unit
@@ -623,9 +624,8 @@ def merge(parts: Path, schema: Schema, schedule: Schedule, options: ExactOptions
             fh.close()
     store = writer.close()
     doc = document(Inputs(schema, schedule, pd.DataFrame(), data_path), options, entries, seconds, rules, store)
-    doc.setdefault("inputs", {})["rows"] = int(rows)
-    doc["scale"] = summarise(entries, listing_cap(len(entries), scale.claims_cap), parts)
-    return doc
+    return replace(doc, inputs={**doc.inputs, "rows": int(rows)},
+                   scale=summarise(entries, listing_cap(len(entries), scale.claims_cap), parts))
 
 
 def summarise(units, cap: int, parts: Path, worst: int = 20) -> dict:
@@ -669,7 +669,7 @@ def summarise(units, cap: int, parts: Path, worst: int = 20) -> dict:
 # -- the command line's entry ---------------------------------------------------------------------------
 def run_cli(data: Path, schema: Path | None, tables: Path, options: ExactOptions, scale: ScaleOptions, out: Path,
             rules=None, infer_schema: bool = False, geography: str | None = None, quiet: bool = False,
-            on_unit: Callable[[dict], None] | None = None) -> dict:
+            on_unit: Callable[[dict], None] | None = None) -> Findings:
     """``audit run`` at scale: stream ``data``, show units done / total, rate and ETA (unless quiet)."""
     if infer_schema and schema is None:  # inference needs the whole frame; stream from memory
 
