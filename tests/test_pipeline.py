@@ -26,7 +26,7 @@ from audit.pipeline import AuditOptions, run_audit
 data, schema, tables, out = map(Path, sys.argv[1:5])
 seen = []
 doc = run_audit(data, schema, tables, out, AuditOptions(explain_budget=5), on_unit=lambda u: seen.append(u["geo"]))
-print(json.dumps({"doc": doc, "seen": seen, "typer": "typer" in sys.modules and sys.modules["typer"] is not None}))
+print(json.dumps({"doc": doc.to_json(), "seen": seen, "typer": "typer" in sys.modules and sys.modules["typer"] is not None}))
 """
 
 
