@@ -430,34 +430,44 @@ def checks_of(units: Sequence[Mapping], reidentification: Mapping | None, rules:
 UNIT_LIST = 50  # units named per failing rule
 
 
-def summarize(checks: Iterable[Check], rules: Rules) -> tuple[str, list[Failing], list[Failing]]:
-    """The verdict and, per failing (and warning) rule, how many units and an example message."""
-    titles = {r.id: r.title for r in rules.rules}
-    rows: dict[tuple[str, str], dict] = {}
-    for c in checks:
-        if c.outcome not in (FAIL, WARN):
-            continue
-        row = rows.get((c.rule, c.outcome))
+class _Tally:
+    """Failing and warning checks counted per rule as the checks go by (:meth:`counted`)."""
+
+    def __init__(self, rules: Rules):
+        self.titles, self.rows = {r.id: r.title for r in rules.rules}, {}
+
+    def counted(self, checks: Iterable[Check]) -> Iterator[Check]:
+        for c in checks:
+            if c.outcome in (FAIL, WARN):
+                self._add(c)
+            yield c
+
+    def _add(self, c: Check) -> None:
+        row = self.rows.get((c.rule, c.outcome))
         if row is None:
             release = c.unit == RELEASE
-            row = rows[(c.rule, c.outcome)] = {
-                "rule": c.rule, "title": titles.get(c.rule, c.rule), "outcome": c.outcome, "units": 0,
+            row = self.rows[(c.rule, c.outcome)] = {
+                "rule": c.rule, "title": self.titles.get(c.rule, c.rule), "outcome": c.outcome, "units": 0,
                 "scope": "release" if release else "units", "count": 0,
                 "example": c.message if release else f"{c.unit}: {c.message}", "unit_list": []}
         row["units"] += 1
         row["count"] += c.count
         if len(row["unit_list"]) < UNIT_LIST:
             row["unit_list"].append(c.unit)
-    failing = [Failing(**r) for r in rows.values() if r["outcome"] == FAIL]
-    warnings = [Failing(**r) for r in rows.values() if r["outcome"] == WARN]
-    return ("fail" if failing else "pass"), failing, warnings
+
+    def verdict(self) -> tuple[str, list[Failing], list[Failing]]:
+        failing = [Failing(**r) for r in self.rows.values() if r["outcome"] == FAIL]
+        warnings = [Failing(**r) for r in self.rows.values() if r["outcome"] == WARN]
+        return ("fail" if failing else "pass"), failing, warnings
 
 
 def judge(units: Sequence[Mapping], reidentification: Mapping | None, rules: Rules, rank: Mapping | None = None,
           linear: Mapping | None = None, keep: Callable[[Iterator[Check]], Sequence[Check]] = list) -> Judgement:
-    """The rules' verdict on the units (``keep`` holds the checks: a list, or a sequence kept on disk)."""
-    checks = keep(checks_of(units, reidentification, rules, rank, linear))
-    verdict, failing, warnings = summarize(checks, rules)
+    """The rules' verdict on the units (``keep`` holds the checks: a list, or a sequence kept on disk);
+    the checks are made, counted and kept in one pass."""
+    tally = _Tally(rules)
+    checks = keep(tally.counted(checks_of(units, reidentification, rules, rank, linear)))
+    verdict, failing, warnings = tally.verdict()
     return Judgement(rules.to_dict(), verdict, tuple(failing), tuple(warnings), checks)
 
 
