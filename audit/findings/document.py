@@ -3,7 +3,8 @@
 Format 2 (``"format": 2``): every count is exact (per unit and overall), each unit lists a bounded
 number of its most telling claims, and the full claim set lies beside the document in the claim
 store (:mod:`audit.findings.claimstore`). findings.json is written with one unit and one check per line, so
-that large documents are read back one unit at a time (:class:`JsonLines`).
+that large documents are read back one unit at a time (:class:`JsonLines`). The document is built
+and read as a :class:`audit.findings.model.Findings`.
 """
 from __future__ import annotations
 
@@ -33,7 +34,7 @@ from ..release.constraints import EMPTY, PUBLISHED, STRUCTURAL, SUPPRESSED, Unit
 from ..policy.rules import SMALL_MAX, load_rules
 from ..attacks.joint import joint_proofs, with_proofs
 from .lines import JsonLines
-from .model import FORMAT, NOTICE, Findings, Summary
+from .model import FORMAT, NOTICE, Findings, Summary  # noqa: F401 (NOTICE: read from here by attacks/extras.py)
 
 LISTED = 10  # claims of each kind listed per unit (derived singletons, full records, undecided)
 LISTED_LARGE = 3  # the same in runs of more than AUTO_CAP_UNITS units
