@@ -34,7 +34,8 @@ import pandas as pd
 from ..specs.attacker import AttackerModel, Attribute
 from ..problem.claims import REFUTED, UNDECIDED, VERIFIED, Claim, Verdict
 from .engines.linear import wilson
-from .engines.rank import parent_rows, torch_available
+from .engines.rank_options import torch_available
+from .engines.rank_results import parent_rows
 from ..problem.build import Problem
 
 CONFIDENCE = 0.95
@@ -408,7 +409,7 @@ class ReidentificationAttack:
     ----------
     attacker : the attacker model (``schema.attacker``).
     exact : the exact attack's ``UnitResult`` of each unit, or
-    ranking : ``(problem, ranked rows)`` of each unit (e.g. from :class:`audit.attacks.engines.rank.RankResults`).
+    ranking : ``(problem, ranked rows)`` of each unit (e.g. from :class:`audit.attacks.engines.rank_results.RankResults`).
     priors : rows of each unit's parent geography (in the unit's atoms), for the parent baseline.
     """
 
