@@ -14,7 +14,8 @@ from types import MappingProxyType
 from typing import Any, Callable, Mapping, Protocol, Sequence
 
 from .difference import Exposure, find_differences
-from .engines.linear import LinearReconstruction, LinearResults, Target
+from .engines.linear import LinearReconstruction, LinearResults
+from .engines.linear_target import Target
 from .engines.rank import rank_inputs
 from .engines.rank_options import RankOptions
 from .engines.rank_results import RankResults
