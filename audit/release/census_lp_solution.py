@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import AuditError
-from ..specs.schema import Schema
+from ..specs.schema_types import Schema
 from .census_lp_reader import COLUMNS, GEOID, _open, decode_variable, split_geoid
 
 
