@@ -15,7 +15,8 @@ except PackageNotFoundError:  # running from a source tree
 
 from .errors import AuditError, InconsistentRelease  # noqa: E402
 from .specs.query import Predicate, Query, Statistic  # noqa: E402
-from .specs.schema import Schema, infer_schema, load_schema  # noqa: E402
+from .specs.schema import infer_schema, load_schema  # noqa: E402
+from .specs.schema_types import Schema  # noqa: E402
 from .specs.schedule import Schedule, load_schedule  # noqa: E402
 
 __all__ = ["AuditError", "InconsistentRelease", "Predicate", "Query", "Statistic", "Schema", "Schedule",

@@ -12,7 +12,8 @@ from .data.microdata import load_microdata, no_rows, read_table, validate
 from .problem.build import Problem, build_problems
 from .release.constraints import UnitRelease
 from .specs.schedule import Schedule, load_schedule
-from .specs.schema import Schema, infer_schema, load_schema
+from .specs.schema import infer_schema, load_schema
+from .specs.schema_types import Schema
 from .release.tabulate import tabulate
 
 

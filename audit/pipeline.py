@@ -16,7 +16,7 @@ from typing import Callable, Optional
 from .attacks.base import ExactAttack
 from .findings.claimstore import store_beside
 from .attacks.engines._explain import EXPLAIN_BUDGET
-from .attacks.engines.rank import RankOptions, resolve_device
+from .attacks.engines.rank_options import RankOptions, resolve_device
 from .errors import AuditError
 from .attacks.exact import ExactOptions
 from .attacks.extras import linear_target, write_linear, write_ranking

@@ -19,7 +19,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from audit.release.census_lp import compare, read_lp, read_solution, release_frame  # noqa: E402
+from audit.release.census_lp import release_frame  # noqa: E402
+from audit.release.census_lp_reader import read_lp  # noqa: E402
+from audit.release.census_lp_solution import compare, read_solution  # noqa: E402
 from audit.attacks.exact import ExactOptions  # noqa: E402
 from audit.published import attack_unit, published_problems, releases_from_frame  # noqa: E402
 from audit.specs.schedule import load_schedule  # noqa: E402

@@ -22,8 +22,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np  # noqa: E402
 
-from audit.attacks.engines.linear import (NOTEBOOK_PUBLIC, Mitigation, answer_queries, hashed_masks, load_frame,  # noqa: E402
-                                  prepare, random_predicates, reconstruct)
+from audit.attacks.engines.linear import reconstruct  # noqa: E402
+from audit.attacks.engines.linear_mitigations import Mitigation, answer_queries  # noqa: E402
+from audit.attacks.engines.linear_target import (NOTEBOOK_PUBLIC, hashed_masks, load_frame, prepare,  # noqa: E402
+                                                 random_predicates)
 
 
 def _data_dir() -> Path:

@@ -27,7 +27,8 @@ sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
 
-from audit.attacks.engines.rank import RankAttack, RankOptions, resolve_device  # noqa: E402
+from audit.attacks.engines.rank import RankAttack  # noqa: E402
+from audit.attacks.engines.rank_options import RankOptions, resolve_device  # noqa: E402
 from audit.inputs import Inputs  # noqa: E402
 from audit.data.microdata import validate  # noqa: E402
 from audit.attacks.reidentify import ranking_part  # noqa: E402

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from audit.attacks.base import ATTACKS, AttackResult, DifferenceAttack, ExactAttack, LinearAttack, RankingAttack, Risk
-from audit.attacks.engines.linear import NOTEBOOK_PUBLIC, load_frame, prepare
-from audit.attacks.engines.rank import RankOptions, torch_available
+from audit.attacks.engines.linear_target import NOTEBOOK_PUBLIC, load_frame, prepare
+from audit.attacks.engines.rank_options import RankOptions, torch_available
 from audit.errors import InternalError
 from audit.attacks.exact import ExactOptions
 from audit.inputs import load_inputs

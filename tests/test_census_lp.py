@@ -10,7 +10,9 @@ import pytest
 
 from conftest import RECON
 
-from audit.release.census_lp import compare, read_lp, read_solution, release_frame
+from audit.release.census_lp import release_frame
+from audit.release.census_lp_reader import read_lp
+from audit.release.census_lp_solution import compare, read_solution
 from audit.cli import run
 from audit.attacks.exact import ExactOptions
 from audit.published import attack_unit, published_problems, read_release

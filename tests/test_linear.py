@@ -17,10 +17,12 @@ import pytest
 
 from audit.cli import run
 from audit.attacks.difference import find_differences, nested
-from audit.attacks.engines import linear as L
-from audit.attacks.engines.linear import (NOTEBOOK_PUBLIC, LinearReconstruction, Mitigation, cell_masks, hashed_masks,
-                                  load_frame, mitigation_sweep, prepare, privacy_loss, random_predicates,
-                                  sample_noise, solve_lp, wilson)
+from audit.attacks.engines.linear import LinearReconstruction, solve_lp, wilson
+from audit.attacks.engines.linear_mitigations import Mitigation, sample_noise
+from audit.attacks.engines.linear_privacy import opendp_available, privacy_loss
+from audit.attacks.engines.linear_sweep import mitigation_sweep
+from audit.attacks.engines.linear_target import (NOTEBOOK_PUBLIC, cell_masks, hashed_masks, load_frame, prepare,
+                                                 random_predicates)
 from audit.errors import AuditError
 from audit.inputs import load_inputs
 from audit.specs.query import Predicate
@@ -185,7 +187,7 @@ def test_privacy_loss_from_opendp():
 def test_without_opendp_the_sweep_runs_and_says_epsilon_is_unavailable(target, monkeypatch, tmp_path):
     monkeypatch.setitem(sys.modules, "opendp", None)
     monkeypatch.setitem(sys.modules, "opendp.prelude", None)
-    assert not L.opendp_available()
+    assert not opendp_available()
     loss = privacy_loss("gaussian", 2.0, 200)
     assert loss.epsilon is None and not loss.available and "disclosure-audit[dp]" in loss.note
     sweep = mitigation_sweep(target, "uscitizen", params=[2], mitigations=("noise",), trials=1)

@@ -36,7 +36,7 @@ def test_without_torch_the_command_says_how_to_install(monkeypatch, capsys, tmp_
 
 
 def test_match_rate_follows_the_paper():
-    from audit.attacks.engines.rank import match_rates, rank_rows
+    from audit.attacks.engines.rank_results import match_rates, rank_rows
 
     ranked = rank_rows(np.array([[0], [0], [0], [1], [1], [2], [3]]))
     assert ranked == [((0,), 3), ((1,), 2), ((2,), 1), ((3,), 1)]
@@ -50,7 +50,10 @@ def test_match_rate_follows_the_paper():
 
 pytest.importorskip("torch", reason="the rank extra (PyTorch) is not installed: pip install 'disclosure-audit[rank]'")
 
-from audit.attacks.engines.rank import RankAttack, RankOptions, _Encoding, relaxed_residuals  # noqa: E402
+from audit.attacks.engines.rank import RankAttack  # noqa: E402
+from audit.attacks.engines.rank_encoding import _Encoding  # noqa: E402
+from audit.attacks.engines.rank_options import RankOptions  # noqa: E402
+from audit.attacks.engines.rank_relaxation import relaxed_residuals  # noqa: E402
 
 
 def _tiny(truth: np.ndarray, cells: str = "full", noise: float = 0.0, seed: int = 0) -> Problem:

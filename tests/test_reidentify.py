@@ -20,7 +20,8 @@ from audit.cli import run
 from audit.attacks.exact import ExactOptions, audit_unit, make_engine
 from audit.findings.document import run_exact
 from audit.inputs import load_inputs
-from audit.attacks.reidentify import ReidentificationAttack, measure_ranking, proofs, uniqueness
+from audit.attacks.reidentify import ReidentificationAttack
+from audit.attacks.reidentify_unit import measure_ranking, proofs, uniqueness
 from audit.policy.rules import apply, load_rules
 
 from _oracle import consistent_worlds

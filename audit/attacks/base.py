@@ -14,8 +14,11 @@ from types import MappingProxyType
 from typing import Any, Callable, Mapping, Protocol, Sequence
 
 from .difference import Exposure, find_differences
-from .engines.linear import LinearReconstruction, LinearResults, Target
-from .engines.rank import RankOptions, RankResults, rank_inputs
+from .engines.linear import LinearReconstruction, LinearResults
+from .engines.linear_target import Target
+from .engines.rank import rank_inputs
+from .engines.rank_options import RankOptions
+from .engines.rank_results import RankResults
 from ..errors import InternalError
 from .exact import ExactOptions
 from ..findings.document import run_exact
@@ -109,7 +112,7 @@ def exact_result(doc: Mapping) -> AttackResult:
 
 class RankingAttack(_Evaluator):
     """RAP-RANK on every unit (:func:`audit.attacks.engines.rank.rank_inputs`); ``detail`` is its
-    :class:`~audit.attacks.engines.rank.RankResults`. Risk: the pooled match rate among the top u rows, the
+    :class:`~audit.attacks.engines.rank_results.RankResults`. Risk: the pooled match rate among the top u rows, the
     best baseline's beside it, and the interval over units."""
 
     name = "rank"
@@ -123,7 +126,7 @@ class RankingAttack(_Evaluator):
 
 
 def rank_result(results: RankResults) -> AttackResult:
-    """The ranking attack's result from its :class:`~audit.attacks.engines.rank.RankResults`."""
+    """The ranking attack's result from its :class:`~audit.attacks.engines.rank_results.RankResults`."""
     pooled = results.pooled()
     if not pooled["attack"]:
         return AttackResult("rank", Risk(0.0), {"units": 0}, results)

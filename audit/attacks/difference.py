@@ -21,7 +21,7 @@ import pandas as pd
 from ..specs.query import Predicate, nested
 from ..release.constraints import PUBLISHED, Constraint, UnitRelease, Value, constraints_of
 from ..specs.schedule import Schedule
-from ..specs.schema import Schema
+from ..specs.schema_types import Schema
 from ..release.tabulate import tabulate, units_of
 
 

@@ -11,7 +11,10 @@ from pathlib import Path
 from typing import Optional
 
 from .base import DifferenceAttack, LinearAttack, RankingAttack
-from .engines.linear import MECHANISMS, METHODS, load_frame, mitigation_sweep, prepare
+from .engines.linear import METHODS
+from .engines.linear_mitigations import MECHANISMS
+from .engines.linear_sweep import mitigation_sweep
+from .engines.linear_target import load_frame, prepare
 from ..errors import AuditError
 from ..findings.document import NOTICE, write_json
 from ..inputs import load_inputs

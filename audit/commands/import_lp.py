@@ -6,7 +6,9 @@ from typing import Annotated, Optional
 
 import typer
 
-from ..release.census_lp import read_lp, read_solution, release_frame
+from ..release.census_lp import release_frame
+from ..release.census_lp_reader import read_lp
+from ..release.census_lp_solution import read_solution
 from ..errors import AuditError
 from ..specs.schedule import load_schedule
 from ..specs.schema import load_schema

@@ -6,7 +6,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from ..attacks.engines.linear import DP_HINT, opendp_available
+from ..attacks.engines.linear_privacy import DP_HINT, opendp_available
 from ..attacks.extras import write_linear
 from ..outputs.terminal import echo
 from . import DataArg

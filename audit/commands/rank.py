@@ -6,7 +6,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from ..attacks.engines.rank import RankOptions, resolve_device
+from ..attacks.engines.rank_options import RankOptions, resolve_device
 from ..attacks.extras import write_ranking
 from ..findings.provenance import fingerprint
 from ..outputs.terminal import echo

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import AuditError
-from ..specs.schema import Schema
+from ..specs.schema_types import Schema
 
 
 def read_table(path: str | Path) -> pd.DataFrame:

@@ -21,7 +21,7 @@ import pandas as pd
 from ..errors import AuditError
 from .microdata import as_strings, check_header, csv_header, no_rows, validate
 from ..specs.schedule import Schedule
-from ..specs.schema import Schema
+from ..specs.schema_types import Schema
 
 DEFAULT_CHUNK_ROWS = 20_000
 

@@ -12,7 +12,7 @@ from ..errors import AuditError, InconsistentRelease
 from ..specs.query import Predicate, Statistic
 from ..release.constraints import Constraint, UnitRelease, constraints_of, int_hi, int_lo
 from ..specs.schedule import Schedule
-from ..specs.schema import Schema
+from ..specs.schema_types import Schema
 from ..release.tabulate import median, units_of
 
 

@@ -18,7 +18,7 @@ from .build import Domain, Problem, _to_atoms, cell_domains, population
 from ..specs.query import Predicate
 from ..release.constraints import Constraint, UnitRelease, constraints_of
 from ..specs.schedule import Schedule
-from ..specs.schema import Schema
+from ..specs.schema_types import Schema
 
 
 def finest_level(schema: Schema, schedule: Schedule) -> str:

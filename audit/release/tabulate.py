@@ -12,7 +12,7 @@ from ..errors import AuditError
 from .magnitude import Contributions
 from .constraints import EMPTY, PUBLISHED, STRUCTURAL, SUPPRESSED, UnitRelease, Value, round_half_up, round_to_base
 from ..specs.schedule import MARGIN, Schedule, Table
-from ..specs.schema import Schema
+from ..specs.schema_types import Schema
 
 
 def units_of(frame: pd.DataFrame, schema: Schema, level: str) -> list[tuple[tuple[str, ...], np.ndarray]]:

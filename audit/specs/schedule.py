@@ -8,7 +8,7 @@ from typing import Any, Mapping
 
 from ._yaml import Located, load_yaml
 from .query import Predicate, Statistic, nested
-from .schema import Schema, is_int
+from .schema_types import Schema, is_int
 
 MARGIN = "*"
 

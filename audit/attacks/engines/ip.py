@@ -33,8 +33,6 @@ is dropped from the samples, or keeps an enumeration from being called exhausted
 """
 from __future__ import annotations
 
-import logging
-from fractions import Fraction
 from typing import Generator, Sequence
 
 import numpy as np
@@ -43,42 +41,18 @@ from ...problem.claims import REFUTED, UNDECIDED, VERIFIED, Claim, Verdict
 from ...errors import Undecided
 from ...problem.build import Problem
 from ...specs.query import Predicate
-from ...release.constraints import Constraint, int_hi as _int_hi, int_lo as _int_lo
 from ._explain import EXPLAIN_BUDGET, Explainer
 from ._explain import LIMIT as EXPLAIN_LIMIT, SAT as EXPLAIN_SAT, UNSAT as EXPLAIN_UNSAT
 from .base import Enumeration, ExactEngine
-from .sat import cell_of, integer_bounds
+from .sat import cell_of
+from .ip_backends import FEASIBLE, INFEASIBLE, LIMIT, _Backends
+from .ip_model import INF, _Formulation, _Model
 
-log = logging.getLogger("audit.attacks.engines.ip")
-
-INF = float("inf")
-FEASIBLE, INFEASIBLE, LIMIT = "feasible", "infeasible", "limit"
-GUROBI_SIZE_LIMIT = 10010
 # explanation work of a MIP in the SAT explainer's unit (propagations): per simplex iteration, and per MIP
 ITERATION_WORK, MIP_WORK = 1_000, 100_000
 
 
-class _Model:
-    """A MILP as columns and tagged rows; a solve picks which cells' rows take part."""
-
-    def __init__(self):
-        self.lb: list[float] = []
-        self.ub: list[float] = []
-        self.integer: list[bool] = []
-        self.rows: list[tuple[dict[int, float], float, float, str | None]] = []
-
-    def var(self, lb: float = 0, ub: float = 1, integer: bool = True) -> int:
-        self.lb.append(lb)
-        self.ub.append(ub)
-        self.integer.append(integer)
-        return len(self.lb) - 1
-
-    def row(self, coef: dict[int, float], lo: float = -INF, hi: float = INF, tag: str | None = None) -> None:
-        coef = {k: v for k, v in coef.items() if v}
-        self.rows.append((coef, lo, hi, tag))
-
-
-class IpEngine(ExactEngine):
+class IpEngine(_Formulation, _Backends, ExactEngine):
     """Exact reconstruction by integer programming, for one :class:`~audit.problem.build.Problem`.
 
     Parameters
@@ -143,248 +117,6 @@ class IpEngine(ExactEngine):
                 self.cells.append(key)
             self._constraint(c, key)
         self.backend = self._pick_backend(backend)
-
-    # -- model ----------------------------------------------------------------------------------
-    def _z(self, s: int, pred: Predicate) -> list[list[int]]:
-        """Sub-predicates of ``pred`` for slot ``s``: per clause, the one-hot columns it allows."""
-        return [[self.x[s][self.problem.index(name)][v] for v in sorted(atoms)] for name, atoms in pred.clauses]
-
-    def w(self, s: int, pred: Predicate) -> int:
-        """W[pred, s] (eqs. 5-6): slot ``s`` is an active row satisfying ``pred``."""
-        key = (s, pred)
-        if key not in self._w_cache:
-            z = self._z(s, pred)
-            if not z:
-                self._w_cache[key] = self.act[s]
-                return self.act[s]
-            m = self.model
-            w = m.var()
-            m.row({w: 1, self.act[s]: -1}, -INF, 0)  # the padding sub-predicate
-            total: dict[int, float] = {w: 1}
-            for part in z:
-                m.row({w: 1, **{v: -1 for v in part}}, -INF, 0)  # eq. 5
-                for v in part:
-                    total[v] = total.get(v, 0) - 1
-            m.row(total, -(len(z) - 1), INF)  # eq. 6: W >= sum Z - (r - 1)
-            self._w_cache[key] = w
-        return self._w_cache[key]
-
-    def _hash_order(self, rng) -> None:
-        """Eq. 8: h.X_{s+1} >= h.X_s for active slots (inactive slots are last)."""
-        h = [[int(v) for v in rng.integers(1, 1000, size=d)] for d in self.sizes]
-        big = sum(max(col) for col in h)
-        self.hash = h
-        for s in range(self.n - 1):
-            coef: dict[int, float] = {}
-            for c, d in enumerate(self.sizes):
-                for v in range(d):
-                    coef[self.x[s + 1][c][v]] = coef.get(self.x[s + 1][c][v], 0) + h[c][v]
-                    coef[self.x[s][c][v]] = coef.get(self.x[s][c][v], 0) - h[c][v]
-            coef[self.act[s + 1]] = coef.get(self.act[s + 1], 0) - big
-            self.model.row(coef, -big, INF)
-
-    def _constraint(self, c: Constraint, tag: str) -> None:
-        m, n = self.model, self.n
-        ws = [self.w(s, c.predicate) for s in range(n)]
-        kind = c.statistic.kind
-        if kind == "count":
-            lo, hi = integer_bounds(c, n)
-            m.row({w: 1 for w in ws}, lo, hi, tag)
-            return
-        col = self.problem.index(c.statistic.column)
-        values = self.problem.domains[col].values
-        if kind in ("mean", "median"):
-            m.row({w: 1 for w in ws}, 1, INF, tag)  # a published mean or median has rows
-        if kind in ("sum", "mean"):
-            vmin, vmax = min(min(values), 0), max(max(values), 0)
-            big = vmax - vmin
-            qs = []
-            for s in range(n):
-                q = m.var(vmin, vmax, integer=False)
-                val = {self.x[s][col][v]: values[v] for v in range(len(values))}
-                m.row({q: 1, ws[s]: -vmax}, -INF, 0, tag)
-                m.row({q: 1, ws[s]: -vmin}, 0, INF, tag)
-                m.row({q: 1, **{k: -v for k, v in val.items()}, ws[s]: big}, -INF, big, tag)  # q - V <= big(1-W)
-                m.row({q: 1, **{k: -v for k, v in val.items()}, ws[s]: -big}, -big, INF, tag)  # q - V >= -big(1-W)
-                qs.append(q)
-            if kind == "sum":
-                m.row({q: 1 for q in qs}, _lo(_int_lo(c.lo, c.lo_open)), _hi(_int_hi(c.hi, c.hi_open)), tag)
-                return
-            for bound, is_lo in ((c.lo, True), (c.hi, False)):
-                if bound is None:
-                    continue
-                p, q_ = bound.numerator, bound.denominator
-                coef = {**{q: q_ for q in qs}, **{w: -p for w in ws}}
-                if is_lo:
-                    m.row(coef, 1 if c.lo_open else 0, INF, tag)
-                else:
-                    m.row(coef, -INF, -1 if c.hi_open else 0, tag)
-            return
-        # median: order statistics from threshold counts
-        big = 2 * n + 2
-        lo2 = _int_lo(None if c.lo is None else 2 * c.lo, c.lo_open)  # bounds on lm + um
-        hi2 = _int_hi(None if c.hi is None else 2 * c.hi, c.hi_open)
-        vmin, vmax = values[0], values[-1]
-        # lm <= um, so lm in [A - vmax, B/2] and um in [A/2, B - vmin]: other thresholds are constants
-        lm_rng = (vmin if lo2 is None else lo2 - vmax, vmax if hi2 is None else Fraction(hi2, 2))
-        um_rng = (vmin if lo2 is None else Fraction(lo2, 2), vmax if hi2 is None else hi2 - vmin)
-        expr: dict[int, float] = {}
-        const = 2 * values[0]
-        g_cache: dict[int, dict[int, float]] = {}
-
-        def two_g_minus_cnt(j: int) -> dict[int, float]:
-            """Coefficients of 2*G[j] - cnt, G[j] = matching rows with value >= v_j (eqs. 5-6 style products)."""
-            if j not in g_cache:
-                coef: dict[int, float] = {w: -1 for w in ws}
-                for s in range(n):
-                    b = m.var()
-                    ge = [self.x[s][col][v] for v in range(j, len(values))]
-                    m.row({b: 1, ws[s]: -1}, -INF, 0, tag)
-                    m.row({b: 1, **{k: -1 for k in ge}}, -INF, 0, tag)
-                    m.row({b: 1, ws[s]: -1, **{k: -1 for k in ge}}, -1, INF, tag)
-                    coef[b] = 2
-                g_cache[j] = coef
-            return g_cache[j]
-
-        for (a, b), strict in ((lm_rng, 1), (um_rng, 0)):  # lower middle: 2G-cnt >= 1; upper: >= 0
-            below = [j for j in range(1, len(values)) if values[j] <= a]
-            above = [j for j in range(1, len(values)) if values[j] > b]
-            if below:  # the middle value is >= v_j for these j in every solution
-                m.row(two_g_minus_cnt(below[-1]), strict, INF, tag)
-                const += values[below[-1]] - values[0]
-            if above:  # and never reaches these
-                m.row(two_g_minus_cnt(above[0]), -INF, strict - 1, tag)
-            for j in range(1, len(values)):
-                if a < values[j] <= b:
-                    ind = m.var()
-                    coef = two_g_minus_cnt(j)
-                    m.row({**coef, ind: -big}, strict - big, INF, tag)
-                    m.row({**coef, ind: -big}, -INF, strict - 1, tag)
-                    expr[ind] = values[j] - values[j - 1]
-        m.row(expr, _lo(None if lo2 is None else lo2 - const), _hi(None if hi2 is None else hi2 - const), tag)
-
-    # -- backends -------------------------------------------------------------------------------
-    def _pick_backend(self, backend: str) -> str:
-        if backend == "highs":
-            return "highs"
-        try:
-            import gurobipy  # noqa: F401
-        except ImportError:
-            if backend == "gurobi":
-                raise
-            return "highs"
-        return "gurobi"
-
-    def _solve(self, cells: list[str] | None, extra: list = (), extra_vars: list = (),
-               objective: dict[int, float] | None = None, nodes: int | None = None) -> tuple[str, np.ndarray | None]:
-        """Solve with the base rows, the rows of ``cells`` (all when None) and extra rows/vars.
-
-        ``nodes``: a branch-and-bound node limit instead of the time limit (deterministic work);
-        the simplex iterations made are left in ``last_iterations``.
-        """
-        self.calls += 1
-        self.last_iterations = 0
-        keep = None if cells is None else set(cells)
-        rows = [r for r in self.model.rows if r[3] is None or keep is None or r[3] in keep] + list(extra)
-        lb, ub, integer = list(self.model.lb), list(self.model.ub), list(self.model.integer)
-        for vlb, vub, vint in extra_vars:
-            lb.append(vlb)
-            ub.append(vub)
-            integer.append(vint)
-        if self.backend == "gurobi":
-            try:
-                return self._gurobi(rows, lb, ub, integer, objective, nodes)
-            except _GurobiRefused as err:
-                log.warning("Gurobi refused the model (%s); falling back to HiGHS", err)
-                self.backend = "highs"
-        return self._highs(rows, lb, ub, integer, objective, nodes)
-
-    def _highs(self, rows, lb, ub, integer, objective, nodes=None):
-        import highspy
-
-        h = highspy.Highs()
-        h.setOptionValue("output_flag", False)
-        h.setOptionValue("time_limit", float(self.time_limit) if nodes is None else INF)
-        if nodes is not None:
-            h.setOptionValue("mip_max_nodes", int(nodes))
-        h.setOptionValue("threads", self.threads)
-        h.setOptionValue("random_seed", self.seed)
-        for option in ("mip_feasibility_tolerance", "primal_feasibility_tolerance"):
-            h.setOptionValue(option, float(self.tolerance))
-        lp = highspy.HighsLp()
-        ncol = len(lb)
-        lp.num_col_, lp.num_row_ = ncol, len(rows)
-        cost = np.zeros(ncol)
-        for k, v in (objective or {}).items():
-            cost[k] = v
-        lp.col_cost_ = cost
-        lp.col_lower_ = np.asarray(lb, dtype=float)
-        lp.col_upper_ = np.asarray(ub, dtype=float)
-        lp.row_lower_ = np.asarray([r[1] for r in rows], dtype=float)
-        lp.row_upper_ = np.asarray([r[2] for r in rows], dtype=float)
-        start, index, value = [0], [], []
-        for coef, *_ in rows:
-            index += list(coef.keys())
-            value += list(coef.values())
-            start.append(len(index))
-        lp.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
-        lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = ncol, len(rows)
-        lp.a_matrix_.start_ = np.asarray(start, dtype=np.int32)
-        lp.a_matrix_.index_ = np.asarray(index, dtype=np.int32)
-        lp.a_matrix_.value_ = np.asarray(value, dtype=float)
-        lp.integrality_ = [highspy.HighsVarType.kInteger if i else highspy.HighsVarType.kContinuous for i in integer]
-        h.passModel(lp)
-        h.run()
-        self.last_iterations = max(int(h.getInfo().simplex_iteration_count), 0)
-        status = h.getModelStatus()
-        S = highspy.HighsModelStatus
-        if status == S.kOptimal or (status in (S.kTimeLimit, S.kSolutionLimit, S.kInterrupt)
-                                    and h.getInfo().primal_solution_status == 2):
-            return FEASIBLE, np.asarray(h.getSolution().col_value)
-        if status == S.kInfeasible:
-            return INFEASIBLE, None
-        return LIMIT, None
-
-    def _gurobi(self, rows, lb, ub, integer, objective, nodes=None):
-        import gurobipy as gp
-
-        try:
-            env = gp.Env(empty=True)
-            env.setParam("OutputFlag", 0)
-            env.start()
-            model = gp.Model(env=env)
-            if nodes is None:
-                model.Params.TimeLimit = self.time_limit
-            else:
-                model.Params.NodeLimit = nodes
-            model.Params.Threads = self.threads
-            model.Params.Seed = self.seed
-            model.Params.FeasibilityTol = model.Params.IntFeasTol = self.tolerance
-            xs = model.addVars(len(lb), lb=lb, ub=ub,
-                               vtype=[gp.GRB.INTEGER if i else gp.GRB.CONTINUOUS for i in integer])
-            for coef, lo, hi, _ in rows:
-                expr = gp.LinExpr([(v, xs[k]) for k, v in coef.items()])
-                if lo == hi:
-                    model.addLConstr(expr, gp.GRB.EQUAL, lo)
-                    continue
-                if lo > -INF:
-                    model.addLConstr(expr, gp.GRB.GREATER_EQUAL, lo)
-                if hi < INF:
-                    model.addLConstr(expr, gp.GRB.LESS_EQUAL, hi)
-            if objective:
-                model.setObjective(gp.quicksum(v * xs[k] for k, v in objective.items()))
-            model.optimize()
-            self.last_iterations = int(model.IterCount)
-        except gp.GurobiError as err:
-            if getattr(err, "errno", None) == GUROBI_SIZE_LIMIT or "size-limited" in str(err).lower() \
-                    or "licen" in str(err).lower():
-                raise _GurobiRefused(str(err).strip().splitlines()[0]) from None
-            raise
-        if model.SolCount > 0:
-            return FEASIBLE, np.array([xs[k].X for k in range(len(lb))])
-        if model.Status in (gp.GRB.INFEASIBLE, gp.GRB.INF_OR_UNBD):
-            return INFEASIBLE, None
-        return LIMIT, None
 
     # -- the engine interface -------------------------------------------------------------------
     def decode(self, sol: np.ndarray) -> np.ndarray | None:
@@ -588,15 +320,3 @@ class _Session:
 
     def close(self) -> None:
         pass
-
-
-class _GurobiRefused(Exception):
-    """The installed Gurobi licence does not accept this model."""
-
-
-def _lo(v: int | None) -> float:
-    return -INF if v is None else v
-
-
-def _hi(v: int | None) -> float:
-    return INF if v is None else v

@@ -1,0 +1,126 @@
+"""RAP-RANK's queries: a group of problems' published cells as clause slots and per-unit loss terms."""
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from ...problem.build import Problem
+
+
+@dataclass
+class _Term:
+    """One constraint in solver form: lo * ans[q2] <= ans[q1] <= hi * ans[q2], weight w."""
+
+    q1: int
+    q2: int        # index of the divisor query; -1 for the constant 1 (count/sum)
+    lo: float
+    hi: float
+    w: float
+    check: bool = True   # counts towards "the rounded dataset reproduces the release" (not noisy cells)
+
+
+class _Encoding:
+    """The queries of a group of problems sharing domains: clause slots and per-unit terms."""
+
+    def __init__(self, problems: Sequence[Problem], noise: Mapping[str, float]):
+        first = problems[0]
+        self.domains = first.domains
+        self.sizes = [len(d) for d in self.domains]
+        self.offsets = np.concatenate([[0], np.cumsum(self.sizes)]).astype(int)
+        self.slots: list[dict] = [dict() for _ in self.domains]   # per column: (atoms, weighted) -> j
+        self.queries: dict = {}                                   # (clauses, weighted col) -> q
+        self.query_slots: list[list[tuple[int, int]]] = []
+        self.notes: list[str] = []
+        self.terms: list[list[_Term]] = []
+        skipped: Counter = Counter()
+        for p in problems:
+            if p.domains != self.domains:
+                raise ValueError("problems of one encoding must share their domains")
+            terms = []
+            for c in p.constraints:
+                term = self._term(p, c, noise, skipped)
+                if term is not None:
+                    terms.append(term)
+            for e in p.edits:
+                terms.append(_Term(self.query(self._clauses(p, e)), -1, 0.0, 0.0, 1.0))
+            self.terms.append(terms)
+        for kind, n in sorted(skipped.items()):
+            self.notes.append(f"{n} {kind} cells are not in the relaxed loss (no differentiable form here)")
+
+    def _clauses(self, p: Problem, predicate) -> tuple:
+        return tuple((p.index(name), frozenset(atoms)) for name, atoms in predicate.clauses)
+
+    def _slot(self, col: int, atoms: frozenset, weighted: bool) -> int:
+        table = self.slots[col]
+        return table.setdefault((atoms, weighted), len(table))
+
+    def query(self, clauses: tuple, weighted: int | None = None) -> int:
+        key = (clauses, weighted)
+        if key not in self.queries:
+            slots = [(col, self._slot(col, atoms, col == weighted)) for col, atoms in clauses]
+            if weighted is not None and all(col != weighted for col, _ in clauses):
+                slots.append((weighted, self._slot(weighted, frozenset(range(self.sizes[weighted])), True)))
+            self.queries[key] = len(self.query_slots)
+            self.query_slots.append(slots)
+        return self.queries[key]
+
+    def _term(self, p: Problem, c, noise: Mapping[str, float], skipped: Counter) -> _Term | None:
+        stat = c.statistic
+        sigma = getattr(c, "noise_scale", None) or noise.get(c.key) or noise.get("*")
+        clauses = self._clauses(p, c.predicate)
+        if stat.kind == "median":
+            skipped["median"] += 1
+            return None
+        lo = -math.inf if c.lo is None else float(c.lo)
+        hi = math.inf if c.hi is None else float(c.hi)
+        if stat.kind in ("count", "sum") and not sigma:
+            # integer statistics: open ends and fractional bounds tighten to integers
+            if c.lo is not None:
+                lo = float(math.floor(c.lo) + 1 if c.lo_open and c.lo == math.floor(c.lo) else math.ceil(c.lo))
+            if c.hi is not None:
+                hi = float(math.ceil(c.hi) - 1 if c.hi_open and c.hi == math.ceil(c.hi) else math.floor(c.hi))
+        w = 1.0 / max(float(sigma), 1.0) ** 2 if sigma else 1.0
+        check = not sigma
+        if stat.kind == "count":
+            return _Term(self.query(clauses), -1, lo, hi, w, check)
+        col = p.index(stat.column)
+        vmin = min(self.domains[col].values)
+        q_sum = self.query(clauses, col)            # sum of (value - vmin): non-negative
+        q_cnt = self.query(clauses)
+        if stat.kind == "sum":
+            # sum = sum' + vmin * count: fold the shift into the divisor form when vmin != 0
+            if vmin == 0:
+                return _Term(q_sum, -1, lo, hi, w, check)
+            skipped["sum (negative domain)"] += 1
+            return None
+        # mean in [lo, hi]  <=>  (lo - vmin) * count <= sum' <= (hi - vmin) * count
+        return _Term(q_sum, q_cnt, lo - vmin, hi - vmin, w, check)
+
+    def tensors(self, torch, device):
+        """Clause matrices per column, the slot index table, and its log-space incidence matrix."""
+        mats, base = [], []
+        total = 0
+        for col, table in enumerate(self.slots):
+            d = self.domains[col]
+            m = np.zeros((len(d), max(len(table), 1)), dtype=np.float32)
+            values = np.asarray(d.values, dtype=np.float32) - min(d.values) if d.numeric else None
+            for (atoms, weighted), j in table.items():
+                idx = sorted(atoms)
+                m[idx, j] = values[idx] if weighted else 1.0
+            mats.append(torch.tensor(m, device=device))
+            base.append(total)
+            total += m.shape[1]
+        width = max(1, max(len(s) for s in self.query_slots))
+        gather = np.full((len(self.query_slots), width), total, dtype=np.int64)   # total = the constant-1 slot
+        for q, slots in enumerate(self.query_slots):
+            for i, (col, j) in enumerate(slots):
+                gather[q, i] = base[col] + j
+        incidence = np.zeros((total + 1, len(self.query_slots)), dtype=np.float32)
+        for q, slots in enumerate(self.query_slots):
+            for col, j in slots:
+                incidence[base[col] + j, q] += 1.0
+        return mats, torch.tensor(gather, device=device), torch.tensor(incidence, device=device)

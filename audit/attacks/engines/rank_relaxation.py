@@ -1,0 +1,179 @@
+"""RAP-RANK's relaxed datasets: start rows, the batched tensor program, Adam and randomized rounding."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from ...problem.build import Problem
+from .rank_options import RankOptions, _seed, _torch, unit_key
+from .rank_encoding import _Encoding, _Term
+
+
+def _row_logits(rows: np.ndarray, sizes: Sequence[int], mass: float) -> np.ndarray:
+    """Logits whose softmax puts ``mass`` on each row's atom and spreads the rest evenly."""
+    out = []
+    for col, a in enumerate(sizes):
+        p = np.full((len(rows), a), (1 - mass) / a, dtype=np.float64)
+        p[np.arange(len(rows)), rows[:, col]] += mass
+        out.append(np.log(p))
+    return np.concatenate(out, axis=1) if out else np.zeros((len(rows), 0))
+
+
+def _uniform_rows(problem: Problem, n: int, rng: np.random.Generator) -> np.ndarray:
+    """A uniformly random dataset of the schema: codes uniform, so atoms in proportion to their size."""
+    cols = []
+    for d in problem.domains:
+        w = np.array([len(a) for a in d.atoms], dtype=np.float64)
+        cols.append(rng.choice(len(d), size=n, p=w / w.sum()))
+    return np.column_stack(cols).astype(np.int64) if cols else np.zeros((n, 0), np.int64)
+
+
+def _start_rows(problem: Problem, n: int, prior: np.ndarray | None, init: str, rng) -> np.ndarray:
+    if init == "parent" and prior is not None and len(prior):
+        replace = len(prior) < n
+        return prior[rng.choice(len(prior), size=n, replace=replace)]
+    return _uniform_rows(problem, n, rng)
+
+
+@dataclass(frozen=True)
+class _BatchOut:
+    rounded: list          # per unit: list over runs of (n, C) atom arrays
+    loss: list             # per unit: final relaxed loss (mean over runs)
+    consistent: list       # per unit: fraction of runs whose rounded dataset satisfies every term
+
+
+class _Program:
+    """The tensors of one batch: clause matrices, answer product, and every unit's terms (repeated per run)."""
+
+    def __init__(self, enc: _Encoding, terms: Sequence[Sequence[_Term]], runs: int, rowmask: np.ndarray, dev,
+                 combine: str = "matmul"):
+        torch = self.torch = _torch()
+        self.enc, self.combine = enc, combine
+        B, T = len(terms), max(1, max(len(t) for t in terms))
+        cols = {name: np.zeros((B, T), dt) for name, dt in
+                (("q1", np.int64), ("q2", np.int64), ("lo", np.float32), ("hi", np.float32), ("w", np.float32),
+                 ("has_lo", np.float32), ("has_hi", np.float32), ("check", bool))}
+        for b, unit in enumerate(terms):
+            for t, term in enumerate(unit):
+                cols["q1"][b, t], cols["q2"][b, t] = term.q1 + 1, term.q2 + 1
+                cols["has_lo"][b, t], cols["has_hi"][b, t] = math.isfinite(term.lo), math.isfinite(term.hi)
+                cols["lo"][b, t] = term.lo if math.isfinite(term.lo) else 0.0
+                cols["hi"][b, t] = term.hi if math.isfinite(term.hi) else 0.0
+                cols["w"][b, t], cols["check"][b, t] = term.w, term.check
+        for name, arr in cols.items():
+            setattr(self, name, torch.tensor(np.repeat(arr, runs, axis=0), device=dev))
+        self.mats, self.gather, self.incidence = enc.tensors(torch, dev)
+        self.mask = torch.tensor(rowmask, device=dev, dtype=torch.float32)
+
+    def probs(self, logits):
+        o = self.enc.offsets
+        return [self.torch.softmax(logits[..., o[c]:o[c + 1]], dim=-1) for c in range(len(self.enc.sizes))]
+
+    def answers(self, ps):
+        """Relaxed answers ``(R, 1 + queries)``: column 0 is the constant 1, then every query."""
+        torch = self.torch
+        mass = torch.cat([p @ m for p, m in zip(ps, self.mats)] + [torch.ones_like(ps[0][..., :1])], dim=-1)
+        if self.combine == "matmul":
+            prod = torch.exp(torch.log(mass.clamp_min(1e-30)) @ self.incidence)
+        else:
+            prod = mass.index_select(-1, self.gather[:, 0])
+            for j in range(1, self.gather.shape[1]):
+                prod = prod * mass.index_select(-1, self.gather[:, j])
+        ans = (prod * self.mask[..., None]).sum(1)
+        return torch.cat([torch.ones_like(ans[:, :1]), ans], dim=1)
+
+    def residual(self, ans):
+        """How far each term lies outside ``[lo * d, hi * d]`` (0 inside)."""
+        torch = self.torch
+        a = torch.gather(ans, 1, self.q1)
+        d = torch.gather(ans, 1, self.q2)
+        return (torch.relu(self.lo * d - a) * self.has_lo + torch.relu(a - self.hi * d) * self.has_hi)
+
+
+def relaxed_residuals(problem: Problem, rows: np.ndarray, noise: Mapping[str, float] | None = None,
+                      combine: str = "matmul") -> np.ndarray:
+    """Each term's residual on an integer dataset (one-hot rows): 0 where the dataset meets the term.
+
+    A check that the relaxation is exact on integer data: ``problem.violations(rows) == []`` iff every
+    residual of a non-median cell is 0.
+    """
+    torch = _torch()
+    enc = _Encoding([problem], noise or {})
+    rows = np.asarray(rows, dtype=np.int64).reshape(-1, len(problem.domains))
+    prog = _Program(enc, enc.terms, 1, np.ones((1, max(1, len(rows))), np.float32) * (len(rows) > 0),
+                    torch.device("cpu"), combine)
+    if len(rows) == 0:
+        rows = np.zeros((1, len(problem.domains)), np.int64)
+    onehot = [torch.nn.functional.one_hot(torch.tensor(rows[None, :, c]), a).float() for c, a in enumerate(enc.sizes)]
+    with torch.no_grad():
+        return prog.residual(prog.answers(onehot))[0, :len(enc.terms[0])].numpy()
+
+
+def _attack_batch(problems: Sequence[Problem], priors: Sequence[np.ndarray | None], enc: _Encoding,
+                  unit_ids: Sequence[int], opts: RankOptions, device: str) -> _BatchOut:
+    torch = _torch()
+    dev = torch.device(device)
+    torch.manual_seed(opts.seed)
+    combine = "matmul" if opts.combine == "auto" else opts.combine
+    K, B = opts.runs, len(unit_ids)
+    sizes = enc.sizes
+    C = len(sizes)
+    ns = [problems[u].n_rows[1] for u in unit_ids]
+    N = max(1, max(ns))
+    width = int(enc.offsets[-1])
+    init = np.zeros((B, K, N, width), dtype=np.float32)
+    uniforms = np.zeros((B, K, N, C), dtype=np.float32)
+    rowmask = np.zeros((B, K, N), dtype=np.float32)
+    for b, u in enumerate(unit_ids):
+        p, n = problems[u], ns[b]
+        rowmask[b, :, :n] = 1.0
+        for k in range(K):
+            rng = _seed(opts.seed, unit_key(p), k)
+            rows = _start_rows(p, n, priors[u], opts.init, rng)
+            init[b, k, :n] = _row_logits(rows, sizes, opts.init_mass)
+            uniforms[b, k, :n] = rng.random((n, C))
+    prog = _Program(enc, [enc.terms[u] for u in unit_ids], K, rowmask.reshape(B * K, N), dev, combine)
+    R = B * K
+    theta = torch.tensor(init.reshape(R, N, width), device=dev, requires_grad=True)
+    probs, answers, residual, tw = prog.probs, prog.answers, prog.residual, prog.w
+    opt = torch.optim.Adam([theta], lr=opts.lr)
+    loss_r = torch.zeros(R, device=dev)
+    # stochastic terms (the "randomness of SGD"): during the first ``explore`` share of the steps each
+    # term enters a step's loss with probability ``keep``, on a low-discrepancy schedule whose phase is
+    # drawn per (unit, run, term) from the numpy generators: deterministic and batch-independent.
+    phase = torch.tensor(np.repeat(np.stack([_seed(opts.seed, unit_key(problems[u]), 0x5EED).random(tw.shape[1])
+                                             for u in unit_ids]), K, axis=0), device=dev, dtype=torch.float32)
+    phase = torch.remainder(phase + torch.arange(R, device=dev, dtype=torch.float32)[:, None] * 0.7548776662, 1.0)
+    explore = int(opts.steps * opts.explore) if opts.keep < 1 else 0
+    for step in range(opts.steps):
+        opt.zero_grad(set_to_none=True)
+        r = residual(answers(probs(theta)))
+        weight = tw
+        if step < explore:
+            weight = tw * (torch.remainder(phase + step * 0.6180339887, 1.0) < opts.keep)
+        loss_r = (weight * r * r).sum(1)
+        loss_r.sum().backward()
+        opt.step()
+    with torch.no_grad():
+        ps = probs(theta)
+        if opts.steps == 0:
+            r = residual(answers(ps))
+            loss_r = (tw * r * r).sum(1)
+        u = torch.tensor(uniforms.reshape(R, N, C), device=dev)
+        picks = []
+        for c in range(C):
+            cdf = torch.cumsum(ps[c], dim=-1)
+            picks.append((cdf < u[..., c:c + 1]).sum(-1).clamp_max(sizes[c] - 1))
+        rounded = torch.stack(picks, dim=-1)                                     # (R, N, C)
+        onehot = [torch.nn.functional.one_hot(rounded[..., c], sizes[c]).float() for c in range(C)]
+        r = residual(answers(onehot))
+        ok = ((r <= 1e-3) | ~prog.check).all(1)
+        rounded_np = rounded.cpu().numpy().reshape(B, K, N, C)
+        loss_np = loss_r.detach().cpu().numpy().reshape(B, K)
+        ok_np = ok.cpu().numpy().reshape(B, K)
+    return _BatchOut([[rounded_np[b, k, :ns[b]] for k in range(K)] for b in range(B)],
+                     [float(loss_np[b].mean()) for b in range(B)],
+                     [float(ok_np[b].mean()) for b in range(B)])

@@ -1,0 +1,115 @@
+"""Hierarchies of a schema: a column's codes grouped into nested totals, given in the YAML or as a
+tau-Argus ``.hrc`` file; each becomes a recode."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Mapping
+
+from ._yaml import Located
+from ..errors import AuditError
+from .schema_types import Recode, Schema, _show_domain
+
+
+def _load_hierarchy(doc: Located, schema: Schema, name: str, spec: Any, key: Any) -> Recode:
+    """A hierarchical code list over a categorical column (sdcTable's hierarchies, tau-Argus's .hrc files):
+    ``children: {node: [codes]}`` or ``hrc: FILE``. Its codes are the column's codes (the leaves) and the
+    nodes (subtotals), each standing for the leaves under it; the top nodes sit under the table total."""
+    here = ("hierarchies", key)
+    if not isinstance(spec, Mapping) or "from" not in spec or ("children" in spec) == ("hrc" in spec) \
+            or set(spec) - {"from", "children", "hrc", "labels"}:
+        raise doc.error("a hierarchy needs 'from: COLUMN' and either 'children: {node: [codes]}' or 'hrc: FILE'",
+                        *here, fix="e.g. area: {from: region, children: {north: [n1, n2], n1: [a, b], n2: [c]}}")
+    source = doc.code(spec["from"], *here, "from")
+    if source not in schema.names or schema.column(source).kind != "categorical":
+        raise doc.error(f"'{source}' is not a categorical column of the schema", *here, "from",
+                        fix=f"use one of {[c.name for c in schema.columns if c.kind == 'categorical']}")
+    col = schema.column(source)
+    if "hrc" in spec:
+        path = Path(str(doc.file)).parent / doc.code(spec["hrc"], *here, "hrc")
+        children, where = read_hrc(path)
+    else:
+        if not isinstance(spec["children"], Mapping) or not spec["children"]:
+            raise doc.error("children must map each node to the list of its codes", *here, "children",
+                            fix="e.g. children: {north: [n1, n2], n1: [a, b]}")
+        children, where = {}, {}
+        for node, kids in spec["children"].items():
+            code = doc.code(node, *here, "children", node, key=True)
+            if not isinstance(kids, list) or not kids:
+                raise doc.error(f"node '{code}' needs a non-empty list of codes", *here, "children", node,
+                                fix=f"e.g. {code}: [a, b]")
+            children[code] = [doc.code(k, *here, "children", node, j) for j, k in enumerate(kids)]
+            where[code] = doc.where(*here, "children", node)
+    parent: dict[str, str] = {}
+    for node, kids in children.items():
+        if node in col.codes:
+            raise AuditError(f"node '{node}' is also a code of '{source}'", where[node],
+                             "give subtotals their own codes; the column's codes are the leaves")
+        for kid in kids:
+            if kid in parent:
+                raise AuditError(f"'{kid}' is under both '{parent[kid]}' and '{node}'", where[node],
+                                 "put each code under one parent")
+            parent[kid] = node
+            if kid not in children and kid not in col.codes:
+                raise AuditError(f"'{kid}' is not a code of '{source}' nor a node of the hierarchy", where[node],
+                                 f"use the codes of '{source}' ({_show_domain(col)}) or add '{kid}' as a node")
+    leaves: dict[str, frozenset] = {}
+
+    def under(node: str, path: tuple) -> frozenset:
+        if node in path:
+            raise AuditError(f"the hierarchy has a cycle: {' -> '.join(path[path.index(node):] + (node,))}",
+                             where[node], "a node cannot be under itself")
+        if node not in children:
+            return frozenset([node])
+        if node not in leaves:
+            leaves[node] = frozenset().union(*(under(k, path + (node,)) for k in children[node]))
+        return leaves[node]
+
+    groups: dict[str, frozenset] = {}
+
+    def walk(code: str, path: tuple) -> None:  # depth first, a node before its codes (the order tau-Argus lists)
+        groups[code] = under(code, path)
+        for kid in children.get(code, ()):
+            walk(kid, path + (code,))
+
+    for node in children:
+        under(node, ())  # a cycle has no top node, so look for one from every node
+    for node in (n for n in children if n not in parent):
+        walk(node, ())
+    missing = [c for c in col.codes if c not in groups]
+    if missing:
+        raise AuditError(f"code '{missing[0]}' of '{source}' is in no node of hierarchy '{name}'"
+                         + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""), doc.where(*here),
+                         "put every code of the column under a node (the table total is the margin '*')")
+    whole = [n for n in children if groups[n] == frozenset(col.codes)]
+    if whole:
+        raise AuditError(f"node '{whole[0]}' covers every code of '{source}': it is the table total",
+                         where[whole[0]], "leave the total out and list its children as the top nodes; "
+                                          "tables publish the total as the margin '*'")
+    labels = {c: col.label(c) for c in col.codes}
+    labels.update({str(k): str(v) for k, v in (spec.get("labels") or {}).items()})
+    return Recode(name, source, groups, labels, nested=True)
+
+
+def read_hrc(path: Path) -> tuple[dict[str, list[str]], dict[str, str]]:
+    """A tau-Argus hierarchy file: one code a line, preceded by one '@' per level below the top.
+    Returns node -> its codes, and node -> "file:line" for messages."""
+    if not path.is_file():
+        raise AuditError("file not found", str(path), "give the .hrc file's path relative to the schema")
+    children: dict[str, list[str]] = {}
+    where: dict[str, str] = {}
+    stack: list[str] = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        code = line.lstrip("@").strip()
+        depth = len(line) - len(line.lstrip("@"))
+        if depth > len(stack) or not code:
+            raise AuditError(f"'{line.strip()}' is {depth} levels down, under no code one level up"
+                             if code else "a line of '@' with no code", f"{path}:{number}",
+                             "each line has one '@' more than its parent's at most")
+        del stack[depth:]
+        if stack:
+            children.setdefault(stack[-1], []).append(code)
+        where.setdefault(code, f"{path}:{number}")
+        stack.append(code)
+    return children, where

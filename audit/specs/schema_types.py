@@ -1,0 +1,184 @@
+"""The schema's types: columns and their domains, recodes, structural edits, and the schema that holds them."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from ._yaml import Located
+from ..errors import AuditError
+from .query import Predicate
+
+UNITS = ("person", "household", "family", "housing unit", "establishment", "record")  # what one data row is
+MAX_INTEGER_VALUES = 10_000  # an integer domain is enumerated (a numeric one per value): max - min + 1 at most
+
+
+@dataclass(frozen=True)
+class Column:
+    """An attribute: ``categorical`` codes (strings) with labels, or an ``integer`` range."""
+
+    name: str
+    kind: str
+    codes: tuple = ()
+    labels: Mapping[Any, str] = field(default_factory=dict)
+    title: str = ""  # how reports name the column ("Age"); empty: the labels speak for themselves
+
+    def __post_init__(self):
+        if self.kind not in ("categorical", "integer"):
+            raise ValueError(f"column {self.name}: kind must be categorical or integer")
+        if not self.codes:
+            raise ValueError(f"column {self.name}: empty domain")
+
+    @classmethod
+    def integer(cls, name: str, lo: int, hi: int, where: str | None = None) -> "Column":
+        """The column of the integers ``lo..hi``, refused past :data:`MAX_INTEGER_VALUES` before any is made."""
+        if hi - lo + 1 > MAX_INTEGER_VALUES:
+            raise AuditError(f"integer column '{name}' has {hi - lo + 1:,} values ({lo}..{hi}); the domain is "
+                             f"enumerated, so at most {MAX_INTEGER_VALUES:,} are allowed", where or name,
+                             f"narrow min..max, or publish '{name}' coarsened (e.g. in thousands) with a "
+                             "matching range")
+        return cls(name, "integer", tuple(range(lo, hi + 1)))
+
+    def label(self, code: Any) -> str:
+        return str(self.labels.get(code, code))
+
+
+@dataclass(frozen=True)
+class Recode:
+    """A derived categorical column: each code stands for a set of values of ``source``."""
+
+    name: str
+    source: str
+    groups: Mapping[str, frozenset]
+    labels: Mapping[str, str] = field(default_factory=dict)
+    nested: bool = False  # a hierarchy: groups are its leaves and subtotals (they nest), see :func:`_load_hierarchy`
+
+    def label(self, code: str) -> str:
+        return str(self.labels.get(code, code))
+
+
+@dataclass(frozen=True)
+class Edit:
+    """A structural edit the attacker also knows: no row may satisfy ``forbid``."""
+
+    forbid: Predicate
+    label: str = ""
+
+
+@dataclass(frozen=True)
+class Schema:
+    unit: str
+    geography: tuple[str, ...]
+    columns: tuple[Column, ...]
+    recodes: tuple[Recode, ...] = ()
+    edits: tuple[Edit, ...] = ()
+    source: str = "<schema>"
+    attacker: Any = None  # an audit.specs.attacker.AttackerModel: what an attacker knows and wants (optional)
+    contributor: str | None = None  # data column naming each row's contributor (magnitude rules; optional)
+
+    def __post_init__(self):
+        names = [c.name for c in self.columns] + [r.name for r in self.recodes]
+        if len(set(names)) != len(names):
+            raise ValueError("column and recode names must be unique")
+        if set(names) & set(self.geography):
+            raise ValueError("a geography column cannot also be an attribute")
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(c.name for c in self.columns)
+
+    def column(self, name: str) -> Column:
+        for col in self.columns:
+            if col.name == name:
+                return col
+        raise KeyError(name)
+
+    def recode(self, name: str) -> Recode | None:
+        return next((r for r in self.recodes if r.name == name), None)
+
+    def known(self) -> list[str]:
+        return list(self.names) + [r.name for r in self.recodes]
+
+    def values(self, name: str, spec: Any, where: str) -> tuple[str, frozenset]:
+        """Resolve one ``where`` entry (codes, a code, or ``{min, max}``) to base column and values."""
+        recode = self.recode(name)
+        if recode is not None:
+            codes = spec if isinstance(spec, list) else [spec]
+            out: set = set()
+            for code in codes:
+                if str(code) not in recode.groups:
+                    raise AuditError(f"'{code}' is not a code of recode '{name}'", where,
+                                     f"use one of {sorted(recode.groups)}")
+                out |= recode.groups[str(code)]
+            return recode.source, frozenset(out)
+        if name in self.geography:
+            raise AuditError(f"'{name}' is a geography column: cells count within one unit of a level", where,
+                             f"remove it, and publish the table at 'geography: {name}'")
+        if name not in self.names:
+            raise AuditError(f"unknown column '{name}'", where, f"use one of {self.known()}")
+        col = self.column(name)
+        if isinstance(spec, Mapping):
+            if col.kind != "integer" or not set(spec) <= {"min", "max"}:
+                raise AuditError(f"a range {{min, max}} needs an integer column; '{name}' is {col.kind}"
+                                 if col.kind != "integer" else f"a range takes only min and max, not {sorted(spec)}",
+                                 where, "list the codes instead" if col.kind != "integer" else "use {min: A, max: B}")
+            lo, hi = spec.get("min", col.codes[0]), spec.get("max", col.codes[-1])
+            if not is_int(lo) or not is_int(hi):
+                raise AuditError(f"min and max must be integers, not {lo!r} and {hi!r}", where,
+                                 "e.g. {min: 18, max: 64}")
+            if lo > hi:
+                raise AuditError(f"min {lo} is above max {hi}", where, "swap them")
+            return name, frozenset(v for v in col.codes if lo <= v <= hi)
+        codes = spec if isinstance(spec, list) else [spec]
+        out = set()
+        for code in codes:
+            value = _coerce(col, code)
+            if col.kind == "integer" and not is_int(value):
+                raise AuditError(f"{code!r} is not an integer", where, f"use integers {_show_domain(col)[9:]}")
+            if value not in col.codes:
+                raise AuditError(f"'{code}' is outside the domain of '{name}'", where,
+                                 f"use one of {_show_domain(col)}")
+            out.add(value)
+        return name, frozenset(out)
+
+    def predicate(self, where_spec: Mapping[str, Any], doc: Located | None, *path: Any) -> Predicate:
+        """Compile a ``where`` mapping into a predicate over base columns (clauses on one column intersect)."""
+        if not isinstance(where_spec, Mapping):
+            raise _err(doc, "expected a mapping of column to codes", *path, fix="write e.g. {sex: [F], age: {min: 18}}")
+        clauses: dict[str, frozenset] = {}
+        for key, spec in where_spec.items():
+            name = doc.code(key, *path, key, key=True) if doc else str(key)
+            if doc and (self.recode(name) or name in self.names and self.column(name).kind == "categorical"):
+                spec = doc.codes(spec, *path, key)
+            base, values = self.values(name, spec, doc.where(*path, key) if doc else name)
+            clauses[base] = clauses[base] & values if base in clauses else values
+        return Predicate.of(clauses)
+
+    def code_label(self, name: str, code: Any) -> str:
+        recode = self.recode(name)
+        return recode.label(code) if recode else self.column(name).label(code)
+
+
+def is_int(value: Any) -> bool:
+    """An integer from YAML or Python, not a boolean (``True`` is an int to Python)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _coerce(col: Column, code: Any) -> Any:
+    """A code as the column holds it: an int (from an int or its digits; not a bool or 1.5) or a string."""
+    if col.kind == "integer":
+        if is_int(code):
+            return code
+        if isinstance(code, str) and code.strip().lstrip("+-").isdigit():
+            return int(code)
+        return code
+    return str(code)
+
+
+def _show_domain(col: Column) -> str:
+    if col.kind == "integer":
+        return f"integers {col.codes[0]}..{col.codes[-1]}"
+    return str(list(col.codes))
+
+
+def _err(doc: Located | None, message: str, *path: Any, fix: str | None = None) -> AuditError:
+    return doc.error(message, *path, fix=fix) if doc else AuditError(message, None, fix)
