@@ -236,3 +236,33 @@ def test_a_real_tracts_explanations_hold_alone(sf1):
     assert _implied_by(schema, schedule, kids, parent, j, set(verdict.cells), verdict.claim.assignment, verdict.claim.m)
     listed = [c for c in unit_json(result, kids[j])["claims"] if c.get("cells")]
     assert listed and any(k.startswith("PCT12") for c in listed for k in c["cells"])
+
+
+def test_a_published_release_is_proved_jointly(tmp_path):
+    """`audit run --published` on block and tract tables, no microdata: the joint solve of the published
+    values gives each proved unit its one dataset, which is the truth's; its claims are verified with no
+    search, and a tract past --max-rows is proved rather than too large."""
+    from audit.published import run_published
+    from audit.release.tabulate import release_frame
+
+    (tmp_path / "schema.yaml").write_text(TRACT_SCHEMA)
+    (tmp_path / "tables.yaml").write_text("tables:\n" + "".join(f"  - {s}\n" for s in (BLOCK_TABLES[0], TRACT_TABLES[0])))
+    schema = load_schema(tmp_path / "schema.yaml")
+    schedule = load_schedule(tmp_path / "tables.yaml", schema)
+    frame = _frame([[("M", "c"), ("F", "a")], [("F", "a"), ("M", "s")]])
+    releases = tabulate(frame, schema, schedule)
+    release_frame(releases, schema).to_csv(tmp_path / "release.csv", index=False)
+    doc = run_published(tmp_path / "release.csv", tmp_path / "schema.yaml", tmp_path / "tables.yaml",
+                        ExactOptions(max_rows=3))
+    units = {u["geo"]: u for u in doc["units"]}
+    truth = {p.geo: p for p in build_problems(frame, schema, schedule, releases)}
+    for geo, unit in units.items():
+        assert unit["status"] == "done" and unit["reconstructed"] and unit["summary"]["undecided"] == 0, geo
+        assert "proved jointly" in unit["notes"][-1]
+    # the verified claims are the truth's, as a microdata audit finds them
+    block = next(p for p in truth.values() if p.level == "block")
+    mine = audit_unit(next(p for p in with_proofs([block], joint_proofs(schema, schedule, releases))), ExactOptions())
+    listed = units["/".join(block.geo)]["claims"]
+    assert {tuple(sorted(c["columns"].items())) for c in listed} <= {
+        tuple(sorted((block.domains[c].name, block.domains[c].labels[a]) for c, a in v.claim.assignment)) for v in mine.verified}
+    assert set(units) == {"000100", "000100/1", "000100/2"} and units["000100"]["rows"] == 4 > 3

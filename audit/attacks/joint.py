@@ -507,6 +507,24 @@ def with_proofs(problems, proofs: dict[tuple, tuple]) -> list:
     return out
 
 
+def as_proved(problems, proofs: dict[tuple, tuple]) -> list:
+    """The problems of a published release (no true rows), each proved one carrying its one dataset as
+    its rows, with the proof and its cells (:func:`audit.attacks.exact.audit_unit` then needs no search).
+
+    Sound without the truth: the proof shows every dataset that reproduces the published values has
+    this histogram over the unit's own tables' atoms, so the claims true in it are the verified ones.
+    """
+    out = []
+    for p in problems:
+        got = proofs.get((p.level, p.geo))
+        if got is not None and p.truth is None and got[1][0].shape[1:] == (len(p.domains),):
+            rows = np.repeat(got[1][0], got[1][1], axis=0)
+            p = replace(p, truth=rows, n_rows=(len(rows), len(rows)), proof=got[0], notes=p.notes + (got[0],),
+                        proof_cells=got[2])
+        out.append(p)
+    return out
+
+
 def _same(histogram: tuple[np.ndarray, np.ndarray], rows: np.ndarray) -> bool:
     """Whether the rows are the histogram's (as multisets of atom rows)."""
     mine = np.repeat(histogram[0], histogram[1], axis=0)
