@@ -110,19 +110,24 @@ def test_inconsistent_tract_is_an_input_error(tmp_path):
         prove_tract(schema, schedule, [r for r in releases if r.level == "block"], wrong)
 
 
-def test_a_real_tract_is_proved_block_by_block(sf1):
-    """Tract 06-037-532400 of the Bureau's extract (112 persons, 5 blocks) with block and tract tables:
-    every block and the tract proved unique, equal to the truth, and audited with no search."""
+def _real_tract(schema, schedule) -> tuple[pd.DataFrame, list]:
+    """Tract 06-037-532400 of the Bureau's extract (112 persons, 5 blocks) and its release."""
     import sys
 
     sys.path.insert(0, str(ROOT / "samples" / "sf1"))
     from convert import convert
 
-    schema, schedule = sf1[0], sf1[1]["tract"]
     source = pd.read_csv(RECON / "extract" / "rhdf_bt_0solvar_extract.csv", dtype=str, keep_default_na=False)
     frame = convert(source[source["Block ID"].str.zfill(15).str[:11] == "06037532400"]).reset_index(drop=True)
     frame["age"] = frame["age"].astype(int)
-    releases = tabulate(frame, schema, schedule)
+    return frame, tabulate(frame, schema, schedule)
+
+
+def test_a_real_tract_is_proved_block_by_block(sf1):
+    """Tract 06-037-532400 of the Bureau's extract (112 persons, 5 blocks) with block and tract tables:
+    every block and the tract proved unique, equal to the truth, and audited with no search."""
+    schema, schedule = sf1[0], sf1[1]["tract"]
+    frame, releases = _real_tract(schema, schedule)
     parent = next(r for r in releases if r.level == "tract")
     proof = prove_tract(schema, schedule, [r for r in releases if r.level == "block"], parent)
     assert len(proof.children) == 5 and all(proof.unique) and proof.parent_unique
@@ -215,18 +220,10 @@ def test_joint_explanations_alone_imply_their_claims(tmp_path):
 def test_a_real_tracts_explanations_hold_alone(sf1):
     """Tract 06-037-532400 (112 persons, 5 blocks, block and tract tables): each block's records are
     explained by block and tract cells that alone fix them; findings list the tract cells by key."""
-    import sys
-
     from audit.findings.document import unit_json
 
-    sys.path.insert(0, str(ROOT / "samples" / "sf1"))
-    from convert import convert
-
     schema, schedule = sf1[0], sf1[1]["tract"]
-    source = pd.read_csv(RECON / "extract" / "rhdf_bt_0solvar_extract.csv", dtype=str, keep_default_na=False)
-    frame = convert(source[source["Block ID"].str.zfill(15).str[:11] == "06037532400"]).reset_index(drop=True)
-    frame["age"] = frame["age"].astype(int)
-    releases = tabulate(frame, schema, schedule)
+    frame, releases = _real_tract(schema, schedule)
     kids, parent = [r for r in releases if r.level == "block"], next(r for r in releases if r.level == "tract")
     problems = with_proofs(build_problems(frame, schema, schedule, releases), joint_proofs(schema, schedule, releases))
     j = 0  # block 1066: its record needs tract cells (PCT12H, PCT12I)
