@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from .release import census_lp
+from .attacks.joint import as_proved, joint_proofs
 from .problem.coupled import build_coupled_problems, coupled_levels
 from .errors import AuditError, InconsistentRelease
 from .attacks.exact import ExactOptions, UnitResult, audit_unit, make_engine
@@ -255,14 +256,25 @@ def _explained(cell, table) -> bool:
 
 
 # -- problems and the attack -----------------------------------------------------------------------
-def published_problems(releases: list[UnitRelease], schema: Schema, schedule: Schedule) -> list[Problem]:
+def published_problems(releases: list[UnitRelease], schema: Schema, schedule: Schedule,
+                       max_rows: int | None = None) -> list[Problem]:
     """The units' problems, as from microdata but with no true rows: one per unit of the finest level,
-    and one coupled problem per unit of each coarser level (its tables with all its children's)."""
+    and one coupled problem per unit of each coarser level (its tables with all its children's).
+
+    With coarser levels each of their units is first solved jointly with its children
+    (:func:`audit.attacks.joint.joint_proofs`): a unit proved to have one dataset gets it as its rows
+    (:func:`audit.attacks.joint.as_proved`), and a proved coarser unit of more than ``max_rows`` persons is
+    its own tables' problem rather than the row-slot coupled one, as in a microdata run.
+    """
     coupled = coupled_levels(schema, schedule)
-    problems = build_problems(None, schema, schedule, [r for r in releases if r.level not in coupled])
-    if coupled:
-        problems += build_coupled_problems(None, schema, schedule, releases, coupled)
-    return problems
+    proofs = joint_proofs(schema, schedule, releases) if coupled else {}
+    alone = [r for r in releases if r.level in coupled and max_rows is not None and (r.level, r.geo) in proofs
+             and int(proofs[(r.level, r.geo)][1][1].sum()) > max_rows]
+    problems = build_problems(None, schema, schedule, [r for r in releases if r.level not in coupled] + alone)
+    rest = [r for r in releases if r not in alone]
+    if coupled and any(r.level in coupled for r in rest):
+        problems += build_coupled_problems(None, schema, schedule, rest, coupled)
+    return as_proved(problems, proofs)
 
 
 def determined_dataset(problem: Problem) -> np.ndarray | None:
@@ -309,6 +321,11 @@ def attack_unit(problem: Problem, options: ExactOptions = ExactOptions()) -> Uni
     past ``max_rows`` or whose first dataset runs out of budget is returned undecided as a whole.
     """
     start = time.perf_counter()
+    if problem.proof:  # one dataset, proved from the published values (audit.attacks.joint.as_proved)
+        result = audit_unit(problem, options)
+        result.problem = replace(problem, truth=None)
+        result.seconds = time.perf_counter() - start
+        return result
     if problem.n_rows[1] > options.max_rows:
         return _undecided(problem, "too-large", f"{problem.n_rows[1]} rows > --max-rows {options.max_rows}", start)
     try:
@@ -347,7 +364,7 @@ def run_published(release: Path, schema_path: Path, tables_path: Path, options: 
     schema = load_schema(schema_path)
     schedule = load_schedule(tables_path, schema)
     releases, notes = read_release(release, schema, schedule)
-    problems = published_problems(releases, schema, schedule)
+    problems = published_problems(releases, schema, schedule, options.max_rows)
     by_unit = {(r.level, r.geo): r for r in releases}
     keeper = GridKeeper(grid_cap(len(problems)))
     units = []

@@ -110,19 +110,24 @@ def test_inconsistent_tract_is_an_input_error(tmp_path):
         prove_tract(schema, schedule, [r for r in releases if r.level == "block"], wrong)
 
 
-def test_a_real_tract_is_proved_block_by_block(sf1):
-    """Tract 06-037-532400 of the Bureau's extract (112 persons, 5 blocks) with block and tract tables:
-    every block and the tract proved unique, equal to the truth, and audited with no search."""
+def _real_tract(schema, schedule) -> tuple[pd.DataFrame, list]:
+    """Tract 06-037-532400 of the Bureau's extract (112 persons, 5 blocks) and its release."""
     import sys
 
     sys.path.insert(0, str(ROOT / "samples" / "sf1"))
     from convert import convert
 
-    schema, schedule = sf1[0], sf1[1]["tract"]
     source = pd.read_csv(RECON / "extract" / "rhdf_bt_0solvar_extract.csv", dtype=str, keep_default_na=False)
     frame = convert(source[source["Block ID"].str.zfill(15).str[:11] == "06037532400"]).reset_index(drop=True)
     frame["age"] = frame["age"].astype(int)
-    releases = tabulate(frame, schema, schedule)
+    return frame, tabulate(frame, schema, schedule)
+
+
+def test_a_real_tract_is_proved_block_by_block(sf1):
+    """Tract 06-037-532400 of the Bureau's extract (112 persons, 5 blocks) with block and tract tables:
+    every block and the tract proved unique, equal to the truth, and audited with no search."""
+    schema, schedule = sf1[0], sf1[1]["tract"]
+    frame, releases = _real_tract(schema, schedule)
     parent = next(r for r in releases if r.level == "tract")
     proof = prove_tract(schema, schedule, [r for r in releases if r.level == "block"], parent)
     assert len(proof.children) == 5 and all(proof.unique) and proof.parent_unique
@@ -159,3 +164,102 @@ def test_a_support_too_large_proves_nothing(tmp_path, monkeypatch):
     assert joint_proofs(schema, load_schedule(tmp_path / "tables.yaml", schema), releases)
     monkeypatch.setattr(audit.attacks.joint, "MAX_SUPPORT", 1)
     assert joint_proofs(schema, load_schedule(tmp_path / "tables.yaml", schema), releases) == {}
+
+
+def _only(release, names: set[str], prefix: str = ""):
+    """The release with only the count values named ``prefix + TABLE:CELL`` in ``names``."""
+    from dataclasses import replace
+
+    return replace(release, values=tuple(v for v in release.values if prefix + v.cell.key in names))
+
+
+def _implied_by(schema, schedule, releases, parent, block: int, names: set[str], assignment, m: int) -> bool:
+    """Whether propagation over the named cells alone (the block's own and the tract's as TABLE:CELL, the
+    other blocks' as BLOCK/TABLE:CELL) fixes the block's count of rows matching ``assignment`` at ``m``."""
+    kids = [_only(r, names, "" if j == block else f"{'/'.join(r.geo[len(parent.geo):])}/") for j, r in enumerate(releases)]
+    rows, low, up = prove_tract(schema, schedule, kids, _only(parent, names), explain=False).bounds[block]
+    hit = np.ones(len(rows), dtype=bool)
+    for col, atom in assignment:
+        hit &= rows[:, col] == atom
+    return bool((low[hit] == up[hit]).all() and low[hit].sum() == m)
+
+
+def test_joint_explanations_alone_imply_their_claims(tmp_path):
+    """Random tracts: each record of a jointly proved block is explained by cells that, re-propagated
+    without every other cell, still fix its count; some explanations need the tract's cells."""
+    rng = np.random.default_rng(21)
+    (tmp_path / "schema.yaml").write_text(TRACT_SCHEMA)
+    schema = load_schema(tmp_path / "schema.yaml")
+    checked = tract_cells = 0
+    for trial in range(30):
+        tract = [t for t in ("T1", "T2", "T3") if rng.random() < 0.6] or ["T1"]
+        path = tmp_path / f"tables{trial}.yaml"
+        path.write_text("tables:\n" + "".join(f"  - {spec}\n" for spec in BLOCK_TABLES + TRACT_TABLES
+                                              if spec.split(",")[0][5:] in ["B0", "B3"] + tract))
+        schedule = load_schedule(path, schema)
+        frame = _frame([[KINDS[int(k)] for k in rng.integers(0, len(KINDS), size=int(rng.integers(1, 4)))]
+                        for _ in range(int(rng.integers(2, 4)))])
+        releases = tabulate(frame, schema, schedule)
+        kids, parent = [r for r in releases if r.level == "block"], next(r for r in releases if r.level == "tract")
+        proof = prove_tract(schema, schedule, kids, parent)
+        problems = with_proofs(build_problems(frame, schema, schedule, releases), joint_proofs(schema, schedule, releases))
+        for j, (ok, why) in enumerate(zip(proof.unique, proof.explanations)):
+            if not ok:
+                continue
+            problem = next(p for p in problems if p.geo == kids[j].geo)
+            result = audit_unit(problem, ExactOptions())
+            explained = [v for v in result.verdicts if v.cells and not v.direct]
+            assert all(not v.minimal for v in explained)
+            for v in explained:
+                assert _implied_by(schema, schedule, kids, parent, j, set(v.cells), v.claim.assignment, v.claim.m)
+                checked += 1
+                tract_cells += any(c.startswith("T") for c in v.cells)
+    assert checked > 10 and tract_cells > 0
+
+
+def test_a_real_tracts_explanations_hold_alone(sf1):
+    """Tract 06-037-532400 (112 persons, 5 blocks, block and tract tables): each block's records are
+    explained by block and tract cells that alone fix them; findings list the tract cells by key."""
+    from audit.findings.document import unit_json
+
+    schema, schedule = sf1[0], sf1[1]["tract"]
+    frame, releases = _real_tract(schema, schedule)
+    kids, parent = [r for r in releases if r.level == "block"], next(r for r in releases if r.level == "tract")
+    problems = with_proofs(build_problems(frame, schema, schedule, releases), joint_proofs(schema, schedule, releases))
+    j = 0  # block 1066: its record needs tract cells (PCT12H, PCT12I)
+    result = audit_unit(next(p for p in problems if p.geo == kids[j].geo), ExactOptions())
+    verdict = next(v for v in result.verdicts if v.cells and not v.direct)
+    assert any(c.startswith("PCT12") for c in verdict.cells)
+    assert _implied_by(schema, schedule, kids, parent, j, set(verdict.cells), verdict.claim.assignment, verdict.claim.m)
+    listed = [c for c in unit_json(result, kids[j])["claims"] if c.get("cells")]
+    assert listed and any(k.startswith("PCT12") for c in listed for k in c["cells"])
+
+
+def test_a_published_release_is_proved_jointly(tmp_path):
+    """`audit run --published` on block and tract tables, no microdata: the joint solve of the published
+    values gives each proved unit its one dataset, which is the truth's; its claims are verified with no
+    search, and a tract past --max-rows is proved rather than too large."""
+    from audit.published import run_published
+    from audit.release.tabulate import release_frame
+
+    (tmp_path / "schema.yaml").write_text(TRACT_SCHEMA)
+    (tmp_path / "tables.yaml").write_text("tables:\n" + "".join(f"  - {s}\n" for s in (BLOCK_TABLES[0], TRACT_TABLES[0])))
+    schema = load_schema(tmp_path / "schema.yaml")
+    schedule = load_schedule(tmp_path / "tables.yaml", schema)
+    frame = _frame([[("M", "c"), ("F", "a")], [("F", "a"), ("M", "s")]])
+    releases = tabulate(frame, schema, schedule)
+    release_frame(releases, schema).to_csv(tmp_path / "release.csv", index=False)
+    doc = run_published(tmp_path / "release.csv", tmp_path / "schema.yaml", tmp_path / "tables.yaml",
+                        ExactOptions(max_rows=3))
+    units = {u["geo"]: u for u in doc["units"]}
+    truth = {p.geo: p for p in build_problems(frame, schema, schedule, releases)}
+    for geo, unit in units.items():
+        assert unit["status"] == "done" and unit["reconstructed"] and unit["summary"]["undecided"] == 0, geo
+        assert "proved jointly" in unit["notes"][-1]
+    # the verified claims are the truth's, as a microdata audit finds them
+    block = next(p for p in truth.values() if p.level == "block")
+    mine = audit_unit(next(p for p in with_proofs([block], joint_proofs(schema, schedule, releases))), ExactOptions())
+    listed = units["/".join(block.geo)]["claims"]
+    assert {tuple(sorted(c["columns"].items())) for c in listed} <= {
+        tuple(sorted((block.domains[c].name, block.domains[c].labels[a]) for c, a in v.claim.assignment)) for v in mine.verified}
+    assert set(units) == {"000100", "000100/1", "000100/2"} and units["000100"]["rows"] == 4 > 3

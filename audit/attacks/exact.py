@@ -260,8 +260,8 @@ def audit_unit(problem: Problem, options: ExactOptions = ExactOptions(),
         result.give_up([todo[i] for i in pending], why)
     elif problem.proof:
         # one dataset, proved jointly with other units' tables and checked to be the true rows
-        # (audit.attacks.joint.with_proofs): every true claim is verified with no search; the proof rests on
-        # every table of the coarser unit, so no cells of this unit alone are given as their explanation
+        # (audit.attacks.joint.with_proofs): every true claim is verified with no search, and explained by the
+        # cells (this unit's, the coarser unit's, its other children's) the joint propagation derived it from
         settled = proved = True
         result.solutions, result.exhausted = 1, True
         result.verdicts += [Verdict(todo[i], VERIFIED) for i in pending]
@@ -277,7 +277,9 @@ def audit_unit(problem: Problem, options: ExactOptions = ExactOptions(),
         engine, certificates = _search(linear, problem, options, result, table, pending, late, deadline)
     if engine is None and not settled and options.explain != "none" and result.verified and result.status == "done":
         engine = make_engine(problem, options)  # decided in histogram space: cores need the guarded solver
-    if not proved:
+    if proved:
+        _explain_proved(result, options)
+    else:
         _explain(engine, result, options, linear, certificates)
     if options.intervals and hidden_cells(problem):
         def sat():  # the search's SAT engine when it built one, with the cells hard; no deadline, as explanations
@@ -510,6 +512,18 @@ def _explain(engine, result: UnitResult, options: ExactOptions, linear: LinearPr
             cells = found.get(result.verdicts[i].claim)
             if cells:
                 result.verdicts[i] = replace(result.verdicts[i], cells=cells, minimal=False)
+
+
+def _explain_proved(result: UnitResult, options: ExactOptions) -> None:
+    """Explaining cells of the claims of a unit proved jointly (:class:`audit.attacks.joint.ProofCells`): the
+    cells its matching atoms' counts were derived from. Sound, not minimal."""
+    why = result.problem.proof_cells
+    if why is None:
+        return
+    for i in explain_targets(result.problem, result.verdicts, options.explain):
+        cells = why.explain(result.verdicts[i].claim.assignment)
+        if cells:
+            result.verdicts[i] = replace(result.verdicts[i], cells=cells, minimal=False)
 
 
 def _certificate_cells(linear: LinearProof, claims: list[Claim], certificates: dict) -> dict[Claim, tuple[str, ...]]:

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from ..errors import AuditError
-from .implied import MAX_SUPPORT, _flat_of, in_sets, support
+from .implied import MAX_SUPPORT, _flat_of, support
 from ..problem.build import Domain, _to_atoms, cell_domains
 from ..release.constraints import UnitRelease, constraints_of, int_hi, int_lo
 from ..specs.schedule import Schedule
@@ -44,6 +44,8 @@ from ..problem.coupled import coupled_levels, finest_level
 
 MAX_PASSES = 1_000  # propagation passes before the bounds reached so far are taken as they are
 BIG = 2 ** 40  # stands for no upper bound: above any population, and sums of it stay inside int64
+LOW, UP = 0, 1  # the two bounds of a variable
+EXPLAIN_WORK = 20_000_000  # row terms walked back per proved unit to find its cells; past it, no cells (work, not time)
 
 
 @dataclass(frozen=True)
@@ -59,6 +61,9 @@ class TractProof:
     seconds: float
     histograms: tuple = field(default=(), compare=False, repr=False)  # per child: (rows, counts) when unique
     parent_histogram: tuple | None = field(default=None, compare=False, repr=False)
+    explanations: tuple = field(default=(), compare=False, repr=False)  # per child: ProofCells when unique
+    bounds: tuple = field(default=(), compare=False, repr=False)  # per child: its atom rows and their proved (low, up)
+    parent_explanation: object = field(default=None, compare=False, repr=False)
 
     def summary(self) -> str:
         return (f"{sum(self.unique)} of {len(self.children)} blocks proved to have one dataset by the joint "
@@ -78,14 +83,16 @@ def _atom_map(fine: Domain, coarse: Domain) -> np.ndarray:
     return out
 
 
-def prove_tract(schema: Schema, schedule: Schedule, releases: list[UnitRelease], parent: UnitRelease) -> TractProof:
+def prove_tract(schema: Schema, schedule: Schedule, releases: list[UnitRelease], parent: UnitRelease,
+                explain: bool = True) -> TractProof:
     """Prove which children of ``parent``, and whether ``parent`` itself, have one dataset under every table.
 
     ``releases`` holds the finest-level releases inside ``parent`` (its blocks). Variables: ``f``
     counts per block over the atoms of every table; per block, ``g`` counts over its own tables' atoms
     (its cells are sums of these), and for the parent ``t`` counts over its own tables' atoms (its cells
     are sums of these), each tied to ``f`` by ``g = sum f`` and ``t = sum f`` per atom. A unit is
-    proved when bound propagation fixes all of its ``g`` (or ``t``) variables.
+    proved when bound propagation fixes all of its ``g`` (or ``t``) variables. With ``explain``, each
+    proved unit also gets the cells its counts were derived from (:class:`ProofCells`).
     """
     start = time.perf_counter()
     geo = list(schema.geography)
@@ -101,32 +108,46 @@ def prove_tract(schema: Schema, schedule: Schedule, releases: list[UnitRelease],
                      dtype=np.int64).reshape(len(schema.edits), fb[-1])
     # the parent's zero cells, over the fine atoms, bound the support shared by every block
     parent_cells = _cells(parent, {d.name: d for d in fine}, {})
-    zero_flats = _flats(fine_sizes, names, parent_cells[1], fb)[[p for p, _, hi in parent_cells[0] if hi is not None and hi <= 0]]
-    rows = support(np.vstack([edits, zero_flats]), fb, MAX_SUPPORT)
+    zero_flats = _flats(fine_sizes, names, parent_cells[1], fb)[[p for p, _, hi, _ in parent_cells[0] if hi is not None and hi <= 0]]
+    # to explain, the support is the edits' alone and the parent's zero cells are rows: every zero a
+    # derivation rests on is then a step with its cell (the same fixed point, a few passes later)
+    rows = support(edits, fb, MAX_SUPPORT) if explain else None
+    explain = rows is not None
+    if rows is None:
+        rows = support(np.vstack([edits, zero_flats]), fb, MAX_SUPPORT)
     if rows is None:  # too many atoms to hold: nothing is proved, and the units are audited on their own
         return TractProof(parent.geo, tuple(r.geo for r in releases), (False,) * len(releases), False, 0, 0,
                           time.perf_counter() - start, (None,) * len(releases))
     model = _Model()
     # one aggregate layer per block (its own tables) and one for the parent (its tables)
     block_space = _Space(rows, fine, layers[0])
-    blocks = [_Layer(model, block_space, r) for r in releases]
+    blocks = [_Layer(model, block_space, r, j) for j, r in enumerate(releases)]
     alive = [b.fine_alive for b in blocks]
     f_start = model.new(sum(len(a) for a in alive))
     f_offset = np.concatenate([[0], np.cumsum([len(a) for a in alive])]).astype(np.int64) + f_start
     for b, lo_ in zip(blocks, f_offset[:-1]):
         b.link(lo_ + np.arange(len(b.fine_alive)), b.fine_alive)
-    top = _Layer(model, _Space(rows, fine, layers[1]), parent)
+    top = _Layer(model, _Space(rows, fine, layers[1]), parent, -1, keep_zero=explain)
     f_rows = np.concatenate(alive) if alive else np.zeros(0, np.int64)
-    top.link(f_start + np.arange(len(f_rows)), f_rows)
-    low, up = model.solve("/".join(parent.geo))
+    top.link(f_start + np.arange(len(f_rows)), f_rows, top=True)
+    low, up, steps = model.solve("/".join(parent.geo), trace=explain)
     unique = tuple(b.fixed(low, up) for b in blocks)
     hists = tuple(b.histogram(low) if ok else None for b, ok in zip(blocks, unique))
-    return TractProof(parent.geo, tuple(r.geo for r in releases), unique, top.fixed(low, up), model.n_vars,
-                      len(model.lo), time.perf_counter() - start, hists, top.histogram(low) if top.fixed(low, up) else None)
+    top_fixed = top.fixed(low, up)
+    why: tuple = (None,) * (len(releases) + 1)
+    if explain:
+        rel = ["/".join(r.geo[depth + 1:]) for r in releases]
+        trace = _Trace(model, steps, blocks, top)
+        # the children only: the parent's every atom would be walked back (26,000 in an SF1 tract)
+        why = tuple(trace.cells_of(b, u, rel) if ok else None for u, (b, ok) in enumerate(zip(blocks, unique))) + (None,)
+    return TractProof(parent.geo, tuple(r.geo for r in releases), unique, top_fixed, model.n_vars,
+                      len(model.lo), time.perf_counter() - start, hists, top.histogram(low) if top_fixed else None,
+                      explanations=why[:-1], parent_explanation=why[-1],
+                      bounds=tuple((b.space.rows[b.alive], low[b.vars], up[b.vars]) for b in blocks))
 
 
-def _cells(release: UnitRelease, by: dict, preds: dict) -> tuple[list[tuple[int, int, int | None]], dict]:
-    """A release's count cells as (predicate index, lo, hi) over the domains ``by`` (``preds``: predicate ->
+def _cells(release: UnitRelease, by: dict, preds: dict) -> tuple[list[tuple[int, int, int | None, str]], dict]:
+    """A release's count cells as (predicate index, lo, hi, ``TABLE:CELL``) over the domains ``by`` (``preds``: predicate ->
     (index, atoms), shared by units over the same domains)."""
     out = []
     for v in release.values:
@@ -136,32 +157,47 @@ def _cells(release: UnitRelease, by: dict, preds: dict) -> tuple[list[tuple[int,
             key = preds.get(c.predicate)
             if key is None:
                 key = preds[c.predicate] = (len(preds), _to_atoms(c.predicate, by))
-            out.append((key[0], max(int_lo(c.lo, c.lo_open) or 0, 0), None if c.hi is None else int_hi(c.hi, c.hi_open)))
+            out.append((key[0], max(int_lo(c.lo, c.lo_open) or 0, 0), None if c.hi is None else int_hi(c.hi, c.hi_open),
+                        c.key.rsplit(":", 1)[0]))
     return out, preds
 
 
 class _Model:
-    """Rows ``lo <= sum a x <= hi`` with ``a`` = +-1 over integer variables ``x >= 0``, as sparse triples."""
+    """Rows ``lo <= sum a x <= hi`` with ``a`` = +-1 over integer variables ``x >= 0``, as sparse triples;
+    per row the published cell it states (an id into ``cells``, -1 for a tie) and what its absent terms need."""
 
     def __init__(self):
         self.n_vars = 0
         self.r, self.v, self.a, self.lo, self.hi = [], [], [], [], []
+        self.cell: list[int] = []
+        self.absent: dict[int, tuple] = {}  # row -> (layer, predicate) or ("top", atom): whose zeros it leaves out
+        self.cells: dict[tuple[int, str], int] = {}  # (unit: child index, -1 the parent; TABLE:CELL) -> id
 
     def new(self, n: int) -> int:
         self.n_vars += n
         return self.n_vars - n
 
-    def add(self, var: np.ndarray, coef: np.ndarray, lo: int, hi: int | None) -> None:
+    def cell_id(self, unit: int, key: str) -> int:
+        return self.cells.setdefault((unit, key), len(self.cells))
+
+    def add(self, var: np.ndarray, coef: np.ndarray, lo: int, hi: int | None, cell: int = -1,
+            absent: tuple | None = None) -> None:
+        if absent is not None:
+            self.absent[len(self.lo)] = absent
         self.r.append(np.full(len(var), len(self.lo), np.int64))
         self.v.append(np.asarray(var, np.int64))
         self.a.append(np.asarray(coef, np.int64))
         self.lo.append(lo)
         self.hi.append(BIG if hi is None else hi)
+        self.cell.append(cell)
 
-    def solve(self, where: str) -> tuple[np.ndarray, np.ndarray]:
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         cat = (lambda xs: np.concatenate(xs) if xs else np.zeros(0, np.int64))
-        return _propagate(cat(self.r), cat(self.v), cat(self.a), np.array(self.lo, np.int64),
-                          np.array(self.hi, np.int64), self.n_vars, where)
+        return cat(self.r), cat(self.v), cat(self.a)
+
+    def solve(self, where: str, trace: bool = False) -> tuple[np.ndarray, np.ndarray, list]:
+        return _propagate(*self.arrays(), np.array(self.lo, np.int64), np.array(self.hi, np.int64), self.n_vars,
+                          where, trace)
 
 
 class _Space:
@@ -185,44 +221,56 @@ class _Space:
         if got is None:
             pending = [k for k in range(len(self.preds)) if k not in self._member]
             ordered = sorted(self.preds.values(), key=lambda k: k[0])
-            flats = np.array([_flat_of(self.sizes, self.names, ordered[k][1]) for k in pending], dtype=np.int64
-                             ).reshape(len(pending), self.bounds[-1])
-            for k, col in zip(pending, in_sets(self.rows, flats, self.bounds).T):
+            flats = np.array([_flat_of(self.sizes, self.names, ordered[k][1]) for k in pending], dtype=bool
+                             ).reshape(len(pending), self.bounds[-1]).T
+            inside = np.ones((len(self.rows), len(pending)), dtype=bool)
+            for c in range(len(self.sizes)):  # a row lies in a product set iff each of its atoms does
+                inside &= flats[self.bounds[c] + self.rows[:, c]]
+            for k, col in zip(pending, inside.T):
                 self._member[k] = col
             got = self._member[p]
         return got
 
 
 class _Layer:
-    """One unit's aggregate variables: counts over its own tables' atoms, with its cells as rows."""
+    """One unit's aggregate variables: counts over its own tables' atoms, with its cells as rows.
 
-    def __init__(self, model: _Model, space: _Space, release: UnitRelease):
+    Its zero cells remove the atoms they cover (``killer``: the zero cell that removed each), unless
+    ``keep_zero``: then every atom stays and the zero cells are rows like the others."""
+
+    def __init__(self, model: _Model, space: _Space, release: UnitRelease, unit: int, keep_zero: bool = False):
         self.model, self.space = model, space
         cells, _ = _cells(release, space.by, space.preds)
         dead = np.zeros(len(space.rows), dtype=bool)
-        for p, _, hi in cells:
-            if hi is not None and hi <= 0:
-                dead |= space.member(p)
+        self.killer = np.full(len(space.rows), -1, np.int64)
+        for p, _, hi, key in cells:
+            if hi is not None and hi <= 0 and not keep_zero:
+                newly = space.member(p) & ~dead
+                self.killer[newly] = model.cell_id(unit, key)
+                dead |= newly
         self.alive = np.flatnonzero(~dead)
         self.fine_alive = np.flatnonzero(~dead[space.inverse])  # fine rows this unit can hold
         where = np.full(len(space.rows), -1, np.int64)
         where[self.alive] = np.arange(len(self.alive))
         self.of_fine = where[space.inverse]  # fine row -> own variable (-1: none)
         self.vars = model.new(len(self.alive)) + np.arange(len(self.alive))
-        for p, lo, hi in cells:
-            if hi is not None and hi <= 0:
+        for p, lo, hi, key in cells:
+            if hi is not None and hi <= 0 and not keep_zero:
                 continue
             var = self.vars[space.member(p)[self.alive]]
-            model.add(var, np.ones(len(var), np.int64), lo, hi)
+            model.add(var, np.ones(len(var), np.int64), lo, hi, model.cell_id(unit, key),
+                      None if keep_zero else (self, p))
 
-    def link(self, f_vars: np.ndarray, f_rows: np.ndarray) -> None:
-        """Rows ``own[k] - sum of the fine variables inside atom k = 0``."""
+    def link(self, f_vars: np.ndarray, f_rows: np.ndarray, top: bool = False) -> None:
+        """Rows ``own[k] - sum of the fine variables inside atom k = 0`` (``top``: the fine variables are
+        every child's, and a child's zero cells leave some out)."""
         own = self.of_fine[f_rows]
         order = np.argsort(own, kind="stable")
         edges = np.searchsorted(own[order], np.arange(len(self.alive) + 1))
         for k in range(len(self.alive)):
             fv = f_vars[order[edges[k]:edges[k + 1]]]
-            self.model.add(np.concatenate([[self.vars[k]], fv]), np.concatenate([[-1], np.ones(len(fv), np.int64)]), 0, 0)
+            self.model.add(np.concatenate([[self.vars[k]], fv]), np.concatenate([[-1], np.ones(len(fv), np.int64)]), 0, 0,
+                           absent=("top", self.alive[k]) if top else None)
 
     def fixed(self, low: np.ndarray, up: np.ndarray) -> bool:
         return bool((low[self.vars] == up[self.vars]).all())
@@ -232,6 +280,134 @@ class _Layer:
         return self.space.rows[self.alive], low[self.vars]
 
 
+@dataclass(frozen=True)
+class ProofCells:
+    """The published cells a jointly proved unit's counts were derived from, per atom row of its own tables.
+
+    ``rows`` are the unit's atom rows that the edits allow; ``cells[i]`` holds indices into ``names``
+    of the cells from which propagation fixed the count of ``rows[i]`` (both bounds), or is None when
+    walking its derivation back ran past :data:`EXPLAIN_WORK`. The unit's own and the parent's cells are
+    named ``TABLE:CELL``; another child's cells carry its geography below the parent (``1002/P12:3``).
+    """
+
+    rows: np.ndarray
+    cells: tuple
+    names: tuple[str, ...]
+
+    def explain(self, assignment: tuple[tuple[int, int], ...]) -> tuple[str, ...]:
+        """Cells that imply the count of every atom row matching ``assignment`` (column, atom), hence any
+        claim over it; () when one of them has none. Sound, not minimal."""
+        hit = np.ones(len(self.rows), dtype=bool)
+        for col, atom in assignment:
+            hit &= self.rows[:, col] == atom
+        parts = [self.cells[i] for i in np.flatnonzero(hit)]
+        if any(part is None for part in parts):
+            return ()
+        ids = np.unique(np.concatenate(parts)) if parts else np.zeros(0, np.int64)
+        return tuple(sorted(self.names[i] for i in ids))
+
+
+class _Trace:
+    """The propagation's steps, walked back from proved bounds to the rows, hence the cells, they rest on.
+
+    A step at pass ``q`` tightened one bound with one row from the bounds after pass ``q - 1``, so the
+    walk never cycles; each row's other terms are needed on the side the step used. A row whose terms
+    omit atoms a zero cell removed (a child's cells, and the parent's links over every child) needs
+    those zero cells when it used the omitted terms' upper bounds (0).
+    """
+
+    def __init__(self, model: _Model, steps: list, blocks: list, top: _Layer):
+        r, v, a = model.arrays()
+        order = np.argsort(r, kind="stable")
+        self.v, self.a = v[order], a[order]
+        self.start = np.searchsorted(r[order], np.arange(len(model.lo) + 1))
+        cat = [np.concatenate(x) if steps else np.zeros(0, np.int64) for x in zip(*steps)] or [np.zeros(0, np.int64)] * 4
+        step, var, side, row = cat
+        self.span = int(step.max()) + 2 if len(step) else 2
+        key = (side * model.n_vars + var) * self.span + step
+        o = np.argsort(key, kind="stable")
+        self.key, self.step, self.var, self.side, self.row = key[o], step[o], var[o], side[o], row[o]
+        self.n_vars, self.model, self.blocks, self.top = model.n_vars, model, blocks, top
+        self.cell = np.array(model.cell, np.int64)
+        self._absent: dict[tuple[int, bool], np.ndarray] = {}
+        self._killers = None
+
+    def _events(self, var: np.ndarray, side: np.ndarray, limit: np.ndarray) -> np.ndarray:
+        """The last step at or before ``limit`` that set each (variable, side); -1 where none did."""
+        base = (side * self.n_vars + var) * self.span
+        at = np.searchsorted(self.key, base + limit, side="right") - 1
+        ok = (at >= 0) & (self.key[np.maximum(at, 0)] >= base)
+        return np.where(ok, at, -1)
+
+    def walk(self, var: np.ndarray, budget: int) -> tuple[np.ndarray, int] | None:
+        """Cell ids behind both bounds of ``var``, and the work done; None past ``budget``."""
+        seen = np.zeros(len(self.key), dtype=bool)
+        both = np.concatenate([var, var])
+        sides = np.repeat([LOW, UP], len(var))
+        ev = self._events(both, sides, np.full(len(both), self.span - 1))
+        ev = np.unique(ev[ev >= 0])
+        cells, work = [], 0
+        while len(ev):
+            seen[ev] = True
+            rows, x, s, q = self.row[ev], self.var[ev], self.side[ev], self.step[ev]
+            cells.append(self.cell[rows])
+            length = np.where(q > 0, self.start[rows + 1] - self.start[rows], 0)  # pass 0 rests on its row alone
+            work += int(length.sum())
+            if work > budget:
+                return None
+            owner = np.repeat(np.arange(len(ev)), length)
+            idx = np.arange(len(owner)) - np.repeat(np.cumsum(length) - length, length) + np.repeat(self.start[rows], length)
+            tv, ta = self.v[idx], self.a[idx]
+            mine = tv == x[owner]
+            ax = np.zeros(len(ev), np.int64)
+            ax[owner[mine]] = ta[mine]
+            uses_max = (ax > 0) == (s == LOW)  # the step used the others' largest sum (else their smallest)
+            for row in np.unique(rows[uses_max & (q > 0)]):
+                cells.append(self.absent(int(row)))
+            dep_side = np.where(uses_max[owner] == (ta > 0), UP, LOW)
+            nxt = self._events(tv[~mine], dep_side[~mine], q[owner][~mine] - 1)
+            nxt = np.unique(nxt[nxt >= 0])
+            ev = nxt[~seen[nxt]]
+        ids = np.concatenate(cells) if cells else np.zeros(0, np.int64)
+        return np.unique(ids[ids >= 0]), work
+
+    def absent(self, row: int) -> np.ndarray:
+        """The zero cells that removed the terms a row leaves out."""
+        what = self.model.absent.get(row)
+        if what is None:
+            return np.zeros(0, np.int64)
+        layer, p = what
+        if layer == "top":  # every child's fine variables inside the parent's atom p that its zero cells removed
+            if self._killers is None:
+                self._killers = (np.array([b.killer for b in self.blocks], np.int64).reshape(len(self.blocks), -1)
+                                 if self.blocks else np.zeros((0, 0), np.int64))
+            fine = np.flatnonzero(self.top.space.inverse == p)
+            atoms = np.unique(self.blocks[0].space.inverse[fine]) if self.blocks else np.zeros(0, np.int64)
+            return np.unique(self._killers[:, atoms])
+        return np.unique(layer.killer[layer.space.member(p)])
+
+    def cells_of(self, layer: _Layer, unit: int, rel: list[str]) -> ProofCells:
+        """What explains each atom row of a proved unit (``unit``: child index, or -1 for the parent)."""
+        ids = {i: k for k, i in self.model.cells.items()}
+        budget, per_row = EXPLAIN_WORK, []
+        used: dict[int, int] = {}
+        for i in range(len(layer.space.rows)):
+            k = layer.killer[i]
+            if k >= 0:
+                got = np.array([k])
+            else:
+                var = layer.vars[np.searchsorted(layer.alive, i)]
+                found = self.walk(np.array([var]), budget) if budget > 0 else None
+                got = None if found is None else found[0]
+                budget -= EXPLAIN_WORK if found is None else found[1]
+            per_row.append(None if got is None else np.array([used.setdefault(int(c), len(used)) for c in got], np.int64))
+        names = []
+        for c in used:
+            owner, key = ids[c]
+            names.append(key if owner in (unit, -1) else f"{rel[owner]}/{key}")
+        return ProofCells(layer.space.rows, tuple(per_row), tuple(names))
+
+
 def _flats(sizes: tuple[int, ...], names: tuple[str, ...], preds: dict, bounds: np.ndarray) -> np.ndarray:
     """The predicates (in their index order) as flat atom masks."""
     ordered = sorted(preds.values(), key=lambda k: k[0])
@@ -239,16 +415,22 @@ def _flats(sizes: tuple[int, ...], names: tuple[str, ...], preds: dict, bounds: 
 
 
 def _propagate(r: np.ndarray, v: np.ndarray, a: np.ndarray, lo: np.ndarray, hi: np.ndarray, n_vars: int,
-               where: str) -> tuple[np.ndarray, np.ndarray]:
+               where: str, trace: bool = False) -> tuple[np.ndarray, np.ndarray, list]:
     """Integer bounds on every variable, tightened by every row ``lo <= sum a x <= hi`` (``a`` = +-1)
-    to a fixed point; each step is exact integer arithmetic implied by the rows and ``x >= 0``."""
+    to a fixed point; each step is exact integer arithmetic implied by the rows and ``x >= 0``.
+
+    With ``trace``, also the steps: per pass and side (:data:`LOW`, :data:`UP`), the variables it
+    tightened and the row that did it (pass 0: a row of positive terms bounds each term by its ``hi``)."""
+    steps: list = []
     low = np.zeros(n_vars, dtype=np.int64)
     up = np.full(n_vars, BIG, dtype=np.int64)
     pos = a > 0
     n_rows = len(lo)
     plain = np.bincount(r, weights=~pos, minlength=n_rows) == 0  # rows of positive terms: each term <= hi
     np.minimum.at(up, v[plain[r]], hi[r[plain[r]]])
-    for _ in range(MAX_PASSES):
+    if trace:
+        _step(steps, 0, UP, v, r, plain[r] & (hi[r] == up[v]) & (up[v] < BIG))
+    for step in range(1, MAX_PASSES + 1):
         cmin = np.where(pos, low[v], -up[v])
         cmax = np.where(pos, up[v], -low[v])
         mn, mx = _sums(r, cmin, n_rows), _sums(r, cmax, n_rows)
@@ -267,12 +449,23 @@ def _propagate(r: np.ndarray, v: np.ndarray, a: np.ndarray, lo: np.ndarray, hi: 
                              "check the release for conflicting values")
         if np.array_equal(new_up, up) and np.array_equal(new_low, low):
             break
+        if trace:
+            _step(steps, step, UP, v, r, (cand_up == new_up[v]) & (new_up[v] < up[v]))
+            _step(steps, step, LOW, v, r, (cand_low == new_low[v]) & (new_low[v] > low[v]))
         low, up = new_low, new_up
-    return low, up
+    return low, up, steps
 
 
-def joint_proofs(schema: Schema, schedule: Schedule, releases: list[UnitRelease]) -> dict[tuple, tuple]:
-    """``(level, geo) -> (note, histogram)`` for every unit that a joint solve proves to have one dataset: each unit
+def _step(steps: list, step: int, side: int, v: np.ndarray, r: np.ndarray, hit: np.ndarray) -> None:
+    """Record, for each variable a pass tightened on ``side``, the first row that gave its new bound."""
+    var, first = np.unique(v[hit], return_index=True)
+    if len(var):
+        steps.append((np.full(len(var), step, np.int64), var, np.full(len(var), side, np.int64), r[hit][first]))
+
+
+def joint_proofs(schema: Schema, schedule: Schedule, releases: list[UnitRelease], explain: bool = True
+                 ) -> dict[tuple, tuple]:
+    """``(level, geo) -> (note, histogram, ProofCells or None)`` for every unit that a joint solve proves to have one dataset: each unit
     of a coarser published level with the finest-level units inside it (see :func:`prove_tract`).
 
     ``releases`` must hold every finest-level unit that has rows (a tabulation of microdata does):
@@ -290,10 +483,12 @@ def joint_proofs(schema: Schema, schedule: Schedule, releases: list[UnitRelease]
                 kids.setdefault((lv, r.geo[: geo.index(lv) + 1]), []).append(r)
     out = {}
     for parent in (r for r in releases if r.level in levels):
-        proof = prove_tract(schema, schedule, kids.get((parent.level, parent.geo), []), parent)
-        out.update({(child, g): (proof.note(), h) for g, ok, h in zip(proof.children, proof.unique, proof.histograms) if ok})
+        proof = prove_tract(schema, schedule, kids.get((parent.level, parent.geo), []), parent, explain)
+        why = proof.explanations or (None,) * len(proof.children)
+        out.update({(child, g): (proof.note(), h, w)
+                    for g, ok, h, w in zip(proof.children, proof.unique, proof.histograms, why) if ok})
         if proof.parent_unique:
-            out[(parent.level, parent.geo)] = (proof.note(), proof.parent_histogram)
+            out[(parent.level, parent.geo)] = (proof.note(), proof.parent_histogram, proof.parent_explanation)
     return out
 
 
@@ -307,7 +502,25 @@ def with_proofs(problems, proofs: dict[tuple, tuple]) -> list:
     for p in problems:
         got = proofs.get((p.level, p.geo))
         if got is not None and p.truth is not None and _same(got[1], p.truth):
-            p = replace(p, proof=got[0], notes=p.notes + (got[0],))
+            p = replace(p, proof=got[0], notes=p.notes + (got[0],), proof_cells=got[2])
+        out.append(p)
+    return out
+
+
+def as_proved(problems, proofs: dict[tuple, tuple]) -> list:
+    """The problems of a published release (no true rows), each proved one carrying its one dataset as
+    its rows, with the proof and its cells (:func:`audit.attacks.exact.audit_unit` then needs no search).
+
+    Sound without the truth: the proof shows every dataset that reproduces the published values has
+    this histogram over the unit's own tables' atoms, so the claims true in it are the verified ones.
+    """
+    out = []
+    for p in problems:
+        got = proofs.get((p.level, p.geo))
+        if got is not None and p.truth is None and got[1][0].shape[1:] == (len(p.domains),):
+            rows = np.repeat(got[1][0], got[1][1], axis=0)
+            p = replace(p, truth=rows, n_rows=(len(rows), len(rows)), proof=got[0], notes=p.notes + (got[0],),
+                        proof_cells=got[2])
         out.append(p)
     return out
 

@@ -105,6 +105,7 @@ class Problem:
     truth: np.ndarray | None = field(default=None, compare=False)
     notes: tuple[str, ...] = ()
     proof: str = ""  # how the release was proved, outside this problem, to allow the true rows alone (audit.joint.with_proofs)
+    proof_cells: object = field(default=None, compare=False)  # the cells behind that proof (audit.attacks.joint.ProofCells)
 
     def __post_init__(self):
         lo, hi = self.n_rows
@@ -173,7 +174,7 @@ class Problem:
                  c.statistic.decimals), _pair(c.lo), _pair(c.hi), c.lo_open, c.hi_open) for c in self.constraints]
         specs = tuple(tuple((name, tuple(sorted(atoms))) for name, atoms in p.clauses) for p in preds)
         return _restore, (self.level, self.geo, self.domains, self.n_rows, specs, rows, self.edits, self.truth,
-                          self.notes, self.proof)
+                          self.notes, self.proof, self.proof_cells)
 
 
 @lru_cache(maxsize=1 << 16)
@@ -209,12 +210,12 @@ def _interned(spec):
     return found
 
 
-def _restore(level, geo, domains, n_rows, specs, rows, edits, truth, notes, proof="") -> Problem:
+def _restore(level, geo, domains, n_rows, specs, rows, edits, truth, notes, proof="", proof_cells=None) -> Problem:
     preds = [_interned(("pred", spec)) for spec in specs]
     cons = tuple(Constraint(key, preds[i], _interned(("stat", stat)), None if lo is None else Fraction(*lo),
                             None if hi is None else Fraction(*hi), lo_open, hi_open)
                  for key, i, stat, lo, hi, lo_open, hi_open in rows)
-    return Problem(level, geo, domains, n_rows, cons, edits, truth, notes, proof)
+    return Problem(level, geo, domains, n_rows, cons, edits, truth, notes, proof, proof_cells)
 
 
 def _to_atoms(pred: Predicate, domains: dict[str, Domain]) -> Predicate:
