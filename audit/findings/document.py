@@ -319,7 +319,8 @@ def run_exact(inputs: Inputs, options: ExactOptions, on_unit: Callable[[dict], N
     start = time.perf_counter()
     options = with_attacker(options, inputs.schema)
     releases = inputs.release()
-    problems = with_proofs(inputs.problems(releases), joint_proofs(inputs.schema, inputs.schedule, releases))
+    problems = with_proofs(inputs.problems(releases), joint_proofs(inputs.schema, inputs.schedule, releases,
+                                                                          explain=options.explain != "none"))
     if on_total:
         on_total(len(problems))
     by_unit = {(r.level, r.geo): r for r in releases}

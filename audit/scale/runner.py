@@ -285,7 +285,7 @@ class _PartWriter:
 
 # -- producing tasks from the stream ------------------------------------------------------------------
 def _tasks(source, schema: Schema, schedule: Schedule, scale: ScaleOptions, done: set, stats: dict,
-           max_rows: int = ExactOptions.max_rows) -> Iterator[tuple[Problem, np.ndarray | None, dict | None]]:
+           max_rows: int = ExactOptions.max_rows, explain: bool = True) -> Iterator[tuple[Problem, np.ndarray | None, dict | None]]:
     """(problem, prior rows, published-cells summary) for every unit not yet done, chunk by chunk.
 
     With coarser levels, each chunk's units are first solved jointly (:mod:`audit.attacks.joint`); a unit
@@ -299,7 +299,7 @@ def _tasks(source, schema: Schema, schedule: Schedule, scale: ScaleOptions, done
         light = Inputs(schema, schedule, chunk)
         cache: dict = {}
         whole = tabulate(chunk, schema, schedule) if coupled else []  # every level, whole tracts
-        proofs = joint_proofs(schema, schedule, whole) if coupled else {}
+        proofs = joint_proofs(schema, schedule, whole, explain) if coupled else {}
         # Problems are built PIECE_UNITS units at a time, so that the first ones go out at once and
         # memory holds a few dozen problems, not a chunk's worth (prior rows still come from the chunk).
         pieces = []
@@ -368,7 +368,7 @@ def run_scaled(source, schema: Schema, schedule: Schedule, options: ExactOptions
     if on_total:
         on_total(total, already)
     stats = {"rows": 0}
-    tasks = _tasks(source, schema, schedule, scale, done, stats, options.max_rows)
+    tasks = _tasks(source, schema, schedule, scale, done, stats, options.max_rows, options.explain != "none")
     limits = Limits(scale.memory_mb, scale.hard_seconds or hard_limit(options), os.getpid(),
                     listing_cap(total, scale.claims_cap), store_columns(schema, schedule, coupled))
     writer = _PartWriter(parts)
