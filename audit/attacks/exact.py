@@ -305,9 +305,9 @@ def audit_unit(problem: Problem, options: ExactOptions = ExactOptions(),
 
         result.reidentification = measure_exact(result, options.attacker, prior_rows, verify)
     if prior_rows is not None and len(prior_rows) and todo:
-        verified = {v.claim for v in result.verified}
+        verified = {id(v.claim) for v in result.verdicts if v.status == VERIFIED}  # the verdicts hold todo's claims
         result.baseline = {c: p for c, p in zip(todo, table.baseline(problem.n_rows[1], prior_rows).tolist())
-                           if c in verified}
+                           if id(c) in verified}
     result.seconds = time.perf_counter() - start
     return result
 

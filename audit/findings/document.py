@@ -15,6 +15,7 @@ import re
 import time
 from contextlib import contextmanager
 from dataclasses import asdict
+from functools import partial
 from pathlib import Path
 from typing import Callable, Iterator, Mapping, Sequence
 
@@ -110,8 +111,9 @@ class GridKeeper:
     def __init__(self, cap: int):
         self.cap, self.heap, self.count = cap, [], 0
 
-    def offer(self, unit: dict, grid: dict | None) -> bool:
-        """Give ``unit`` its ``grid`` when it ranks among the first ``cap``; True when it does."""
+    def offer(self, unit: dict, grid) -> bool:
+        """Give ``unit`` its ``grid`` (a dict, or a callable that makes it) when it ranks among the
+        first ``cap``; True when it does."""
         if grid is None or self.cap <= 0:
             return False
         self.count += 1
@@ -122,7 +124,7 @@ class GridKeeper:
             heapq.heapreplace(self.heap, item)[2].pop("grid", None)
         else:
             return False
-        unit["grid"] = grid
+        unit["grid"] = grid() if callable(grid) else grid
         return True
 
 
@@ -155,9 +157,9 @@ def cells_json(release: UnitRelease) -> dict:
     """What one unit publishes: counts of values by status, and every exact published count below 10
     (structural zeros, which no row can fall in, are neither small nor suppressed). ``_counts`` holds
     every published count until :func:`attach_cells` keeps those that explain the listed claims;
-    ``_grid`` every value (:func:`grid_json`), for :class:`GridKeeper`."""
+    ``_grid`` every value (:func:`grid_json`, made only for a unit :class:`GridKeeper` keeps)."""
     out = {"values": len(release.values), "suppressed": 0, "structural": 0, "rounded": 0, "small": {},
-           "_counts": {}, "_grid": grid_json(release)}
+           "_counts": {}, "_grid": partial(grid_json, release)}
     for v in release.values:
         protection = release.protection.get(v.cell.table)
         if v.status in (SUPPRESSED, STRUCTURAL):

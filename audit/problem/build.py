@@ -112,9 +112,12 @@ class Problem:
         if not 0 <= lo <= hi:
             raise ValueError(f"bad row range {self.n_rows}")
         names = {d.name for d in self.domains}
+        seen = set()  # units share their predicates: each is checked once
         for c in self.constraints:
-            if not set(c.predicate.columns) <= names:
-                raise ValueError(f"constraint {c.key} names an unknown column")
+            if id(c.predicate) not in seen:
+                seen.add(id(c.predicate))
+                if not set(c.predicate.columns) <= names:
+                    raise ValueError(f"constraint {c.key} names an unknown column")
 
     @cached_property
     def names(self) -> tuple[str, ...]:
@@ -263,14 +266,15 @@ def build_problems(frame: pd.DataFrame | None, schema: Schema, schedule: Schedul
         lookups = [d.lookup() for d in domains]
         edits = tuple(_to_atoms(e.forbid, by_name) for e in schema.edits)
         unit_rows = dict(units_of(frame, schema, level)) if frame is not None else {}
+        # every row's atoms at once (one map per column, not per unit and column)
+        atoms = (np.column_stack([frame[d.name].map(lk).to_numpy(dtype=np.int64) for d, lk in zip(domains, lookups)])
+                 if frame is not None and len(frame) else np.zeros((0, len(domains)), np.int64))
         atoms_of: dict[Predicate, Predicate] = {}  # units share their cells' predicates
         for unit in (r for r in releases if r.level == level):
             truth, known = None, None
             if frame is not None:
-                sub = frame.iloc[unit_rows[unit.geo]]
-                truth = np.column_stack([sub[d.name].map(lk).to_numpy(dtype=np.int64) for d, lk in zip(domains, lookups)]
-                                        ) if len(sub) else np.zeros((0, len(domains)), np.int64)
-                known = len(sub)
+                truth = atoms[unit_rows[unit.geo]]
+                known = len(truth)
             cons = []
             for v in unit.values:
                 for c in constraints_of(v, unit.protection[v.cell.table]):
