@@ -122,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
                  ("  baselines unit / parent mode",
                   " / ".join(pct(b) for b in inf["unlike_majority"]["baselines"].values())),
                  ("persons not measured", str(exact["persons_not_measured"]))]
-    from audit.scale.runner import read_parts
+    from audit.scale.parts import read_parts
 
     levels: dict = {}
     for u in read_parts(out / "run" / "parts"):

@@ -18,7 +18,8 @@ import pytest
 from audit.cli import run
 from audit.attacks.exact import ExactOptions, audit_unit, unit_cost
 from audit.inputs import load_inputs
-from audit.scale.runner import ScaleOptions, read_parts, run_scaled
+from audit.scale.parts import read_parts
+from audit.scale.runner import ScaleOptions, run_scaled
 from audit.specs.schedule import load_schedule
 from audit.specs.schema import load_schema
 
@@ -218,7 +219,7 @@ def test_killing_the_parent_leaves_no_worker_behind(tmp_path):
 
 def _crash_on_nine(problem, options, prior, limits):
     """A task whose worker dies on the 9-person block (as if killed for memory)."""
-    from audit.scale.runner import audit_task
+    from audit.scale.worker import audit_task
 
     if problem.n_rows[1] == 9:
         os._exit(3)
@@ -227,7 +228,7 @@ def _crash_on_nine(problem, options, prior, limits):
 
 def _hang_on_nine(problem, options, prior, limits):
     """A task that hangs on the 9-person block where the worker's alarm cannot reach it (as in C code)."""
-    from audit.scale.runner import audit_task
+    from audit.scale.worker import audit_task
 
     if problem.n_rows[1] == 9:
         signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})

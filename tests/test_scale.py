@@ -17,7 +17,8 @@ from audit.attacks.exact import ExactOptions, audit_unit
 from audit.findings.document import run_exact
 from audit.inputs import load_inputs
 from audit.problem.build import build_problems
-from audit.scale.runner import ScaleOptions, read_parts, run_scaled
+from audit.scale.parts import read_parts
+from audit.scale.runner import ScaleOptions, run_scaled
 from audit.specs.schedule import load_schedule
 from audit.specs.schema import load_schema
 from audit.data.stream import count_units, stream_chunks
@@ -165,7 +166,7 @@ def test_units_over_the_bounds_are_undecided_and_the_run_goes_on(small, spec, tm
 
 def _crash_on_nine(problem, options, prior, limits):
     """A task whose worker dies on the 9-person block (as if killed for memory)."""
-    from audit.scale.runner import audit_task
+    from audit.scale.worker import audit_task
 
     if problem.n_rows[1] == 9:
         os._exit(3)

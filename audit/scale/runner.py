@@ -22,58 +22,41 @@ worker failed or died, is reported with its status and reason and every candidat
 """
 from __future__ import annotations
 
-import heapq
 import json
 import os
-import signal
-import threading
 import time
 from collections import Counter
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures import TimeoutError as FutureTimeout
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import numpy as np
 import pandas as pd
 
-from ..findings.claimstore import FILE as STORE_FILE
-from ..findings.claimstore import StoreWriter, store_columns
-from ..problem.coupled import build_coupled_problems, coupled_levels
 from ..attacks.engines._explain import WORK_PER_SECOND
-from ..errors import AuditError, InternalError, Interrupted, OptionalDependencyMissing
-from ..attacks.exact import ExactOptions, audit_unit, unfinished
-from ..findings.document import (GridKeeper, JsonLines, attach_cells, cells_json, document, grid_cap, grid_rank, kept_grids,
-                       listing_cap, prior_rows, unit_json)
-from ..inputs import Inputs, inputs_from
-from ..problem.build import Problem, build_problems
-from ..findings.model import Findings
-from ..findings.provenance import file_digest
+from ..attacks.exact import ExactOptions
+from ..attacks.joint import joint_proofs, with_proofs
 from ..attacks.reidentify import with_attacker
+from ..data.stream import DEFAULT_CHUNK_ROWS, _keys, count_units, stream_chunks
+from ..errors import AuditError, InternalError, Interrupted, OptionalDependencyMissing
+from ..findings.claimstore import store_columns
+from ..findings.document import GridKeeper, attach_cells, cells_json, grid_cap, listing_cap, prior_rows
+from ..findings.model import Findings
+from ..inputs import Inputs, inputs_from
+from ..outputs.progress import Progress
+from ..problem.build import Problem, build_problems
+from ..problem.coupled import build_coupled_problems, coupled_levels
+from ..release.tabulate import tabulate
 from ..specs.schedule import Schedule, load_schedule
 from ..specs.schema import Schema, load_schema
-from ..data.stream import DEFAULT_CHUNK_ROWS, _keys, count_units, stream_chunks
-from ..release.tabulate import tabulate
-from ..attacks.joint import joint_proofs, with_proofs
-from ..outputs.progress import Progress
+from .parts import PartWriter, finished_units, fingerprint, merge
+from .worker import Limits, audit_task, error_unit, failed_unit, init_worker
 
 PIECE_UNITS = 16  # units whose problems are built together
 HARD_GRACE = 30.0  # seconds past the hard limit before the parent kills a worker that has not answered
-RETRIED = ("error", "timeout", "out-of-memory")  # statuses --resume redoes: they depend on the machine, not the data
-
-
-@dataclass(frozen=True)
-class Limits:
-    """Bounds enforced in the worker, on top of the exact attack's own."""
-
-    memory_mb: int | None = None
-    hard_seconds: float | None = None
-    parent_pid: int = 0
-    claims_cap: int | None = None  # claims of each kind listed per unit (all are counted and stored); None: LISTED
-    header: tuple[str, ...] = ()  # the claim store's columns
-    input_errors: bool = False  # raise the user's input errors (an inconsistent release) instead of an error unit
 
 
 @dataclass(frozen=True)
@@ -97,190 +80,6 @@ class ScaleOptions:
             raise AuditError("must be 0 or more", "--claims-cap", "e.g. --claims-cap 25")
         if self.memory_mb is not None and self.memory_mb < 64:
             raise AuditError("must be at least 64", "--memory-mb", "e.g. --memory-mb 4096")
-
-
-# -- the task a worker runs -----------------------------------------------------------------------
-class _HardTimeout(Exception):
-    pass
-
-
-def _apply_limits(limits: Limits) -> None:
-    """Address-space limit, once per worker process (never in the process that started the run)."""
-    if not limits.memory_mb or os.getpid() == limits.parent_pid:
-        return
-    import resource
-
-    want = limits.memory_mb * 2**20
-    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
-    if soft == resource.RLIM_INFINITY or soft > want:
-        resource.setrlimit(resource.RLIMIT_AS, (want, hard))
-
-
-def _init_worker(limits: Limits) -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
-    _die_with_parent(limits.parent_pid)
-    _apply_limits(limits)
-
-
-def _die_with_parent(parent: int) -> None:
-    """End this worker when the process that started the run ends, even by SIGKILL: the kernel's
-    parent-death signal on Linux, and everywhere a thread that watches the parent's pid."""
-    try:
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
-    if parent and os.getppid() != parent:  # the parent died before the signal was armed
-        os._exit(1)
-    threading.Thread(target=_watch_parent, args=(parent,), daemon=True, name="watch-parent").start()
-
-
-def _watch_parent(parent: int) -> None:
-    while True:
-        time.sleep(1.0)
-        if os.getppid() != parent:
-            os._exit(1)
-
-
-def _on_alarm(signum, frame):
-    raise _HardTimeout()
-
-
-def audit_task(problem: Problem, options: ExactOptions, prior: np.ndarray | None, limits: Limits) -> dict:
-    """Audit one unit and return its findings (``unit_json``); failures become undecided units."""
-    _apply_limits(limits)
-    start = time.perf_counter()
-    alarm = (limits.hard_seconds and os.getpid() != limits.parent_pid
-             and hasattr(signal, "SIGALRM") and _main_thread())
-    try:
-        if alarm:
-            signal.signal(signal.SIGALRM, _on_alarm)
-            signal.setitimer(signal.ITIMER_REAL, limits.hard_seconds)
-        try:
-            return unit_json(audit_unit(problem, options, prior), None, _cap(limits), limits.header or None,
-                             options.max_columns)
-        finally:
-            if alarm:
-                signal.setitimer(signal.ITIMER_REAL, 0)
-    except AuditError as exc:
-        if limits.input_errors:
-            raise
-        unit = _error_unit(problem, options, exc, start)
-    except _HardTimeout:
-        return failed_unit(problem, options, "timeout", f"hard time limit of {limits.hard_seconds:g} s per unit reached",
-                           start, limits)
-    except MemoryError:
-        return failed_unit(problem, options, "out-of-memory", f"memory limit of {limits.memory_mb} MB per worker reached",
-                           start, limits)
-    except InternalError:  # a bug: stops the run, never a unit's result
-        raise
-    except Exception as exc:  # noqa: BLE001 -- one unit's failure must not stop the run
-        unit = _error_unit(problem, options, exc, start, limits)
-    return unit
-
-
-def _error_unit(problem: Problem, options: ExactOptions, exc: BaseException, start: float | None = None,
-                limits: Limits | None = None) -> dict:
-    """A unit whose task raised: status error, the exception's first line as the reason."""
-    text = str(exc).splitlines()[0] if str(exc) else ""
-    return failed_unit(problem, options, "error", f"{type(exc).__name__}: {text}", start, limits)
-
-
-def _main_thread() -> bool:
-    return threading.current_thread() is threading.main_thread()
-
-
-def failed_unit(problem: Problem, options: ExactOptions, status: str, reason: str, start: float | None = None,
-                limits: Limits | None = None) -> dict:
-    """A unit the attack could not finish: every true claim undecided (listed and stored if not too many)."""
-    limits = limits or Limits()
-    return unit_json(unfinished(problem, options, status, reason, start), None, _cap(limits), limits.header or None,
-                     options.max_columns)
-
-
-def _cap(limits: Limits) -> int:
-    return listing_cap(0, limits.claims_cap)
-
-
-# -- parts on disk ----------------------------------------------------------------------------------
-def unit_key(unit: dict) -> tuple[str, str]:
-    return unit["level"], unit["geo"]
-
-
-def read_parts(parts: Path) -> Iterator[dict]:
-    """Every complete unit line in the part files (a partly written line is skipped)."""
-    for _, _, unit in _part_lines(parts):
-        yield unit
-
-
-def _part_lines(parts: Path) -> Iterator[tuple[Path, int, dict]]:
-    """(part file, offset, unit) of every complete unit line."""
-    for path in sorted(parts.glob("part-*.jsonl")):
-        with path.open("rb") as fh:
-            while True:
-                at = fh.tell()
-                line = fh.readline()
-                if not line:
-                    break
-                if not line.endswith(b"\n"):
-                    continue  # cut off mid-write: that unit is redone
-                try:
-                    unit = json.loads(line)
-                except (json.JSONDecodeError, UnicodeDecodeError):
-                    continue
-                if isinstance(unit, dict) and "geo" in unit and "level" in unit:
-                    yield path, at, unit
-
-
-def finished_units(parts: Path) -> set[tuple[str, str]]:
-    """Units a resumed run keeps: those whose last line has a status other than :data:`RETRIED`."""
-    last = {unit_key(u): u["status"] for u in read_parts(parts)}
-    return {k for k, status in last.items() if status not in RETRIED}
-
-
-def _fingerprint(source, schema: Schema, schedule: Schedule, options: ExactOptions, coupled: bool,
-                 claims_cap: int | None) -> dict:
-    """What a resumed run must share with the interrupted one (the data by path, size and time: cheap)."""
-    if isinstance(source, pd.DataFrame):
-        data = {"frame_rows": len(source)}
-    else:
-        st = Path(source).stat()
-        data = {"path": str(Path(source).resolve()), "bytes": st.st_size, "mtime": int(st.st_mtime)}
-    return {"data": data, "schema": file_digest(schema.source), "tables": file_digest(schedule.source),
-            "options": asdict(options), "coupled": coupled, "claims_cap": claims_cap}
-
-
-class _PartWriter:
-    """Appends one JSON line per finished unit to a fresh part file of this run (never to an old one),
-    and the unit's claim-store member to the part's ``.claims`` file before it (the line says where)."""
-
-    def __init__(self, parts: Path):
-        parts.mkdir(parents=True, exist_ok=True)
-        n = len(list(parts.glob("part-*.jsonl")))
-        self.path = parts / f"part-{n:05d}.jsonl"
-        self.fh = self.path.open("a", encoding="utf-8")
-        self.claims = self.path.with_suffix(".claims").open("ab")
-        self.synced = time.monotonic()
-
-    def write(self, unit: dict) -> None:
-        block = unit.pop("_store", None)
-        if block is not None:
-            unit = {**unit, "block": [self.claims.tell(), len(block[0]), block[1]]}
-            self.claims.write(block[0])
-            self.claims.flush()
-        self.fh.write(json.dumps(unit, separators=(",", ":")) + "\n")
-        self.fh.flush()
-        if time.monotonic() - self.synced > 5:
-            os.fsync(self.claims.fileno())
-            os.fsync(self.fh.fileno())
-            self.synced = time.monotonic()
-
-    def close(self) -> None:
-        for fh in (self.claims, self.fh):
-            fh.flush()
-            os.fsync(fh.fileno())
-            fh.close()
 
 
 # -- producing tasks from the stream ------------------------------------------------------------------
@@ -349,7 +148,7 @@ def run_scaled(source, schema: Schema, schedule: Schedule, options: ExactOptions
     parts = out / "parts"
     manifest = parts / "run.json"
     coupled = bool(scale.coupled and coupled_levels(schema, schedule))
-    print_ = _fingerprint(source, schema, schedule, options, coupled, scale.claims_cap)
+    print_ = fingerprint(source, schema, schedule, options, coupled, scale.claims_cap)
     if scale.resume and manifest.exists():
         old = json.loads(manifest.read_text(encoding="utf-8"))
         if old != json.loads(json.dumps(print_)):
@@ -371,7 +170,7 @@ def run_scaled(source, schema: Schema, schedule: Schedule, options: ExactOptions
     tasks = _tasks(source, schema, schedule, scale, done, stats, options.max_rows, options.explain != "none")
     limits = Limits(scale.memory_mb, scale.hard_seconds or hard_limit(options), os.getpid(),
                     listing_cap(total, scale.claims_cap), store_columns(schema, schedule, coupled))
-    writer = _PartWriter(parts)
+    writer = PartWriter(parts)
     finished = already
     keeper = GridKeeper(grid_cap(total))  # units written with their grid; merge keeps the final top's
 
@@ -428,7 +227,7 @@ def _name(source) -> str:
 def _new_pool(n: int, limits: Limits) -> ProcessPoolExecutor:
     import multiprocessing
 
-    return ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("spawn"), initializer=_init_worker,
+    return ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("spawn"), initializer=init_worker,
                                initargs=(limits,))
 
 
@@ -553,7 +352,7 @@ def _run_dask(tasks, options: ExactOptions, limits: Limits, scale: ScaleOptions,
             except InternalError:
                 raise
             except Exception as exc:  # noqa: BLE001 -- e.g. KilledWorker: the unit is an error, the run goes on
-                unit = _error_unit(problem, options, exc, limits=limits)
+                unit = error_unit(problem, options, exc, limits=limits)
             fut.release()
             record(unit, cells)
             top_up()
@@ -563,107 +362,6 @@ def _run_dask(tasks, options: ExactOptions, limits: Limits, scale: ScaleOptions,
     finally:
         if own:
             client.close()
-
-
-# -- merge ----------------------------------------------------------------------------------------------
-_SIZE_BINS = [(1, 1), (2, 2), (3, 4), (5, 9), (10, 19), (20, 49), (50, 99), (100, 199), (200, None)]
-
-
-def _quantiles(values) -> dict:
-    if not len(values):
-        return {}
-    a = np.asarray(values, dtype=float)
-    return {"p50": round(float(np.quantile(a, .5)), 3), "p90": round(float(np.quantile(a, .9)), 3),
-            "p99": round(float(np.quantile(a, .99)), 3), "max": round(float(a.max()), 3),
-            "mean": round(float(a.mean()), 3), "sum": round(float(a.sum()), 3)}
-
-
-def merge(parts: Path, schema: Schema, schedule: Schedule, options: ExactOptions, scale: ScaleOptions,
-          data_path: str, rows: int, seconds: float, rules=None, out: Path | None = None) -> Findings:
-    """Stream the parts (last line per unit wins) in unit order into the claim store and the document.
-
-    Memory holds one part offset per unit; claims go from the parts to ``claims.csv.gz`` and unit
-    entries to a temporary file that the document reads them back from (:class:`JsonLines`).
-    """
-    out = Path(out) if out is not None else parts.parent
-    latest: dict[tuple[str, str], tuple[Path, int]] = {}
-    ranks: dict[tuple[str, str], tuple] = {}
-    for path, at, unit in _part_lines(parts):
-        latest[unit_key(unit)] = (path, at)
-        ranks[unit_key(unit)] = grid_rank(unit)
-    grids = kept_grids(ranks, grid_cap(len(ranks)))
-    del ranks
-    order = {lv: i for i, lv in enumerate(schedule.levels)}
-    keys = sorted(latest, key=lambda k: (order.get(k[0], 99), k[1].split("/")))
-    coupled = bool(scale.coupled and coupled_levels(schema, schedule))
-    writer = StoreWriter(out / STORE_FILE, store_columns(schema, schedule, coupled))
-    files: dict[Path, Any] = {}
-
-    def read(path: Path, at: int, size: int | None = None) -> bytes:
-        if path not in files:
-            files[path] = path.open("rb")
-        fh = files[path]
-        fh.seek(at)
-        return fh.readline() if size is None else fh.read(size)
-
-    def units() -> Iterator[dict]:
-        for key in keys:
-            path, at = latest.pop(key)
-            unit = json.loads(read(path, at))
-            if key not in grids:
-                unit.pop("grid", None)
-            block = unit.pop("block", None)
-            if block is not None:
-                unit["store"] = writer.add(read(path.with_suffix(".claims"), block[0], block[1]), block[2])
-            yield unit
-
-    try:
-        entries = JsonLines.write(units(), out)
-    finally:
-        for fh in files.values():
-            fh.close()
-    store = writer.close()
-    doc = document(Inputs(schema, schedule, pd.DataFrame(), data_path), options, entries, seconds, rules, store)
-    return replace(doc, inputs={**doc.inputs, "rows": int(rows)},
-                   scale=summarise(entries, listing_cap(len(entries), scale.claims_cap), parts))
-
-
-def summarise(units, cap: int, parts: Path, worst: int = 20) -> dict:
-    """Distributions and worst units, in one pass over the units: what a reader of a large run needs."""
-    by_status: dict[str, int] = {}
-    bins = [{"units": 0, "reconstructed": 0, "with_derived_singletons": 0, "undecided_units": 0} for _ in _SIZE_BINS]
-    seconds, derived, ranked, not_finished = [], [], [], []
-    for u in units:
-        s = u["summary"]
-        by_status[u["status"]] = by_status.get(u["status"], 0) + 1
-        for (lo, hi), b in zip(_SIZE_BINS, bins):
-            if u["rows"] >= lo and (hi is None or u["rows"] <= hi):
-                b["units"] += 1
-                b["reconstructed"] += bool(u["reconstructed"])
-                b["with_derived_singletons"] += s["derived_singletons"] > 0
-                b["undecided_units"] += s["undecided"] > 0
-        seconds.append(u["seconds"])
-        derived.append(s["derived_singletons"])
-        ranked.append(((-s["derived_singletons"], -s["full_records"], u["geo"]),
-                       {"geo": u["geo"], "level": u["level"], "rows": u["rows"],
-                        "derived_singletons": s["derived_singletons"], "full_records": s["full_records"],
-                        "reconstructed": u["reconstructed"], "status": u["status"]}))
-        if len(ranked) > 10 * worst:
-            ranked = heapq.nsmallest(worst, ranked, key=lambda r: r[0])
-        if u["status"] != "done" and len(not_finished) < 100:
-            not_finished.append({"geo": u["geo"], "level": u["level"], "status": u["status"], "reason": u["reason"]})
-    sizes = [{"rows": f"{lo}" if lo == hi else (f"{lo}+" if hi is None else f"{lo}-{hi}"), **b}
-             for (lo, hi), b in zip(_SIZE_BINS, bins) if b["units"]]
-    return {
-        "units_by_status": by_status,
-        "by_size": sizes,
-        "seconds_per_unit": _quantiles(seconds),
-        "derived_singletons_per_unit": _quantiles(derived),
-        "worst_units": [r for _, r in heapq.nsmallest(worst, ranked, key=lambda r: r[0])],
-        "not_finished": not_finished,
-        "claims_listed_per_kind": cap,
-        "parts": str(parts),
-    }
 
 
 # -- the command line's entry ---------------------------------------------------------------------------

@@ -1,0 +1,195 @@
+"""One unit's exact attack: its options, its result, and its size, estimated before anything is built."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import AuditError
+from ..problem.build import Problem
+from ..release.constraints import int_hi, int_lo
+from ..problem.claims import UNDECIDED, VERIFIED, Verdict, candidates, count_candidates, distinct_rows, n_subsets
+from .engines import engine_class, get_engine
+from .engines._explain import EXPLAIN_BUDGET
+from .intervals import hidden_cells
+
+
+# Bytes per unit of work, measured on SF1 and household blocks (README, "Bounds"): a candidate key
+# becomes up to one claim and one verdict (Python objects), a clause is a Python list before the
+# solver copies it.
+BYTES_PER_KEY = 600
+BYTES_PER_CLAUSE = 500
+SECONDS_PER_CLAUSE = 3e-6  # building the SAT encoding (measured: 1.9 M clauses in 5-7 s on 2 loaded cores)
+BASE_MB = 400  # a worker's own footprint (interpreter, numpy, pandas, pysat, HiGHS): not for the unit
+LISTED_MAX = 20_000  # a unit the attack did not finish lists its undecided claims up to this many
+EXPLAIN_MODES = ("none", "records", "singletons", "all")
+ENUMERATION_NODES = 4_000  # boxes the histogram engine may search to list every dataset of a unit
+
+
+@dataclass(frozen=True)
+class ExactOptions:
+    """Knobs of the exact attack; every one is reported in the findings."""
+
+    engine: str = "sat"
+    max_columns: int | None = None
+    samples: int = 32
+    seed: int = 0
+    conflicts: int = 200_000
+    unit_seconds: float = 120.0
+    solution_cap: int = 16  # datasets enumerated: up to this many decide every claim at once
+    explain: str = "records"  # none | records | singletons | all: which verified claims get explaining cells
+    explain_budget: float = EXPLAIN_BUDGET  # explanation work per unit: millions of solver propagations
+    max_rows: int = 200
+    linear: bool = True  # prove claims that are linear combinations of exact counts without search
+    memory_mb: int | None = 4096  # per unit; a unit estimated above it is too large (None: no bound)
+    histogram: bool = True  # sample, refute and prove in histogram space (LP/MIP) before the row-slot engine
+    attacker: object = None  # audit.specs.attacker.AttackerModel: also measure re-identification (audit.attacks.reidentify)
+    intervals: bool = True  # feasibility intervals of the count cells not published exactly (audit.attacks.intervals)
+
+    def __post_init__(self):
+        engine_class(self.engine)  # an unknown name fails here, naming the option
+        if self.explain not in EXPLAIN_MODES:
+            raise AuditError(f"unknown explain mode '{self.explain}'", "--explain", f"use one of {', '.join(EXPLAIN_MODES)}")
+        for option, value, low, example in (("--max-columns", self.max_columns, 1, 3), ("--seed", self.seed, 0, 0),
+                                            ("--conflicts", self.conflicts, 1, 200_000),
+                                            ("--max-rows", self.max_rows, 1, 200)):
+            if value is not None and not value >= low:
+                raise AuditError(f"must be an integer {low} or more, not {value}", option, f"e.g. {option} {example}")
+        if not self.unit_seconds > 0:  # also refuses NaN
+            raise AuditError(f"must be a number above 0, not {self.unit_seconds}", "--unit-seconds",
+                             "e.g. --unit-seconds 120")
+        if not self.explain_budget >= 0:
+            raise AuditError(f"must be a number 0 or more, not {self.explain_budget}", "--explain-budget",
+                             f"e.g. --explain-budget {EXPLAIN_BUDGET:g}")
+        if self.memory_mb is not None and self.memory_mb < 2 * BASE_MB:
+            raise AuditError(f"--memory-mb {self.memory_mb} is too small", "--memory-mb",
+                             f"give at least {2 * BASE_MB} (MB per unit)")
+
+
+@dataclass
+class UnitResult:
+    """What the exact attack established about one unit."""
+
+    problem: Problem
+    verdicts: list[Verdict] = field(default_factory=list)
+    refuted: int = 0
+    solutions: int = 0
+    exhausted: bool = False
+    seconds: float = 0.0
+    status: str = "done"  # done | too-large | timeout | inconsistent
+    reason: str = ""
+    baseline: dict = field(default_factory=dict)
+    omitted: int = 0  # undecided claims counted but not listed (a unit too large to list them)
+    reidentification: object = None  # audit.attacks.reidentify.UnitMeasure, with an attacker model
+    intervals: dict | None = None  # cell key -> audit.attacks.intervals.Interval, for the counts not published exactly
+    intervals_note: str = ""  # why the intervals were not computed
+
+    @property
+    def verified(self) -> list[Verdict]:
+        return [v for v in self.verdicts if v.status == VERIFIED]
+
+    @property
+    def undecided(self) -> list[Verdict]:
+        return [v for v in self.verdicts if v.status == UNDECIDED]
+
+    def give_up(self, claims, reason: str, status: str = "timeout") -> None:
+        """Record ``claims`` as undecided for ``reason``; the unit did not finish."""
+        self.verdicts += [Verdict(c, UNDECIDED, reason=reason) for c in claims]
+        self.status, self.reason = status, reason
+
+    @property
+    def reconstructed(self) -> bool:
+        return self.exhausted and self.solutions == 1
+
+
+@dataclass(frozen=True)
+class UnitCost:
+    """What attacking one unit would hold in memory, estimated before anything large is built."""
+
+    rows: int  # row slots
+    distinct: int  # distinct true rows
+    keys: int  # candidate keys: distinct true rows x column subsets (at least the candidate claims)
+    prior_keys: int  # the same for the parent unit's rows (baseline probabilities)
+    clauses: int  # clauses of the SAT encoding (the integer program is smaller)
+
+    @property
+    def megabytes(self) -> float:
+        return (BYTES_PER_KEY * self.keys + 16 * self.prior_keys + BYTES_PER_CLAUSE * self.clauses) / 2**20
+
+
+def encoding_clauses(problem: Problem) -> int:
+    """Clauses of the SAT encoding of ``problem`` (see :class:`~audit.attacks.engines.sat.SatEngine`), counted
+    from the cells' bounds: one-hot and order literals and the lexicographic order per slot, one
+    sequential counter per bound of a count cell (about 2 N min(k, N - k) clauses for a bound k), totalizers (N^2) for
+    the rows of a numeric cell and one per threshold of a median."""
+    n = problem.n_rows[1]
+    per_slot = sum(1 + (d * (d - 1) // 2 if d <= 6 else 3 * d) + d + 3 * (d - 1) + 2 * d for d in problem.sizes)
+    total = n * (per_slot + len(problem.edits))
+    for c in problem.constraints:
+        if c.statistic.kind != "count":
+            d = problem.sizes[problem.index(c.statistic.column)]
+            bits = max(d, 2).bit_length()
+            total += n * n + 20 * n * bits + 2 * (n + 1) * bits
+            if c.statistic.kind == "median":
+                total += d * n * (n // 2 + 1) + 2 * (n + 1) * d
+            continue
+        lo, hi = max(int_lo(c.lo, c.lo_open) or 0, 0), int_hi(c.hi, c.hi_open)
+        hi = n if hi is None else min(hi, n)
+        if hi <= 0:
+            total += n
+            continue
+        total += n * (len(c.predicate.clauses) + 2)
+        if 1 < lo < n:
+            total += 2 * n * min(lo, n - lo)
+        if 0 < hi < n:
+            total += 2 * n * min(hi, n - hi)
+    return total
+
+
+def unit_cost(problem: Problem, options: ExactOptions, prior_rows: np.ndarray | None = None) -> UnitCost:
+    """The size of the unit's attack, from its row counts and cells alone."""
+    truth = problem.truth if problem.truth is not None else np.zeros((0, len(problem.sizes)), np.int64)
+    subsets = n_subsets(len(problem.sizes), options.max_columns)
+    distinct = len(distinct_rows(truth)[0])
+    prior = len(distinct_rows(prior_rows)[0]) if prior_rows is not None and len(prior_rows) else 0
+    return UnitCost(problem.n_rows[1], distinct, distinct * subsets, prior * subsets, encoding_clauses(problem))
+
+
+def too_large(cost: UnitCost, options: ExactOptions) -> str | None:
+    """Why the unit is past ``--max-rows`` or ``--memory-mb``, or None when it is within both."""
+    if cost.rows > options.max_rows:
+        return f"{cost.rows} rows > --max-rows {options.max_rows}"
+    if options.memory_mb is not None and cost.megabytes > options.memory_mb - BASE_MB:
+        return (f"estimated {cost.megabytes:,.0f} MB ({cost.keys:,} candidate keys, {cost.clauses:,} clauses) "
+                f"> --memory-mb {options.memory_mb} less {BASE_MB} MB for the process")
+    return None
+
+
+def unfinished(problem: Problem, options: ExactOptions, status: str, reason: str,
+               start: float | None = None) -> UnitResult:
+    """A unit the attack did not finish: every candidate claim undecided, listed when there are at
+    most :data:`LISTED_MAX` of them, else counted (a lower bound when even counting is too long)."""
+    result = UnitResult(problem, status=status, reason=reason)
+    if options.intervals and hidden_cells(problem):
+        result.intervals_note = f"feasibility intervals not computed: {reason}"
+    if problem.truth is not None and len(problem.truth):
+        n, exact = count_candidates(problem.truth, options.max_columns)
+        keys = len(distinct_rows(problem.truth)[0]) * n_subsets(problem.truth.shape[1], options.max_columns)
+        if n <= LISTED_MAX and exact and keys <= 50 * LISTED_MAX:
+            result.verdicts = [Verdict(c, UNDECIDED, reason=reason) for c in candidates(problem.truth, options.max_columns)]
+        else:
+            result.omitted = n
+            if not exact:
+                result.reason = f"{reason}; at least {n:,} candidate claims (too many to count)"
+    result.seconds = time.perf_counter() - start if start is not None else 0.0
+    return result
+
+
+def make_engine(problem: Problem, options: ExactOptions, deadline: float | None = None, verifying: bool = True):
+    """The engine named in the options, over this problem; its solver calls give up at ``deadline``
+    (SAT; the IP's calls stop at their own time limit). ``verifying``: False when it only explains."""
+    own = {"sat": {"conflicts": options.conflicts, "verifying": verifying, "deadline": deadline},
+           "ip": {"time_limit": min(60.0, options.unit_seconds)}}
+    return get_engine(options.engine, problem, seed=options.seed, **own[options.engine])
+

@@ -1,0 +1,215 @@
+"""A scaled run's parts on disk (one JSON line per finished unit, its claims beside it) and their merge
+into the findings document, streamed in unit order so that memory does not grow with the claims."""
+from __future__ import annotations
+
+import heapq
+import json
+import os
+import time
+from dataclasses import asdict, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterator
+
+import numpy as np
+import pandas as pd
+
+from ..attacks.exact import ExactOptions
+from ..findings.claimstore import FILE as STORE_FILE
+from ..findings.claimstore import StoreWriter, store_columns
+from ..findings.document import JsonLines, document, grid_cap, grid_rank, kept_grids, listing_cap
+from ..findings.model import Findings
+from ..findings.provenance import file_digest
+from ..inputs import Inputs
+from ..problem.coupled import coupled_levels
+from ..specs.schedule import Schedule
+from ..specs.schema import Schema
+
+if TYPE_CHECKING:
+    from .runner import ScaleOptions
+
+RETRIED = ("error", "timeout", "out-of-memory")  # statuses --resume redoes: they depend on the machine, not the data
+
+
+# -- parts on disk ----------------------------------------------------------------------------------
+def unit_key(unit: dict) -> tuple[str, str]:
+    return unit["level"], unit["geo"]
+
+
+def read_parts(parts: Path) -> Iterator[dict]:
+    """Every complete unit line in the part files (a partly written line is skipped)."""
+    for _, _, unit in _part_lines(parts):
+        yield unit
+
+
+def _part_lines(parts: Path) -> Iterator[tuple[Path, int, dict]]:
+    """(part file, offset, unit) of every complete unit line."""
+    for path in sorted(parts.glob("part-*.jsonl")):
+        with path.open("rb") as fh:
+            while True:
+                at = fh.tell()
+                line = fh.readline()
+                if not line:
+                    break
+                if not line.endswith(b"\n"):
+                    continue  # cut off mid-write: that unit is redone
+                try:
+                    unit = json.loads(line)
+                except (json.JSONDecodeError, UnicodeDecodeError):
+                    continue
+                if isinstance(unit, dict) and "geo" in unit and "level" in unit:
+                    yield path, at, unit
+
+
+def finished_units(parts: Path) -> set[tuple[str, str]]:
+    """Units a resumed run keeps: those whose last line has a status other than :data:`RETRIED`."""
+    last = {unit_key(u): u["status"] for u in read_parts(parts)}
+    return {k for k, status in last.items() if status not in RETRIED}
+
+
+def fingerprint(source, schema: Schema, schedule: Schedule, options: ExactOptions, coupled: bool,
+                 claims_cap: int | None) -> dict:
+    """What a resumed run must share with the interrupted one (the data by path, size and time: cheap)."""
+    if isinstance(source, pd.DataFrame):
+        data = {"frame_rows": len(source)}
+    else:
+        st = Path(source).stat()
+        data = {"path": str(Path(source).resolve()), "bytes": st.st_size, "mtime": int(st.st_mtime)}
+    return {"data": data, "schema": file_digest(schema.source), "tables": file_digest(schedule.source),
+            "options": asdict(options), "coupled": coupled, "claims_cap": claims_cap}
+
+
+class PartWriter:
+    """Appends one JSON line per finished unit to a fresh part file of this run (never to an old one),
+    and the unit's claim-store member to the part's ``.claims`` file before it (the line says where)."""
+
+    def __init__(self, parts: Path):
+        parts.mkdir(parents=True, exist_ok=True)
+        n = len(list(parts.glob("part-*.jsonl")))
+        self.path = parts / f"part-{n:05d}.jsonl"
+        self.fh = self.path.open("a", encoding="utf-8")
+        self.claims = self.path.with_suffix(".claims").open("ab")
+        self.synced = time.monotonic()
+
+    def write(self, unit: dict) -> None:
+        block = unit.pop("_store", None)
+        if block is not None:
+            unit = {**unit, "block": [self.claims.tell(), len(block[0]), block[1]]}
+            self.claims.write(block[0])
+            self.claims.flush()
+        self.fh.write(json.dumps(unit, separators=(",", ":")) + "\n")
+        self.fh.flush()
+        if time.monotonic() - self.synced > 5:
+            os.fsync(self.claims.fileno())
+            os.fsync(self.fh.fileno())
+            self.synced = time.monotonic()
+
+    def close(self) -> None:
+        for fh in (self.claims, self.fh):
+            fh.flush()
+            os.fsync(fh.fileno())
+            fh.close()
+
+
+
+
+# -- merge ----------------------------------------------------------------------------------------------
+_SIZE_BINS = [(1, 1), (2, 2), (3, 4), (5, 9), (10, 19), (20, 49), (50, 99), (100, 199), (200, None)]
+
+
+def _quantiles(values) -> dict:
+    if not len(values):
+        return {}
+    a = np.asarray(values, dtype=float)
+    return {"p50": round(float(np.quantile(a, .5)), 3), "p90": round(float(np.quantile(a, .9)), 3),
+            "p99": round(float(np.quantile(a, .99)), 3), "max": round(float(a.max()), 3),
+            "mean": round(float(a.mean()), 3), "sum": round(float(a.sum()), 3)}
+
+
+def merge(parts: Path, schema: Schema, schedule: Schedule, options: ExactOptions, scale: ScaleOptions,
+          data_path: str, rows: int, seconds: float, rules=None, out: Path | None = None) -> Findings:
+    """Stream the parts (last line per unit wins) in unit order into the claim store and the document.
+
+    Memory holds one part offset per unit; claims go from the parts to ``claims.csv.gz`` and unit
+    entries to a temporary file that the document reads them back from (:class:`JsonLines`).
+    """
+    out = Path(out) if out is not None else parts.parent
+    latest: dict[tuple[str, str], tuple[Path, int]] = {}
+    ranks: dict[tuple[str, str], tuple] = {}
+    for path, at, unit in _part_lines(parts):
+        latest[unit_key(unit)] = (path, at)
+        ranks[unit_key(unit)] = grid_rank(unit)
+    grids = kept_grids(ranks, grid_cap(len(ranks)))
+    del ranks
+    order = {lv: i for i, lv in enumerate(schedule.levels)}
+    keys = sorted(latest, key=lambda k: (order.get(k[0], 99), k[1].split("/")))
+    coupled = bool(scale.coupled and coupled_levels(schema, schedule))
+    writer = StoreWriter(out / STORE_FILE, store_columns(schema, schedule, coupled))
+    files: dict[Path, Any] = {}
+
+    def read(path: Path, at: int, size: int | None = None) -> bytes:
+        if path not in files:
+            files[path] = path.open("rb")
+        fh = files[path]
+        fh.seek(at)
+        return fh.readline() if size is None else fh.read(size)
+
+    def units() -> Iterator[dict]:
+        for key in keys:
+            path, at = latest.pop(key)
+            unit = json.loads(read(path, at))
+            if key not in grids:
+                unit.pop("grid", None)
+            block = unit.pop("block", None)
+            if block is not None:
+                unit["store"] = writer.add(read(path.with_suffix(".claims"), block[0], block[1]), block[2])
+            yield unit
+
+    try:
+        entries = JsonLines.write(units(), out)
+    finally:
+        for fh in files.values():
+            fh.close()
+    store = writer.close()
+    doc = document(Inputs(schema, schedule, pd.DataFrame(), data_path), options, entries, seconds, rules, store)
+    return replace(doc, inputs={**doc.inputs, "rows": int(rows)},
+                   scale=summarise(entries, listing_cap(len(entries), scale.claims_cap), parts))
+
+
+def summarise(units, cap: int, parts: Path, worst: int = 20) -> dict:
+    """Distributions and worst units, in one pass over the units: what a reader of a large run needs."""
+    by_status: dict[str, int] = {}
+    bins = [{"units": 0, "reconstructed": 0, "with_derived_singletons": 0, "undecided_units": 0} for _ in _SIZE_BINS]
+    seconds, derived, ranked, not_finished = [], [], [], []
+    for u in units:
+        s = u["summary"]
+        by_status[u["status"]] = by_status.get(u["status"], 0) + 1
+        for (lo, hi), b in zip(_SIZE_BINS, bins):
+            if u["rows"] >= lo and (hi is None or u["rows"] <= hi):
+                b["units"] += 1
+                b["reconstructed"] += bool(u["reconstructed"])
+                b["with_derived_singletons"] += s["derived_singletons"] > 0
+                b["undecided_units"] += s["undecided"] > 0
+        seconds.append(u["seconds"])
+        derived.append(s["derived_singletons"])
+        ranked.append(((-s["derived_singletons"], -s["full_records"], u["geo"]),
+                       {"geo": u["geo"], "level": u["level"], "rows": u["rows"],
+                        "derived_singletons": s["derived_singletons"], "full_records": s["full_records"],
+                        "reconstructed": u["reconstructed"], "status": u["status"]}))
+        if len(ranked) > 10 * worst:
+            ranked = heapq.nsmallest(worst, ranked, key=lambda r: r[0])
+        if u["status"] != "done" and len(not_finished) < 100:
+            not_finished.append({"geo": u["geo"], "level": u["level"], "status": u["status"], "reason": u["reason"]})
+    sizes = [{"rows": f"{lo}" if lo == hi else (f"{lo}+" if hi is None else f"{lo}-{hi}"), **b}
+             for (lo, hi), b in zip(_SIZE_BINS, bins) if b["units"]]
+    return {
+        "units_by_status": by_status,
+        "by_size": sizes,
+        "seconds_per_unit": _quantiles(seconds),
+        "derived_singletons_per_unit": _quantiles(derived),
+        "worst_units": [r for _, r in heapq.nsmallest(worst, ranked, key=lambda r: r[0])],
+        "not_finished": not_finished,
+        "claims_listed_per_kind": cap,
+        "parts": str(parts),
+    }
+
+
