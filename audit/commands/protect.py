@@ -84,7 +84,7 @@ def register(app: typer.Typer) -> None:
 
 
 def _audit_only(inputs, exact, policy, out: Path, quiet: bool) -> None:
-    """Print each unit's hidden counts with their intervals and the failing rules; exit 1 on fail."""
+    """Print each unit's hidden cells with their intervals and the failing rules; exit 1 on fail."""
     doc = audit_pattern(inputs, exact, policy, out, progress=not quiet)
     if not quiet:
         for unit in doc["units"]:
@@ -92,7 +92,8 @@ def _audit_only(inputs, exact, policy, out: Path, quiet: bool) -> None:
                 echo(f"{unit['geo']}: {unit['intervals_skipped']}")
             for cell, iv in (unit.get("intervals") or {}).items():
                 mark = "" if iv["certified"] else " (outer bound, not certified)"
-                echo(f"{unit['geo']} {cell}: [{iv['lo']}, {iv['hi']}]{mark}")
+                lo, hi = ({**iv, **iv.get("exact", {})}[k] for k in ("lo", "hi"))  # 110/3 rather than 36.666...
+                echo(f"{unit['geo']} {cell}: [{lo}, {hi}]{mark}")
         echo(f"{doc['verdict'].upper()} ({doc['rules']['name']} policy, {doc['summary']['units']} units): "
              f"{out / 'findings.json'}")
         for f in doc["failing"]:

@@ -10,7 +10,7 @@ import pandas as pd
 
 from ..errors import AuditError, InconsistentRelease
 from ..specs.query import Predicate, Statistic
-from ..release.constraints import Constraint, UnitRelease, constraints_of, int_hi, int_lo
+from ..release.constraints import SUPPRESSED, Constraint, UnitRelease, Value, constraints_of, int_hi, int_lo
 from ..specs.schedule import Schedule
 from ..specs.schema import Schema
 from ..release.tabulate import median, units_of
@@ -105,13 +105,14 @@ class Problem:
     truth: np.ndarray | None = field(default=None, compare=False)
     notes: tuple[str, ...] = ()
     proof: str = ""  # how the release was proved, outside this problem, to allow the true rows alone (audit.joint.with_proofs)
+    hidden: tuple[Constraint, ...] = ()  # suppressed sums, means and medians: unbounded, no constraint, asked for their intervals
 
     def __post_init__(self):
         lo, hi = self.n_rows
         if not 0 <= lo <= hi:
             raise ValueError(f"bad row range {self.n_rows}")
         names = {d.name for d in self.domains}
-        for c in self.constraints:
+        for c in self.constraints + self.hidden:
             if not set(c.predicate.columns) <= names:
                 raise ValueError(f"constraint {c.key} names an unknown column")
 
@@ -169,11 +170,12 @@ class Problem:
         # Sent to a worker per unit: constraints go as plain tuples, predicates once each (and interned
         # on arrival), which loads several times faster than the default pickle of ~800 dataclasses.
         preds: dict[Predicate, int] = {}
-        rows = [(c.key, preds.setdefault(c.predicate, len(preds)), (c.statistic.kind, c.statistic.column,
-                 c.statistic.decimals), _pair(c.lo), _pair(c.hi), c.lo_open, c.hi_open) for c in self.constraints]
+        rows = [[(c.key, preds.setdefault(c.predicate, len(preds)), (c.statistic.kind, c.statistic.column,
+                 c.statistic.decimals), _pair(c.lo), _pair(c.hi), c.lo_open, c.hi_open) for c in group]
+                for group in (self.constraints, self.hidden)]
         specs = tuple(tuple((name, tuple(sorted(atoms))) for name, atoms in p.clauses) for p in preds)
-        return _restore, (self.level, self.geo, self.domains, self.n_rows, specs, rows, self.edits, self.truth,
-                          self.notes, self.proof)
+        return _restore, (self.level, self.geo, self.domains, self.n_rows, specs, rows[0], self.edits, self.truth,
+                          self.notes, self.proof, rows[1])
 
 
 @lru_cache(maxsize=1 << 16)
@@ -209,12 +211,12 @@ def _interned(spec):
     return found
 
 
-def _restore(level, geo, domains, n_rows, specs, rows, edits, truth, notes, proof="") -> Problem:
+def _restore(level, geo, domains, n_rows, specs, rows, edits, truth, notes, proof="", hidden=()) -> Problem:
     preds = [_interned(("pred", spec)) for spec in specs]
-    cons = tuple(Constraint(key, preds[i], _interned(("stat", stat)), None if lo is None else Fraction(*lo),
-                            None if hi is None else Fraction(*hi), lo_open, hi_open)
-                 for key, i, stat, lo, hi, lo_open, hi_open in rows)
-    return Problem(level, geo, domains, n_rows, cons, edits, truth, notes, proof)
+    cons, hide = (tuple(Constraint(key, preds[i], _interned(("stat", stat)), None if lo is None else Fraction(*lo),
+                                   None if hi is None else Fraction(*hi), lo_open, hi_open)
+                        for key, i, stat, lo, hi, lo_open, hi_open in group) for group in (rows, hidden))
+    return Problem(level, geo, domains, n_rows, cons, edits, truth, notes, proof, hide)
 
 
 def _to_atoms(pred: Predicate, domains: dict[str, Domain]) -> Predicate:
@@ -251,6 +253,14 @@ def population(cons: list[Constraint], known: int | None, where: str) -> tuple[t
                      "publish a total (a cell with where: {}) in a table at this level, or audit the microdata")
 
 
+def hidden_value(value: Value) -> list[Constraint]:
+    """A suppressed sum, mean or median as an unbounded constraint (the release says nothing of it; it
+    is kept apart in :attr:`Problem.hidden` for its feasibility interval)."""
+    if value.status != SUPPRESSED or value.stat.kind == "count":
+        return []
+    return [Constraint(value.key, value.cell.predicate, value.stat, None, None)]
+
+
 def build_problems(frame: pd.DataFrame | None, schema: Schema, schedule: Schedule,
                    releases: list[UnitRelease]) -> list[Problem]:
     """One problem per published unit, holding the defender's true rows for generate-then-verify
@@ -270,15 +280,17 @@ def build_problems(frame: pd.DataFrame | None, schema: Schema, schedule: Schedul
                 truth = np.column_stack([sub[d.name].map(lk).to_numpy(dtype=np.int64) for d, lk in zip(domains, lookups)]
                                         ) if len(sub) else np.zeros((0, len(domains)), np.int64)
                 known = len(sub)
-            cons = []
+            cons, hidden = [], []
             for v in unit.values:
-                for c in constraints_of(v, unit.protection[v.cell.table]):
-                    pred = atoms_of.get(c.predicate)
-                    if pred is None:
-                        pred = atoms_of[c.predicate] = _to_atoms(c.predicate, by_name)
-                    cons.append(Constraint(c.key, pred, c.statistic, c.lo, c.hi, c.lo_open, c.hi_open))
+                for group, found in ((cons, constraints_of(v, unit.protection[v.cell.table])), (hidden, hidden_value(v))):
+                    for c in found:
+                        pred = atoms_of.get(c.predicate)
+                        if pred is None:
+                            pred = atoms_of[c.predicate] = _to_atoms(c.predicate, by_name)
+                        group.append(Constraint(c.key, pred, c.statistic, c.lo, c.hi, c.lo_open, c.hi_open))
             n_rows, notes = population(cons, known, f"unit {'/'.join(unit.geo)}")
-            problems.append(Problem(level, unit.geo, domains, n_rows, tuple(cons), edits, truth, notes))
+            problems.append(Problem(level, unit.geo, domains, n_rows, tuple(cons), edits, truth, notes,
+                                    hidden=tuple(hidden)))
     return problems
 
 

@@ -7,9 +7,10 @@ the cheapest pattern meeting every constraint found so far; the pattern is attac
 fails adds constraints:
 
 * a failing claim: "suppress one of the cells that imply it" (:func:`audit.protection.protect.claim_clauses`);
-* a hidden count whose interval is too narrow (the ``protection_levels`` rule): a Fischetti-Salazar
-  cut from the continuous attacker's linear program, when that LP already shows the interval too
-  narrow, else a no-good "suppress one more cell, or not this one".
+* a hidden cell whose interval is too narrow (the ``protection_levels`` rule): for a count, a
+  Fischetti-Salazar cut from the continuous attacker's linear program when that LP already shows the
+  interval too narrow; else (and for a sum, mean or median) a no-good "suppress one more cell, or not
+  this one".
 
 The attacker LP lives in histogram space (a count ``h >= 0`` for every row the edits allow, every
 count cell a sum of them). Any vector ``y`` of row multipliers bounds ``min c.h`` under *every*
@@ -26,7 +27,7 @@ from typing import Callable, Mapping
 
 import numpy as np
 
-from ..attacks.exact import audit_unit
+from ..attacks.exact import audit_unit, make_engine
 from ..attacks.implied import flat_mask, in_sets, support
 from ..attacks.implied import LinearProof
 from ..attacks.intervals import Interval, feasibility_intervals, hidden_cells
@@ -57,7 +58,7 @@ def too_narrow(intervals: Mapping[str, Interval], settings: Mapping) -> list[tup
     interval not certified fails both ends, as the rule fails it."""
     out = []
     for key, iv in sorted(intervals.items()):
-        below, above = protection_needed(settings, iv.value)
+        below, above = protection_needed(settings, iv.value, not iv.stat)
         if not iv.certified or iv.value - iv.lo < below:
             out.append((key, 1, iv.value - below))
         if not iv.certified or iv.hi - iv.value < above:
@@ -251,7 +252,8 @@ def suppress_unit(ctx, policy, options, log: Callable[[str], None] | None = None
                 break
         else:  # protection levels alone: the intervals, without the claim search (tables of thousands of rows)
             bad, recon = [], False
-            intervals = feasibility_intervals(current, LinearProof.of(current), None)
+            intervals = feasibility_intervals(current, LinearProof.of(current), (lambda: make_engine(current, exact))
+                                              if any(c.statistic.kind != "count" for c in hidden_cells(current).values()) else None)
         short = []
         if policy.protection is not None:
             if intervals is None and hidden_cells(current):
@@ -274,8 +276,9 @@ def suppress_unit(ctx, policy, options, log: Callable[[str], None] | None = None
         for cell, sense, target in short:
             cut = lp.cut(cell, sense, target, chosen, set(variables)) if lp is not None else None
             if cut is None:  # suppressing more only widens intervals: one more cell, or not this one
-                cut = Cut({k: 1.0 for k in variables if k not in chosen and k != cell}, 1.0,
-                          cell if cell in cost else None)
+                owner = cell if cell in cost else cell.rsplit(":", 1)[0]  # a sum, mean or median: its cell
+                cut = Cut({k: 1.0 for k in variables if k not in chosen and k != owner}, 1.0,
+                          owner if owner in cost else None)
             cuts.append(cut)
         picked = cheapest(variables, cost, set(out.primary), clauses, cuts, tie)
         if picked is None:
