@@ -12,7 +12,8 @@ from audit.attacks.exact import ExactOptions
 from audit.attacks.implied import LinearProof
 from audit.inputs import load_inputs
 from audit.attacks.intervals import feasibility_intervals
-from audit.protection.protect import Policy, ProtectOptions, unit_contexts
+from audit.protection.options import Policy, ProtectOptions
+from audit.protection.unit import unit_contexts
 from audit.policy.rules import Rule, Rules
 from audit.protection.secondary import suppress_unit, too_narrow
 

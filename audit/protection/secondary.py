@@ -6,7 +6,7 @@ the cheapest pattern meeting every constraint found so far; the pattern is attac
 (:func:`audit.attacks.exact.audit_unit`: proved claims and integer feasibility intervals), and whatever still
 fails adds constraints:
 
-* a failing claim: "suppress one of the cells that imply it" (:func:`audit.protection.protect.claim_clauses`);
+* a failing claim: "suppress one of the cells that imply it" (:func:`audit.protection.claims.claim_clauses`);
 * a hidden cell whose interval is too narrow (the ``protection_levels`` rule): for a count, a
   Fischetti-Salazar cut from the continuous attacker's linear program when that LP already shows the
   interval too narrow; else (and for a sum, mean or median) a no-good "suppress one more cell, or not
@@ -34,6 +34,9 @@ from ..attacks.intervals import Interval, feasibility_intervals, hidden_cells
 from ..problem.build import Problem
 from ..release.constraints import PUBLISHED, SUPPRESSED, UnitRelease
 from ..policy.rules import protection_needed
+from .claims import claim_clauses, failing, twins
+from .options import geo_key
+from .unit import UnitProtection, _summary, cell_counts, forced_cells, information_loss
 
 SUPPORT = 50_000  # most rows the attacker LP holds; past it, no-goods alone (slower, still exact)
 TOLERANCE = 1e-6  # cuts are loosened by this much (relative to their size): floating-point duals never cut off a feasible pattern
@@ -219,10 +222,7 @@ def cell_costs(problem: Problem, release: UnitRelease, kind: str) -> dict[str, f
 def suppress_unit(ctx, policy, options, log: Callable[[str], None] | None = None):
     """The cheapest suppression of one unit (``options.cost``) that passes the policy's claim rules and
     protection levels, re-audited exactly (see the module docstring); a
-    :class:`~audit.protection.protect.UnitProtection` whose ``complementary`` cells are the secondary ones."""
-    from .protect import (UnitProtection, _summary, cell_counts, claim_clauses, failing, forced_cells,
-                          geo_key, information_loss, twins)
-
+    :class:`~audit.protection.unit.UnitProtection` whose ``complementary`` cells are the secondary ones."""
     start = time.perf_counter()
     exact = replace(options.exact, explain="none")
     claims = any(v not in (None, False) for v in (policy.derived, policy.direct, policy.full_records, policy.reconstructed,
