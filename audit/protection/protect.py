@@ -36,6 +36,7 @@ from ..attacks.reidentify import with_attacker
 from ..findings.document import cell_labels, run_exact, write_json
 from ..outputs.progress import Progress
 from .claims import rules_failed
+from .levels import protect_levels
 from .options import Policy, ProtectOptions, geo_key
 from .protected import write_schedule_yaml
 from .sweeps import _noise, _round_sweep, _sweep_failing
@@ -122,19 +123,25 @@ def protect(inputs: Inputs, options: ProtectOptions, rules, out: Path,
             if u.status not in ("protected", "pass"):  # where the search stopped, by the ordinary path
                 d["failing_rules"] = _still_failing(contexts[d["geo"]], u.cells, options, rules)
         report["failing_units"] = {d["geo"]: d["failing_rules"] for d in report["units"] if "failing_rules" in d}
+        if not report["failing_units"]:  # a tract table can give a block's hidden cell away: the coupled problems
+            report["levels"] = protect_levels(inputs, suppress, policy, options, log)
+            report["failing_units"] = {d["geo"]: ["protection_levels (coupled with its child units)"]
+                                       for d in report["levels"] if d["status"] not in ("protected", "pass")}
+        report["suppress"] = suppress
         labels = cell_labels(inputs.schedule)
-        report["cell_labels"] = {k: labels.get(k, k) for u in units for k in u.cells}
+        report["cell_labels"] = {k: labels.get(k, k) for cells in suppress.values() for k in cells}
         if report["failing_units"]:
             report["reason"] = (f"the search found no passing pattern in {len(report['failing_units'])} of "
-                                f"{len(units)} units")
+                                f"{len(units) + len(report.get('levels', ()))} units")
         else:
             header = (f"Protected by `audit protect --strategy suppress` from {inputs.schedule.source}.\n"
                       "suppress: cells hidden in one geographic unit only (the attacker sees them as [0, N]).")
             write_schedule_yaml(inputs.schedule.source, sched_path, suppress, header=header)
         report["totals"] = {
             "units_protected": sum(u.status == "protected" for u in units),
-            "units_not_protected": [geo_key(u.geo) for u in units if u.status not in ("protected", "pass")],
-            "cells_suppressed": sum(len(u.cells) for u in units),
+            "units_not_protected": [geo_key(u.geo) for u in units if u.status not in ("protected", "pass")]
+            + [d["geo"] for d in report.get("levels", ()) if d["status"] not in ("protected", "pass")],
+            "cells_suppressed": sum(len(u.cells) for u in units) + sum(len(d["cells"]) for d in report.get("levels", ())),
             "persons_in_suppressed_cells": sum(u.loss.get("persons_in_suppressed_cells", 0) for u in units),
         }
     elif options.strategy == "round":
@@ -188,7 +195,7 @@ def _recommendation(options: ProtectOptions, report: dict, after: dict) -> dict 
     if not passes:
         return None
     if options.strategy == "suppress":
-        return {"strategy": "suppress", "cells": {u["geo"]: u["cells"] for u in report["units"] if u["cells"]},
+        return {"strategy": "suppress", "cells": {geo: cells for geo, cells in report["suppress"].items() if cells},
                 "cells_suppressed": report["totals"]["cells_suppressed"]}
     if options.strategy == "round":
         return {"strategy": "round", "round_to": report["round_to"]}
