@@ -21,6 +21,7 @@ bound the search proved, or the cell's own published range) and the interval is 
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Callable
@@ -32,6 +33,7 @@ from .engines.histogram import HistogramEngine
 
 NODES = 64  # certified branch-and-bound boxes per cell and end
 QUERIES = 64  # SAT calls per end of a sum, mean or median's bound search
+CONFLICTS = 100_000  # solver conflicts the bound searches of one unit share (work, not time: deterministic)
 
 
 @dataclass(frozen=True)
@@ -83,12 +85,14 @@ def hidden_cells(problem: Problem) -> dict[str, Constraint]:
 
 
 def feasibility_intervals(problem: Problem, linear: LinearProof | None, sat: Callable[[], object] | None = None,
-                          nodes: int = NODES, queries: int = QUERIES) -> dict[str, Interval] | None:
+                          nodes: int = NODES, queries: int = QUERIES, conflicts: int = CONFLICTS,
+                          deadline: float | None = None) -> dict[str, Interval] | None:
     """Every hidden cell's interval over the datasets consistent with the unit's release; None when the
     histogram model cannot be built (support too large, or the confidential rows do not reproduce the
     release). ``sat`` makes the row-slot SAT engine (:class:`~audit.attacks.engines.sat.SatEngine`) that
     settles the ends the histogram search leaves open and searches the sums, means and medians (at most
-    ``queries`` solver calls per end); without it those are outer bounds. A mean or median the true rows
+    ``queries`` solver calls per end, ``conflicts`` for all of them, none past the unit's ``deadline``,
+    a :func:`time.perf_counter` time); without it those are outer bounds. A mean or median the true rows
     leave undefined (an empty cell's) is left out: it hides no one's value."""
     cells = hidden_cells(problem)
     if not cells:
@@ -103,6 +107,7 @@ def feasibility_intervals(problem: Problem, linear: LinearProof | None, sat: Cal
         engine = HistogramEngine(problem, linear, None, nodes)
     most = problem.n_rows[1]
     solver: list = []  # the SAT engine, made when first needed
+    budget = Budget(conflicts, deadline)  # what the numeric bound searches have left
 
     def solver_():
         if not solver:
@@ -113,7 +118,7 @@ def feasibility_intervals(problem: Problem, linear: LinearProof | None, sat: Cal
     for key, c in cells.items():
         if c.statistic.kind != "count":
             if problem.truth is None or problem.value(problem.truth, c) is not None:  # else no one's value to hide
-                out[key] = value_interval(problem, c, solver_ if sat is not None else None, queries)
+                out[key] = value_interval(problem, c, solver_ if sat is not None else None, queries, budget)
             continue
         vec = linear.cell_vector(c.predicate)
         # the cell's own published range and the population bound it whatever the solvers say
@@ -131,9 +136,11 @@ def feasibility_intervals(problem: Problem, linear: LinearProof | None, sat: Cal
 
 
 def value_interval(problem: Problem, c: Constraint, sat: Callable[[], object] | None,
-                   queries: int = QUERIES) -> Interval:
+                   queries: int = QUERIES, budget: "Budget | None" = None) -> Interval:
     """A sum, mean or median's interval by a bound search on the SAT engine ``sat()`` (see the module
-    docstring); without it, or where the search stops, the ends are proved outer bounds."""
+    docstring); without it, or where the search stops (``queries`` calls per end, or the conflicts left
+    in ``budget``, shared and spent), the ends are proved outer bounds."""
+    budget = Budget(CONFLICTS) if budget is None else budget
     col = problem.index(c.statistic.column)
     allowed = c.predicate.as_dict().get(c.statistic.column, frozenset(range(problem.sizes[col])))
     values = [problem.domains[col].values[a] for a in sorted(allowed)]
@@ -149,17 +156,42 @@ def value_interval(problem: Problem, c: Constraint, sat: Callable[[], object] | 
     engine = sat() if sat is not None else None
     seed = value
     if seed is None and engine is not None:
-        rows = engine.satisfying(replace(c, lo=None, hi=None, lo_open=False, hi_open=False))
+        rows = _within(engine, replace(c, lo=None, hi=None, lo_open=False, hi_open=False), budget)
         seed = problem.value(rows, c) if rows is not None and rows is not False and not problem.violations(rows) else None
     if seed is None or engine is None:
         return Interval(lo, hi, False, value, c.statistic.name)
-    (low, low_ok), (high, high_ok) = (_search(engine, problem, c, sense, sense * seed, sense * end, step, queries)
+    (low, low_ok), (high, high_ok) = (_search(engine, problem, c, sense, sense * seed, sense * end, step, queries, budget)
                                       for sense, end in ((-1, lo), (1, hi)))
     return Interval(-low, high, low_ok and high_ok, value, c.statistic.name)
 
 
+@dataclass
+class Budget:
+    """The solver conflicts the bound searches of one unit have left, and the time they must stop by."""
+
+    conflicts: int
+    deadline: float | None = None
+
+    def spent(self) -> bool:
+        return self.conflicts <= 0 or (self.deadline is not None and time.perf_counter() > self.deadline)
+
+
+def _within(engine, c: Constraint, budget: Budget):
+    """``engine.satisfying(c)`` on what is left of the shared ``budget`` (None once it is spent)."""
+    if budget.spent():
+        return None
+    engine.deadline, before = budget.deadline, engine.solver.accum_stats().get("conflicts")
+    try:
+        rows = engine.satisfying(c, budget.conflicts)
+    finally:
+        engine.deadline = None  # as the engine was handed over (see audit.attacks.exact.audit_unit)
+    after = engine.solver.accum_stats().get("conflicts")
+    budget.conflicts -= budget.conflicts if before is None or after is None else max(after - before, 1)
+    return rows
+
+
 def _search(engine, problem: Problem, c: Constraint, sense: int, best: Fraction, bound: Fraction, step: Fraction,
-            queries: int) -> tuple[Fraction, bool]:
+            queries: int, budget: Budget) -> tuple[Fraction, bool]:
     """The greatest ``sense * value`` of ``c``'s statistic from a dataset's ``best`` and a proved ``bound``
     (``open``: the value stays below it): (that value, True), or (a proved bound, False) when the
     budget runs out first."""
@@ -171,7 +203,7 @@ def _search(engine, problem: Problem, c: Constraint, sense: int, best: Fraction,
         mid = best if past else (best + (bound - best) / 2 if c.statistic.kind != "sum" else best + -((best - bound) // 2))
         wanted = (replace(c, lo=mid, hi=None, lo_open=past, hi_open=False) if sense == 1
                   else replace(c, lo=None, hi=-mid, lo_open=False, hi_open=past))
-        rows = engine.satisfying(wanted)
+        rows = _within(engine, wanted, budget)
         if rows is None or (rows is not False and problem.violations(rows)):
             break  # out of budget, or a dataset that does not check out: the bound stands
         if rows is False:

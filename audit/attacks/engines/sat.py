@@ -369,13 +369,14 @@ class SatEngine(ExactEngine):
         there is none; None when the conflict budget (or the deadline) runs out first."""
         return self.satisfying(Constraint("range", pred, Statistic(), Fraction(lo), Fraction(hi)))
 
-    def satisfying(self, c: Constraint) -> np.ndarray | bool | None:
+    def satisfying(self, c: Constraint, conflicts: int | None = None) -> np.ndarray | bool | None:
         """A dataset of the release that also meets ``c`` (any statistic): its rows; False when the solver
-        proves there is none; None when the conflict budget (or the deadline) runs out first."""
+        proves there is none; None when the conflict budget (``conflicts``, else the engine's; or the
+        deadline) runs out first."""
         g = self.pool.id()
         self._constraint(c, g)
         try:
-            result = self._solve([g])
+            result = self._solve([g], budget=conflicts)
             if result is None:
                 return None
             return self.decode(self.solver.get_model()) if result else False
