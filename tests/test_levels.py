@@ -58,3 +58,13 @@ def test_a_block_suppression_the_tract_table_undoes_is_protected_jointly(tmp_pat
     assert _narrow(inputs, {k: frozenset(v) for k, v in cells.items()}) == {}
     assert report["totals"]["cells_suppressed"] == 4 == sum(map(len, cells.values()))
     assert "B1:M" in yaml.safe_load((tmp_path / "out" / "protected.yaml").read_text())["suppress"]["t1/b1"]
+
+
+def test_protect_prints_the_cells_the_tract_adds(tmp_path, capsys):
+    from audit.cli import run
+
+    _tract(tmp_path)
+    assert run(["protect", str(tmp_path / "data.csv"), "-s", str(tmp_path / "schema.yaml"), "-t",
+                str(tmp_path / "tables.yaml"), "--rules", str(tmp_path / "rules.yaml"), "-o", str(tmp_path / "out")]) == 0
+    out = capsys.readouterr().out
+    assert "t1 (tract, with its child units): protected, 2 more cells to suppress" in out and "(b2/B1:M)" in out

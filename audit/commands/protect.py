@@ -64,6 +64,10 @@ def register(app: typer.Typer) -> None:
                     echo(f"{u['geo']}: {u['status']}, {len(u['cells'])} cells to suppress")
                     for cell in u["cells"]:
                         echo(f"  {labels.get(cell, cell)} ({cell})")
+                for d in report.get("levels", ()):  # a tract with its blocks (BLOCK/TABLE:CELL)
+                    echo(f"{d['geo']} ({d['level']}, with its child units): {d['status']}, {len(d['cells'])} more cells to suppress")
+                    for cell in d["cells"]:
+                        echo(f"  {labels.get(cell.rpartition('/')[2], cell)} ({cell})")
                 t = report["totals"]
                 echo(f"{t['cells_suppressed']} cells suppressed in {len(report['units'])} units "
                            f"({t['persons_in_suppressed_cells']} persons in them)")
