@@ -25,7 +25,7 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from .release import census_lp
+from .release import census_lp, census_lp_reader
 from .attacks.joint import as_proved, joint_proofs
 from .problem.coupled import build_coupled_problems, coupled_levels
 from .errors import AuditError, InconsistentRelease
@@ -62,8 +62,8 @@ UNAVAILABLE = (
 # -- reading the release ---------------------------------------------------------------------------
 def read_release(path: str | Path, schema: Schema, schedule: Schedule) -> tuple[list[UnitRelease], list[str]]:
     """The units of a published release file (CSV, Parquet, or a dbrecon ``.lp``/``.lp.gz``) and notes on it."""
-    if census_lp.is_lp(path):
-        imported = census_lp.release_frame(census_lp.read_lp(path), schema, schedule)
+    if census_lp_reader.is_lp(path):
+        imported = census_lp.release_frame(census_lp_reader.read_lp(path), schema, schedule)
         return releases_from_frame(imported.frame, schema, schedule, str(path))[0], imported.notes()
 
     return releases_from_frame(read_table(path), schema, schedule, str(path))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -15,28 +16,30 @@ from test_oracle import SETTINGS, _truth, cases
 
 from audit.attacks.exact import ExactOptions, audit_unit, make_engine
 from audit.attacks.implied import LinearProof
-from audit.attacks.intervals import feasibility_intervals, hidden_cells
+from audit.attacks.intervals import feasibility_intervals, hidden_cells, value_interval
 
 
-def _extremes(problem, datasets, predicate) -> tuple[int, int]:
-    counts = [int(problem.row_mask(rows, predicate).sum()) for rows in datasets]
-    return min(counts), max(counts)
+def _extremes(problem, datasets, constraint) -> tuple:
+    """The least and greatest value of a cell's statistic over the datasets where it has one."""
+    values = [v for v in (problem.value(rows, constraint) for rows in datasets) if v is not None]
+    return min(values), max(values)
 
 
 @settings(SETTINGS, max_examples=30)
 @given(cases())
 def test_intervals_of_a_release_equal_brute_force(case):
     """Tabulated random releases (thresholds, complementary suppression, rounding, means and
-    medians): the whole pipeline's interval of each hidden count is [min, max] over every raw dataset
-    that re-tabulates to the same release, and certified."""
+    medians): the whole pipeline's interval of each hidden cell (counts, and suppressed or rounded
+    sums, means and medians) is [min, max] over every raw dataset that re-tabulates to the same
+    release, and certified."""
     with tempfile.TemporaryDirectory() as tmp:
         inputs = _load(*case, Path(tmp))
         _, problem, worlds, _, _ = _truth(inputs)
         result = audit_unit(problem, ExactOptions(explain="none", samples=2, solution_cap=8))
-        hidden = hidden_cells(problem)
+        hidden = {k: c for k, c in hidden_cells(problem).items() if problem.value(problem.truth, c) is not None}
         assert set(result.intervals or {}) == set(hidden)
         for key, interval in (result.intervals or {}).items():
-            assert (interval.lo, interval.hi) == _extremes(problem, worlds, hidden[key].predicate), key
+            assert (interval.lo, interval.hi) == _extremes(problem, worlds, hidden[key]), key
             assert interval.certified and interval.lo <= interval.value <= interval.hi
 
 
@@ -53,7 +56,7 @@ def test_intervals_of_random_problems_equal_brute_force(seed):
     hidden = hidden_cells(problem)
     assert set(exact) == set(outer) == set(hidden)
     for key, cons in hidden.items():
-        lo, hi = _extremes(problem, datasets, cons.predicate)
+        lo, hi = _extremes(problem, datasets, cons)
         assert exact[key].certified and (exact[key].lo, exact[key].hi) == (lo, hi), key
         assert outer[key].lo <= lo and outer[key].hi >= hi, key
         if outer[key].certified:
@@ -75,10 +78,11 @@ def _block7_checks(tmp_path, levels: str) -> list[dict]:
 
 
 def test_protection_levels_fail_the_paper_block_whose_hidden_counts_are_all_disclosed(tmp_path):
-    """The CACM block: its rule-of-three suppression leaves every hidden count pinned to its value."""
+    """The CACM block: its rule-of-three suppression leaves every hidden count pinned to its value, and
+    every rounded or suppressed mean and median (26 of them) too: the block is reconstructed."""
     check, = _block7_checks(tmp_path, "{upper: 1, lower_share: 0.5}")
-    assert check["outcome"] == "fail" and check["count"] == 7
-    assert "T1:3A in [2, 2], true 2, needs [1, 3]" in check["message"]
+    assert check["outcome"] == "fail" and check["count"] == 7 + 26
+    assert "T1:1A:median(age) in [30, 30], true 30, needs [15, 31]" in check["message"]
     check, = _block7_checks(tmp_path, "{upper: 0, lower: 0}")
     assert check["outcome"] == "pass"
 
@@ -103,3 +107,42 @@ def test_protect_audit_only_audits_the_given_pattern_and_exits_like_gate(tmp_pat
     doc = json.loads((tmp_path / "b" / "findings.json").read_text())
     assert doc["units"][0]["intervals"]["T1:3A"] == {"lo": 2, "hi": 2, "certified": True, "value": 2}
     assert not (tmp_path / "b" / "protected.yaml").exists()
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_intervals_of_hidden_sums_means_and_medians_equal_brute_force(seed):
+    """Suppressed sums, means and medians (no constraint: :attr:`Problem.hidden`) beside published ones,
+    with and without the true rows: the bound search's ends are the brute-force extremes over the
+    datasets where the statistic exists, certified; with no solver the outer bounds contain them."""
+    rng = np.random.default_rng(9000 + seed)
+    problem = random_problem(rng, max_rows=4, numeric=True, n_cells=int(rng.integers(2, 6)))
+    hide = [c for c in problem.constraints if c.statistic.kind != "count" and rng.random() < 0.5]
+    problem = replace(problem, constraints=tuple(c for c in problem.constraints if c not in hide),
+                      hidden=tuple(replace(c, lo=None, hi=None, lo_open=False, hi_open=False) for c in hide),
+                      truth=problem.truth if seed % 2 else None)
+    datasets = all_datasets(problem)
+    linear = LinearProof(problem)
+    exact = feasibility_intervals(problem, linear, lambda: make_engine(problem, ExactOptions()))
+    outer = feasibility_intervals(problem, linear, None)
+    for key, cons in hidden_cells(problem).items():
+        if cons.statistic.kind == "count":
+            continue
+        lo, hi = _extremes(problem, datasets, cons)
+        assert exact[key].certified and (exact[key].lo, exact[key].hi) == (lo, hi), key
+        assert exact[key].stat == cons.statistic.name and (exact[key].value is None) == (problem.truth is None)
+        assert not outer[key].certified and outer[key].lo <= lo and outer[key].hi >= hi, key
+
+
+def test_a_bound_search_out_of_queries_keeps_a_proved_outer_bound():
+    """One solver call per end: never a made-up bound, the end the search had proved so far."""
+    rng = np.random.default_rng(9003)
+    problem = random_problem(rng, max_rows=4, numeric=True, n_cells=4)
+    datasets = all_datasets(problem)
+    open_ = 0
+    for cons in (c for c in hidden_cells(problem).values() if c.statistic.kind != "count"):
+        lo, hi = _extremes(problem, datasets, cons)
+        short = value_interval(problem, cons, lambda: make_engine(problem, ExactOptions()), queries=1)
+        assert short.lo <= lo and short.hi >= hi
+        assert not short.certified or (short.lo, short.hi) == (lo, hi)
+        open_ += not short.certified
+    assert open_

@@ -16,7 +16,8 @@ from audit.errors import AuditError
 from audit.findings.document import cells_json
 from audit.release.magnitude import Contributions, sensitive
 from audit.data.microdata import validate
-from audit.protection.protect import Policy, ProtectOptions, forced_cells
+from audit.protection.options import Policy, ProtectOptions
+from audit.protection.unit import forced_cells
 from audit.policy.rules import evaluate, load_rules
 from audit.specs.schedule import load_schedule
 from audit.specs.schema import load_schema

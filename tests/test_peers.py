@@ -12,7 +12,8 @@ from audit.attacks.exact import ExactOptions
 from audit.attacks.implied import LinearProof
 from audit.inputs import load_inputs
 from audit.attacks.intervals import feasibility_intervals
-from audit.protection.protect import Policy, ProtectOptions, unit_contexts
+from audit.protection.options import Policy, ProtectOptions
+from audit.protection.unit import unit_contexts
 from audit.policy.rules import Rule, Rules
 from audit.protection.secondary import suppress_unit, too_narrow
 
@@ -65,3 +66,49 @@ def test_sdctable_our_secondary_suppression_needs_one_cell_and_the_fewest_person
     assert not too_narrow(_intervals(ctx, unit.complementary), LEVELS)
     if cost == "persons":
         assert unit.complementary == ["T:x,d"]
+
+
+REGIONS = "ABIJKLMN"
+
+
+@pytest.fixture(scope="module")
+def linked(tmp_path_factory):
+    """sdcTable's linked tables: region within county, and region within big / small, one unit; its
+    primaries (counts of at most 3) suppressed in both tables."""
+    data = pd.read_csv(PEERS / "sdctable_linked.csv")
+    folder = tmp_path_factory.mktemp("linked")
+    data.loc[data.index.repeat(data["n"]), ["region"]].assign(block="b1").to_csv(folder / "data.csv", index=False)
+    schema = {"unit": "person", "geography": ["block"],
+              "columns": {"region": {"type": "categorical", "values": {r: r for r in REGIONS}}}}
+    (folder / "schema.yaml").write_text(yaml.safe_dump(schema))
+
+    def cells(groups: dict[str, list[str]]) -> list[dict]:
+        return ([{"id": "Total", "where": {}}] + [{"id": g, "where": {"region": rs}} for g, rs in groups.items()]
+                + [{"id": r, "where": {"region": [r]}} for r in REGIONS])
+
+    county = data.groupby("county")["region"].apply(list).to_dict()
+    group = data.groupby("group")["region"].apply(list).to_dict()
+    primary = list(data.loc[data["n"] <= 3, "region"])
+    schedule = {"tables": [{"id": "A", "cells": cells(county)}, {"id": "B", "cells": cells(group)}],
+                "suppress": {"b1": [f"{t}:{r}" for t in "AB" for r in primary]}}
+    (folder / "tables.yaml").write_text(yaml.safe_dump(schedule))
+    inputs = load_inputs(folder / "data.csv", folder / "schema.yaml", folder / "tables.yaml")
+    return unit_contexts(inputs)[0]
+
+
+def test_sdctable_linked_tables_give_k_away_until_n_is_suppressed_as_protect_linked_tables_does(linked):
+    """Each table alone keeps K hidden; together K = (small - county-1) - N = 10 - 7 = 3, exactly as the
+    sdcTable test explains; with N suppressed in both tables (its protectLinkedTables result) every
+    hidden cell's interval is wide: K and N in [0, 10]."""
+    together = _intervals(linked)
+    assert (together["A:K"].lo, together["A:K"].hi) == (3, 3) == (together["B:K"].lo, together["B:K"].hi)
+    assert {k for k, *_ in too_narrow(together, LEVELS)} == {"A:K", "B:K"}
+    theirs = _intervals(linked, {"A:N", "B:N"})
+    assert (theirs["A:K"].lo, theirs["A:K"].hi) == (0, 10) == (theirs["A:N"].lo, theirs["A:N"].hi)
+    assert all(iv.certified for iv in theirs.values()) and not too_narrow(theirs, LEVELS)
+
+
+def test_sdctable_linked_tables_our_secondary_suppression_also_hides_n_alone(linked):
+    rules = Rules("levels", (Rule("protection_levels", settings=LEVELS),))
+    unit = suppress_unit(linked, Policy.from_rules(rules), ProtectOptions(exact=ExactOptions(explain="none")))
+    assert unit.status == "protected" and unit.complementary == ["A:N", "B:N"]

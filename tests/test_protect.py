@@ -15,7 +15,9 @@ from audit.errors import AuditError
 from audit.attacks.exact import ExactOptions, audit_unit
 from audit.findings.document import unit_json
 from audit.inputs import load_inputs
-from audit.protection.protect import Policy, ProtectOptions, protect, suppress_unit, unit_contexts
+from audit.protection.options import Policy, ProtectOptions
+from audit.protection.protect import protect
+from audit.protection.unit import suppress_unit, unit_contexts
 from audit.policy.rules import evaluate, load_rules
 from audit.protection.suppress import determined, relations, simple_heuristic
 
@@ -212,7 +214,7 @@ def test_every_explanation_the_loop_adds_implies_its_claim_alone(tmp_path):
     """Each clause's cells, with every other cell suppressed, still prove the claim (so the hitting set
     is a lower bound), and a fact stated several ways gets several explanations in one round."""
     from audit.attacks.engines.sat import SatEngine
-    from audit.protection.protect import _cores, failing
+    from audit.protection.claims import _cores, failing
 
     inputs, rules = _case(tmp_path, *REDUNDANT)
     exact = ExactOptions(explain="none")

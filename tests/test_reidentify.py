@@ -278,7 +278,9 @@ def test_attribute_codes_and_atoms():
 
 # -- protection --------------------------------------------------------------------------------------------
 def test_protection_hits_the_claims_that_prove_sensitive_values(tmp_path):
-    from audit.protection.protect import Policy, ProtectOptions, failing, suppress_unit, unit_contexts
+    from audit.protection.claims import failing
+    from audit.protection.options import Policy, ProtectOptions
+    from audit.protection.unit import suppress_unit, unit_contexts
 
     inputs = load_inputs(*_block7(tmp_path))
     rules = _rules(tmp_path, "attribute_inference: {max_persons: 0, max_lift: off}\nundecided: on\n")

@@ -107,7 +107,7 @@ def audit_unit(problem: Problem, options: ExactOptions = ExactOptions(),
                 return engine
             return make_engine(problem, replace(options, engine="sat"))
 
-        result.intervals = feasibility_intervals(problem, linear, sat)
+        result.intervals = feasibility_intervals(problem, linear, sat, deadline=deadline)
         if result.intervals is None:
             result.intervals_note = ("feasibility intervals not computed: the histogram model could not be built "
                                      "(support too large, or --no-linear)")

@@ -1,18 +1,29 @@
-"""Feasibility intervals: the least and greatest value of each count a unit does not publish exactly.
+"""Feasibility intervals: the least and greatest value of each cell a unit does not publish exactly.
 
 An attacker who knows the release and the rules behind it (thresholds, rounding, edits, the
-population) can bound every suppressed, rounded or interval-published count cell; agencies judge a
+population) can bound every suppressed, rounded or interval-published cell; agencies judge a
 suppression pattern by these intervals (tau-Argus "Audit", sdcTable ``attack()``). Here they are
-taken over *integer* datasets, zeros included, not over a continuous relaxation: each end is the
-optimum of :meth:`~audit.attacks.engines.histogram.HistogramEngine.extreme`, a dataset that reaches it
-(checked exactly against every published value) and a checked dual certificate or a closed certified
-branch-and-bound tree that no dataset goes further. An end that is not settled within the node
-budget is replaced by a proved outer bound (the relaxation's, or the cell's own published range) and
-the interval is marked ``certified: false``: wider than the truth, never narrower.
+taken over *integer* datasets, zeros included, not over a continuous relaxation.
+
+* A **count**'s ends are optima of :meth:`~audit.attacks.engines.histogram.HistogramEngine.extreme`:
+  a dataset that reaches each (checked exactly against every published value) and a checked dual
+  certificate or a closed certified branch-and-bound tree that no dataset goes further; the row-slot
+  SAT engine closes what the node budget leaves open.
+* A **sum, mean or median** (suppressed, rounded or published as a range) has its ends found by a
+  bound search on the row-slot SAT engine (:func:`value_interval`): from a dataset's value and a proved
+  outer bound, halve the gap by asking for a dataset with the value past the midpoint; each answer is
+  a dataset (checked exactly) or the solver's proof that there is none, and the last step asks for
+  any value past the best one found.
+
+An end not settled within the budget is replaced by a proved outer bound (the relaxation's, the last
+bound the search proved, or the cell's own published range) and the interval is marked
+``certified: false``: wider than the truth, never narrower.
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, replace
+from fractions import Fraction
 from typing import Callable
 
 from .implied import LinearProof
@@ -21,47 +32,68 @@ from ..release.constraints import Constraint, int_hi, int_lo
 from .engines.histogram import HistogramEngine
 
 NODES = 64  # certified branch-and-bound boxes per cell and end
+QUERIES = 64  # SAT calls per end of a sum, mean or median's bound search
+CONFLICTS = 100_000  # solver conflicts the bound searches of one unit share (work, not time: deterministic)
 
 
 @dataclass(frozen=True)
 class Interval:
-    """The values a hidden count can take: ``[lo, hi]``, exact when ``certified``, else a proved outer
-    bound; ``value`` is the true count (absent when no confidential rows are known)."""
+    """The values a hidden cell can take: ``[lo, hi]``, exact when ``certified``, else a proved outer
+    bound; ``value`` is the true value (absent when no confidential rows are known); ``stat`` names a
+    sum, mean or median (empty for a count, whose ends are whole numbers of at least 0)."""
 
-    lo: int
-    hi: int
+    lo: int | Fraction
+    hi: int | Fraction
     certified: bool
-    value: int | None = None
+    value: int | Fraction | None = None
+    stat: str = ""
 
     def __post_init__(self):
-        if not 0 <= self.lo <= self.hi:
+        if not self.lo <= self.hi or (not self.stat and self.lo < 0):
             raise ValueError(f"bad interval [{self.lo}, {self.hi}]")
         if self.value is not None and not self.lo <= self.value <= self.hi:
             raise ValueError(f"interval [{self.lo}, {self.hi}] excludes the true value {self.value}")
 
     def to_dict(self) -> dict:
-        out = {"lo": self.lo, "hi": self.hi, "certified": self.certified}
-        if self.value is not None:
-            out["value"] = self.value
+        """JSON numbers (a fraction as its float, with the exact ``"a/b"`` under ``exact``)."""
+        ends = {"lo": self.lo, "hi": self.hi} | ({} if self.value is None else {"value": self.value})
+        out = {k: _number(v) for k, v in ends.items()}
+        out = {"lo": out["lo"], "hi": out["hi"], "certified": self.certified, **({"value": out["value"]} if "value" in out else {})}
+        if self.stat:
+            out["stat"] = self.stat
+        fractions = {k: str(v) for k, v in ends.items() if Fraction(v).denominator != 1}
+        if fractions:
+            out["exact"] = fractions
         return out
 
 
+def _number(v) -> int | float:
+    v = Fraction(v)
+    return int(v) if v.denominator == 1 else float(v)
+
+
 def hidden_cells(problem: Problem) -> dict[str, Constraint]:
-    """The count cells the unit does not publish exactly (suppressed, rounded, published as a range),
-    keyed ``TABLE:CELL``."""
+    """The cells the unit does not publish exactly (suppressed, rounded, published as a range): counts
+    keyed ``TABLE:CELL``, sums, means and medians ``TABLE:CELL:stat``."""
     out: dict[str, Constraint] = {}
     for c in problem.constraints:
-        if c.statistic.kind == "count" and not c.exact:
-            out.setdefault(c.key.rsplit(":", 1)[0], c)
+        if not c.exact:
+            out.setdefault(c.key.rsplit(":", 1)[0] if c.statistic.kind == "count" else c.key, c)
+    for c in problem.hidden:
+        out.setdefault(c.key, c)
     return out
 
 
 def feasibility_intervals(problem: Problem, linear: LinearProof | None, sat: Callable[[], object] | None = None,
-                          nodes: int = NODES) -> dict[str, Interval] | None:
-    """Every hidden count cell's interval over the datasets consistent with the unit's release; None
-    when the histogram model cannot be built (support too large, or the confidential rows do not
-    reproduce the release). ``sat`` makes the row-slot SAT engine (:meth:`~audit.attacks.engines.sat.SatEngine.count_in`)
-    that settles the ends the histogram search leaves open (sums, means and medians, or a node budget)."""
+                          nodes: int = NODES, queries: int = QUERIES, conflicts: int = CONFLICTS,
+                          deadline: float | None = None) -> dict[str, Interval] | None:
+    """Every hidden cell's interval over the datasets consistent with the unit's release; None when the
+    histogram model cannot be built (support too large, or the confidential rows do not reproduce the
+    release). ``sat`` makes the row-slot SAT engine (:class:`~audit.attacks.engines.sat.SatEngine`) that
+    settles the ends the histogram search leaves open and searches the sums, means and medians (at most
+    ``queries`` solver calls per end, ``conflicts`` for all of them, none past the unit's ``deadline``,
+    a :func:`time.perf_counter` time); without it those are outer bounds. A mean or median the true rows
+    leave undefined (an empty cell's) is left out: it hides no one's value."""
     cells = hidden_cells(problem)
     if not cells:
         return {}
@@ -75,8 +107,19 @@ def feasibility_intervals(problem: Problem, linear: LinearProof | None, sat: Cal
         engine = HistogramEngine(problem, linear, None, nodes)
     most = problem.n_rows[1]
     solver: list = []  # the SAT engine, made when first needed
+    budget = Budget(conflicts, deadline)  # what the numeric bound searches have left
+
+    def solver_():
+        if not solver:
+            solver.append(sat())
+        return solver[0]
+
     out = {}
     for key, c in cells.items():
+        if c.statistic.kind != "count":
+            if problem.truth is None or problem.value(problem.truth, c) is not None:  # else no one's value to hide
+                out[key] = value_interval(problem, c, solver_ if sat is not None else None, queries, budget)
+            continue
         vec = linear.cell_vector(c.predicate)
         # the cell's own published range and the population bound it whatever the solvers say
         ends = []
@@ -84,14 +127,92 @@ def feasibility_intervals(problem: Problem, linear: LinearProof | None, sat: Cal
             bound, best, _ = engine.extreme(sense * vec)
             bound = sense * safe if bound is None else max(bound, sense * safe)
             if best is not None and bound < best and sat is not None:
-                if not solver:
-                    solver.append(sat())
-                bound, best = _tighten(solver[0], problem, c.predicate, sense, bound, best)
+                bound, best = _tighten(solver_(), problem, c.predicate, sense, bound, best)
             ends.append((sense * bound, best is not None and bound == best))
         (lo, lo_ok), (hi, hi_ok) = ends
         value = int(problem.row_mask(problem.truth, c.predicate).sum()) if problem.truth is not None else None
         out[key] = Interval(lo, hi, lo_ok and hi_ok, value)
     return out
+
+
+def value_interval(problem: Problem, c: Constraint, sat: Callable[[], object] | None,
+                   queries: int = QUERIES, budget: "Budget | None" = None) -> Interval:
+    """A sum, mean or median's interval by a bound search on the SAT engine ``sat()`` (see the module
+    docstring); without it, or where the search stops (``queries`` calls per end, or the conflicts left
+    in ``budget``, shared and spent), the ends are proved outer bounds."""
+    budget = Budget(CONFLICTS) if budget is None else budget
+    col = problem.index(c.statistic.column)
+    allowed = c.predicate.as_dict().get(c.statistic.column, frozenset(range(problem.sizes[col])))
+    values = [problem.domains[col].values[a] for a in sorted(allowed)]
+    most, kind = problem.n_rows[1], c.statistic.kind
+    if kind == "sum":
+        lo, hi, step = most * min(min(values), 0), most * max(max(values), 0), Fraction(1)
+    else:  # two means differ by 1/(k k') or more, two medians (halves of integer sums) by 1/2
+        lo, hi, step = min(values), max(values), Fraction(1, max(most, 1) ** 2) if kind == "mean" else Fraction(1, 2)
+    whole = kind == "sum"  # whole numbers: an open or fractional end of the published range rounds inwards
+    lo = Fraction(lo if c.lo is None else max(lo, int_lo(c.lo, c.lo_open) if whole else c.lo))
+    hi = Fraction(hi if c.hi is None else min(hi, int_hi(c.hi, c.hi_open) if whole else c.hi))
+    value = None if problem.truth is None else problem.value(problem.truth, c)
+    engine = sat() if sat is not None else None
+    seed = value
+    if seed is None and engine is not None:
+        rows = _within(engine, replace(c, lo=None, hi=None, lo_open=False, hi_open=False), budget)
+        seed = problem.value(rows, c) if rows is not None and rows is not False and not problem.violations(rows) else None
+    if seed is None or engine is None:
+        return Interval(lo, hi, False, value, c.statistic.name)
+    (low, low_ok), (high, high_ok) = (_search(engine, problem, c, sense, sense * seed, sense * end, step, queries, budget)
+                                      for sense, end in ((-1, lo), (1, hi)))
+    return Interval(-low, high, low_ok and high_ok, value, c.statistic.name)
+
+
+@dataclass
+class Budget:
+    """The solver conflicts the bound searches of one unit have left, and the time they must stop by."""
+
+    conflicts: int
+    deadline: float | None = None
+
+    def spent(self) -> bool:
+        return self.conflicts <= 0 or (self.deadline is not None and time.perf_counter() > self.deadline)
+
+
+def _within(engine, c: Constraint, budget: Budget):
+    """``engine.satisfying(c)`` on what is left of the shared ``budget`` (None once it is spent)."""
+    if budget.spent():
+        return None
+    engine.deadline, before = budget.deadline, engine.solver.accum_stats().get("conflicts")
+    try:
+        rows = engine.satisfying(c, budget.conflicts)
+    finally:
+        engine.deadline = None  # as the engine was handed over (see audit.attacks.exact.audit_unit)
+    after = engine.solver.accum_stats().get("conflicts")
+    budget.conflicts -= budget.conflicts if before is None or after is None else max(after - before, 1)
+    return rows
+
+
+def _search(engine, problem: Problem, c: Constraint, sense: int, best: Fraction, bound: Fraction, step: Fraction,
+            queries: int, budget: Budget) -> tuple[Fraction, bool]:
+    """The greatest ``sense * value`` of ``c``'s statistic from a dataset's ``best`` and a proved ``bound``
+    (``open``: the value stays below it): (that value, True), or (a proved bound, False) when the
+    budget runs out first."""
+    open_ = False
+    for _ in range(queries):
+        if best == bound and not open_:
+            return best, True
+        past = bound - best <= step  # no value fits strictly between: ask for any past the best
+        mid = best if past else (best + (bound - best) / 2 if c.statistic.kind != "sum" else best + -((best - bound) // 2))
+        wanted = (replace(c, lo=mid, hi=None, lo_open=past, hi_open=False) if sense == 1
+                  else replace(c, lo=None, hi=-mid, lo_open=False, hi_open=past))
+        rows = _within(engine, wanted, budget)
+        if rows is None or (rows is not False and problem.violations(rows)):
+            break  # out of budget, or a dataset that does not check out: the bound stands
+        if rows is False:
+            if past:
+                return best, True
+            bound, open_ = mid, True
+        else:
+            best = max(best, sense * problem.value(rows, c))
+    return bound, False
 
 
 def _tighten(sat, problem: Problem, predicate, sense: int, bound: int, best: int) -> tuple[int, int]:

@@ -64,6 +64,10 @@ def register(app: typer.Typer) -> None:
                     echo(f"{u['geo']}: {u['status']}, {len(u['cells'])} cells to suppress")
                     for cell in u["cells"]:
                         echo(f"  {labels.get(cell, cell)} ({cell})")
+                for d in report.get("levels", ()):  # a tract with its blocks (BLOCK/TABLE:CELL)
+                    echo(f"{d['geo']} ({d['level']}, with its child units): {d['status']}, {len(d['cells'])} more cells to suppress")
+                    for cell in d["cells"]:
+                        echo(f"  {labels.get(cell.rpartition('/')[2], cell)} ({cell})")
                 t = report["totals"]
                 echo(f"{t['cells_suppressed']} cells suppressed in {len(report['units'])} units "
                            f"({t['persons_in_suppressed_cells']} persons in them)")
@@ -84,7 +88,7 @@ def register(app: typer.Typer) -> None:
 
 
 def _audit_only(inputs, exact, policy, out: Path, quiet: bool) -> None:
-    """Print each unit's hidden counts with their intervals and the failing rules; exit 1 on fail."""
+    """Print each unit's hidden cells with their intervals and the failing rules; exit 1 on fail."""
     doc = audit_pattern(inputs, exact, policy, out, progress=not quiet)
     if not quiet:
         for unit in doc["units"]:
@@ -92,7 +96,8 @@ def _audit_only(inputs, exact, policy, out: Path, quiet: bool) -> None:
                 echo(f"{unit['geo']}: {unit['intervals_skipped']}")
             for cell, iv in (unit.get("intervals") or {}).items():
                 mark = "" if iv["certified"] else " (outer bound, not certified)"
-                echo(f"{unit['geo']} {cell}: [{iv['lo']}, {iv['hi']}]{mark}")
+                lo, hi = ({**iv, **iv.get("exact", {})}[k] for k in ("lo", "hi"))  # 110/3 rather than 36.666...
+                echo(f"{unit['geo']} {cell}: [{lo}, {hi}]{mark}")
         echo(f"{doc['verdict'].upper()} ({doc['rules']['name']} policy, {doc['summary']['units']} units): "
              f"{out / 'findings.json'}")
         for f in doc["failing"]:

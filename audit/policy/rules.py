@@ -45,7 +45,7 @@ RULES: dict[str, tuple[str, dict[str, tuple[type, Any, str]]]] = {
                                 "their sensitive values proved (exact attack)"),
         "max_lift": (float, 0.10, "release: fail when an attack infers the sensitive values of persons unlike "
                                   "their unit's majority more often than the best baseline by more than this, 0 to 1")}),
-    "protection_levels": ("Hidden counts whose feasibility interval is too narrow", {
+    "protection_levels": ("Hidden cells whose feasibility interval is too narrow", {
         "upper": (int, None, "the interval must reach at least this far above the true count"),
         "lower": (int, None, "the interval must reach at least this far below the true count (at most down to 0)"),
         "upper_share": (float, None, "the same, as a share of the true count (0.2: 20%)"),
@@ -284,33 +284,34 @@ def _magnitude_check(rule: Rule, unit: dict) -> Check:
                   + "; ".join(f"{key}: {why}" for key, why in list(hits.items())[:2]) + ")", len(hits), hits)
 
 
-def protection_needed(settings: Mapping, value: int) -> tuple[float, float]:
-    """How far a hidden count's interval must reach below and above its true ``value`` (tau-Argus and
-    sdcTable: absolute, or a share of the value, the larger when both are set; never below 0)."""
+def protection_needed(settings: Mapping, value: float, count: bool = True) -> tuple[float, float]:
+    """How far a hidden cell's interval must reach below and above its true ``value`` (tau-Argus and
+    sdcTable: absolute, or a share of the value's size, the larger when both are set; for a ``count``
+    never below 0)."""
     def level(absolute, share) -> float:
-        return max(absolute or 0, (share or 0) * value)
+        return max(absolute or 0, (share or 0) * abs(value))
 
-    return (min(level(settings.get("lower"), settings.get("lower_share")), value),
-            level(settings.get("upper"), settings.get("upper_share")))
+    below = level(settings.get("lower"), settings.get("lower_share"))
+    return (min(below, value) if count else below), level(settings.get("upper"), settings.get("upper_share"))
 
 
 def _protection_check(rule: Rule, unit: dict) -> Check:
     geo, intervals = unit["geo"], unit.get("intervals")
     if intervals is None:
         why = unit.get("intervals_skipped")
-        return _check(rule, geo, None if why else False, why or "no count is hidden")
+        return _check(rule, geo, None if why else False, why or "no cell is hidden")
     bad = []
     for cell, iv in intervals.items():
         if "value" not in iv:
-            return _check(rule, geo, None, "the true counts are not known (a published release alone)")
+            return _check(rule, geo, None, "the true values are not known (a published release alone)")
         v = iv["value"]
-        below, above = protection_needed(rule.settings, v)
+        below, above = protection_needed(rule.settings, v, "stat" not in iv)
         if not iv["certified"] or v - iv["lo"] < below or iv["hi"] - v < above:
             bad.append(f"{cell} in [{iv['lo']}, {iv['hi']}]{'' if iv['certified'] else ' (not certified)'}, "
                        f"true {v}, needs [{v - below:g}, {v + above:g}]")
     if not bad:
-        return _check(rule, geo, False, f"every hidden count's interval meets the protection levels ({len(intervals)} cells)")
-    return _check(rule, geo, True, f"{_plural(len(bad), 'hidden count')} with too narrow an interval (e.g. "
+        return _check(rule, geo, False, f"every hidden cell's interval meets the protection levels ({len(intervals)} cells)")
+    return _check(rule, geo, True, f"{_plural(len(bad), 'hidden cell')} with too narrow an interval (e.g. "
                   f"{'; '.join(bad[:3])})", len(bad))
 
 

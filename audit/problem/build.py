@@ -10,7 +10,7 @@ import pandas as pd
 
 from ..errors import AuditError, InconsistentRelease
 from ..specs.query import Predicate, Statistic
-from ..release.constraints import Constraint, UnitRelease, constraints_of, int_hi, int_lo
+from ..release.constraints import SUPPRESSED, Constraint, UnitRelease, Value, constraints_of, int_hi, int_lo
 from ..specs.schedule import Schedule
 from ..specs.schema_types import Schema
 from ..release.tabulate import median, units_of
@@ -106,6 +106,7 @@ class Problem:
     notes: tuple[str, ...] = ()
     proof: str = ""  # how the release was proved, outside this problem, to allow the true rows alone (audit.joint.with_proofs)
     proof_cells: object = field(default=None, compare=False)  # the cells behind that proof (audit.attacks.joint.ProofCells)
+    hidden: tuple[Constraint, ...] = ()  # suppressed sums, means and medians: unbounded, no constraint, asked for their intervals
 
     def __post_init__(self):
         lo, hi = self.n_rows
@@ -113,7 +114,7 @@ class Problem:
             raise ValueError(f"bad row range {self.n_rows}")
         names = {d.name for d in self.domains}
         seen = set()  # units share their predicates: each is checked once
-        for c in self.constraints:
+        for c in self.constraints + self.hidden:
             if id(c.predicate) not in seen:
                 seen.add(id(c.predicate))
                 if not set(c.predicate.columns) <= names:
@@ -173,11 +174,12 @@ class Problem:
         # Sent to a worker per unit: constraints go as plain tuples, predicates once each (and interned
         # on arrival), which loads several times faster than the default pickle of ~800 dataclasses.
         preds: dict[Predicate, int] = {}
-        rows = [(c.key, preds.setdefault(c.predicate, len(preds)), (c.statistic.kind, c.statistic.column,
-                 c.statistic.decimals), _pair(c.lo), _pair(c.hi), c.lo_open, c.hi_open) for c in self.constraints]
+        rows = [[(c.key, preds.setdefault(c.predicate, len(preds)), (c.statistic.kind, c.statistic.column,
+                 c.statistic.decimals), _pair(c.lo), _pair(c.hi), c.lo_open, c.hi_open) for c in group]
+                for group in (self.constraints, self.hidden)]
         specs = tuple(tuple((name, tuple(sorted(atoms))) for name, atoms in p.clauses) for p in preds)
-        return _restore, (self.level, self.geo, self.domains, self.n_rows, specs, rows, self.edits, self.truth,
-                          self.notes, self.proof, self.proof_cells)
+        return _restore, (self.level, self.geo, self.domains, self.n_rows, specs, rows[0], self.edits, self.truth,
+                          self.notes, self.proof, self.proof_cells, rows[1])
 
 
 @lru_cache(maxsize=1 << 16)
@@ -213,12 +215,13 @@ def _interned(spec):
     return found
 
 
-def _restore(level, geo, domains, n_rows, specs, rows, edits, truth, notes, proof="", proof_cells=None) -> Problem:
+def _restore(level, geo, domains, n_rows, specs, rows, edits, truth, notes, proof="", proof_cells=None,
+             hidden=()) -> Problem:
     preds = [_interned(("pred", spec)) for spec in specs]
-    cons = tuple(Constraint(key, preds[i], _interned(("stat", stat)), None if lo is None else Fraction(*lo),
-                            None if hi is None else Fraction(*hi), lo_open, hi_open)
-                 for key, i, stat, lo, hi, lo_open, hi_open in rows)
-    return Problem(level, geo, domains, n_rows, cons, edits, truth, notes, proof, proof_cells)
+    cons, hide = (tuple(Constraint(key, preds[i], _interned(("stat", stat)), None if lo is None else Fraction(*lo),
+                                   None if hi is None else Fraction(*hi), lo_open, hi_open)
+                        for key, i, stat, lo, hi, lo_open, hi_open in group) for group in (rows, hidden))
+    return Problem(level, geo, domains, n_rows, cons, edits, truth, notes, proof, proof_cells, hide)
 
 
 def _to_atoms(pred: Predicate, domains: dict[str, Domain]) -> Predicate:
@@ -255,6 +258,14 @@ def population(cons: list[Constraint], known: int | None, where: str) -> tuple[t
                      "publish a total (a cell with where: {}) in a table at this level, or audit the microdata")
 
 
+def hidden_value(value: Value) -> list[Constraint]:
+    """A suppressed sum, mean or median as an unbounded constraint (the release says nothing of it; it
+    is kept apart in :attr:`Problem.hidden` for its feasibility interval)."""
+    if value.status != SUPPRESSED or value.stat.kind == "count":
+        return []
+    return [Constraint(value.key, value.cell.predicate, value.stat, None, None)]
+
+
 def build_problems(frame: pd.DataFrame | None, schema: Schema, schedule: Schedule,
                    releases: list[UnitRelease]) -> list[Problem]:
     """One problem per published unit, holding the defender's true rows for generate-then-verify
@@ -275,15 +286,17 @@ def build_problems(frame: pd.DataFrame | None, schema: Schema, schedule: Schedul
             if frame is not None:
                 truth = atoms[unit_rows[unit.geo]]
                 known = len(truth)
-            cons = []
+            cons, hidden = [], []
             for v in unit.values:
-                for c in constraints_of(v, unit.protection[v.cell.table]):
-                    pred = atoms_of.get(c.predicate)
-                    if pred is None:
-                        pred = atoms_of[c.predicate] = _to_atoms(c.predicate, by_name)
-                    cons.append(Constraint(c.key, pred, c.statistic, c.lo, c.hi, c.lo_open, c.hi_open))
+                for group, found in ((cons, constraints_of(v, unit.protection[v.cell.table])), (hidden, hidden_value(v))):
+                    for c in found:
+                        pred = atoms_of.get(c.predicate)
+                        if pred is None:
+                            pred = atoms_of[c.predicate] = _to_atoms(c.predicate, by_name)
+                        group.append(Constraint(c.key, pred, c.statistic, c.lo, c.hi, c.lo_open, c.hi_open))
             n_rows, notes = population(cons, known, f"unit {'/'.join(unit.geo)}")
-            problems.append(Problem(level, unit.geo, domains, n_rows, tuple(cons), edits, truth, notes))
+            problems.append(Problem(level, unit.geo, domains, n_rows, tuple(cons), edits, truth, notes,
+                                    hidden=tuple(hidden)))
     return problems
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .build import Domain, Problem, _to_atoms, cell_domains, population
+from .build import Domain, Problem, _to_atoms, cell_domains, hidden_value, population
 from ..specs.query import Predicate
 from ..release.constraints import Constraint, UnitRelease, constraints_of
 from ..specs.schedule import Schedule
@@ -78,6 +78,7 @@ def build_coupled_problems(frame: pd.DataFrame | None, schema: Schema, schedule:
             else:
                 truth = np.zeros((0, len(domains)), np.int64)
             cons: list[Constraint] = []
+            hidden: list[Constraint] = []
             atoms_of: dict = {}  # (predicate, restriction) -> atoms: the children share their cells' predicates
             child_totals: dict[int, int] = {}
             for r in releases:
@@ -87,11 +88,14 @@ def build_coupled_problems(frame: pd.DataFrame | None, schema: Schema, schedule:
                 restrict = Predicate.of({child_level: inside}) if r.level != level and len(inside) < len(children) else Predicate()
                 prefix = "/".join(r.geo[depth + 1:]) + "/" if r.level != level else ""
                 for v in r.values:
-                    for c in constraints_of(v, r.protection[v.cell.table]):
+                    for c in constraints_of(v, r.protection[v.cell.table]) + hidden_value(v):
                         pred = atoms_of.get((c.predicate, restrict))
                         if pred is None:
                             pred = atoms_of[(c.predicate, restrict)] = _to_atoms(c.predicate, by_name).conjoin(restrict)
                         con = Constraint(prefix + c.key, pred, c.statistic, c.lo, c.hi, c.lo_open, c.hi_open)
+                        if c.lo is None and c.hi is None:  # a suppressed sum, mean or median (hidden_value)
+                            hidden.append(con)
+                            continue
                         cons.append(con)
                         if (r.level == child_level and con.statistic.kind == "count" and con.exact
                                 and not c.predicate.clauses and len(inside) == 1):
@@ -104,5 +108,5 @@ def build_coupled_problems(frame: pd.DataFrame | None, schema: Schema, schedule:
                 n_rows, more = population(cons, None if sub is None else len(sub), f"unit {'/'.join(parent.geo)}")
                 notes += more
             edits = tuple(_to_atoms(e.forbid, by_name) for e in schema.edits)
-            out.append(Problem(level, parent.geo, domains, n_rows, tuple(cons), edits, truth, notes))
+            out.append(Problem(level, parent.geo, domains, n_rows, tuple(cons), edits, truth, notes, hidden=tuple(hidden)))
     return out

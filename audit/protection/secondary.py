@@ -6,10 +6,11 @@ the cheapest pattern meeting every constraint found so far; the pattern is attac
 (:func:`audit.attacks.exact.audit_unit`: proved claims and integer feasibility intervals), and whatever still
 fails adds constraints:
 
-* a failing claim: "suppress one of the cells that imply it" (:func:`audit.protection.protect.claim_clauses`);
-* a hidden count whose interval is too narrow (the ``protection_levels`` rule): a Fischetti-Salazar
-  cut from the continuous attacker's linear program, when that LP already shows the interval too
-  narrow, else a no-good "suppress one more cell, or not this one".
+* a failing claim: "suppress one of the cells that imply it" (:func:`audit.protection.claims.claim_clauses`);
+* a hidden cell whose interval is too narrow (the ``protection_levels`` rule): for a count, a
+  Fischetti-Salazar cut from the continuous attacker's linear program when that LP already shows the
+  interval too narrow; else (and for a sum, mean or median) a no-good "suppress one more cell, or not
+  this one".
 
 The attacker LP lives in histogram space (a count ``h >= 0`` for every row the edits allow, every
 count cell a sum of them). Any vector ``y`` of row multipliers bounds ``min c.h`` under *every*
@@ -26,13 +27,16 @@ from typing import Callable, Mapping
 
 import numpy as np
 
-from ..attacks.exact import audit_unit
+from ..attacks.exact import audit_unit, make_engine
 from ..attacks.implied import flat_mask, in_sets, support
 from ..attacks.implied import LinearProof
 from ..attacks.intervals import Interval, feasibility_intervals, hidden_cells
 from ..problem.build import Problem
 from ..release.constraints import PUBLISHED, SUPPRESSED, UnitRelease
 from ..policy.rules import protection_needed
+from .claims import claim_clauses, failing, twins
+from .options import geo_key
+from .unit import UnitProtection, _summary, cell_counts, forced_cells, information_loss
 
 SUPPORT = 50_000  # most rows the attacker LP holds; past it, no-goods alone (slower, still exact)
 TOLERANCE = 1e-6  # cuts are loosened by this much (relative to their size): floating-point duals never cut off a feasible pattern
@@ -57,7 +61,7 @@ def too_narrow(intervals: Mapping[str, Interval], settings: Mapping) -> list[tup
     interval not certified fails both ends, as the rule fails it."""
     out = []
     for key, iv in sorted(intervals.items()):
-        below, above = protection_needed(settings, iv.value)
+        below, above = protection_needed(settings, iv.value, not iv.stat)
         if not iv.certified or iv.value - iv.lo < below:
             out.append((key, 1, iv.value - below))
         if not iv.certified or iv.hi - iv.value < above:
@@ -218,10 +222,7 @@ def cell_costs(problem: Problem, release: UnitRelease, kind: str) -> dict[str, f
 def suppress_unit(ctx, policy, options, log: Callable[[str], None] | None = None):
     """The cheapest suppression of one unit (``options.cost``) that passes the policy's claim rules and
     protection levels, re-audited exactly (see the module docstring); a
-    :class:`~audit.protection.protect.UnitProtection` whose ``complementary`` cells are the secondary ones."""
-    from .protect import (UnitProtection, _summary, cell_counts, claim_clauses, failing, forced_cells,
-                          geo_key, information_loss, twins)
-
+    :class:`~audit.protection.unit.UnitProtection` whose ``complementary`` cells are the secondary ones."""
     start = time.perf_counter()
     exact = replace(options.exact, explain="none")
     claims = any(v not in (None, False) for v in (policy.derived, policy.direct, policy.full_records, policy.reconstructed,
@@ -251,7 +252,8 @@ def suppress_unit(ctx, policy, options, log: Callable[[str], None] | None = None
                 break
         else:  # protection levels alone: the intervals, without the claim search (tables of thousands of rows)
             bad, recon = [], False
-            intervals = feasibility_intervals(current, LinearProof.of(current), None)
+            intervals = feasibility_intervals(current, LinearProof.of(current), (lambda: make_engine(current, exact))
+                                              if any(c.statistic.kind != "count" for c in hidden_cells(current).values()) else None)
         short = []
         if policy.protection is not None:
             if intervals is None and hidden_cells(current):
@@ -274,8 +276,9 @@ def suppress_unit(ctx, policy, options, log: Callable[[str], None] | None = None
         for cell, sense, target in short:
             cut = lp.cut(cell, sense, target, chosen, set(variables)) if lp is not None else None
             if cut is None:  # suppressing more only widens intervals: one more cell, or not this one
-                cut = Cut({k: 1.0 for k in variables if k not in chosen and k != cell}, 1.0,
-                          cell if cell in cost else None)
+                owner = cell if cell in cost else cell.rsplit(":", 1)[0]  # a sum, mean or median: its cell
+                cut = Cut({k: 1.0 for k in variables if k not in chosen and k != owner}, 1.0,
+                          owner if owner in cost else None)
             cuts.append(cut)
         picked = cheapest(variables, cost, set(out.primary), clauses, cuts, tie)
         if picked is None:

@@ -6,7 +6,7 @@ relations (each total equals the sum of its line, along hierarchies too), adding
 secondary suppressions until no primary cell lies in the row space of the relations restricted
 to the suppressed cells.
 It does not protect intervals (a cell bounded to [1, 2] is not "recovered" here); the
-reconstruction-aware loop in :mod:`audit.protection.protect` is what proves claims are gone.
+reconstruction-aware loop in :mod:`audit.protection.unit` is what proves claims are gone.
 
 ``hitting_set`` picks the cells to suppress: a minimum-cost set satisfying clauses "suppress one
 of these cells, or un-suppress one of those", exactly with RC2 (MaxSAT, python-sat) or greedily.

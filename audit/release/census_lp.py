@@ -30,8 +30,7 @@ from ..errors import AuditError
 from .constraints import EMPTY, PUBLISHED, STRUCTURAL, SUPPRESSED
 from ..specs.schedule import Schedule
 from ..specs.schema_types import Schema
-# is_lp, read_lp: published.py reads the LP through this module
-from .census_lp_reader import COLUMNS, FIX, GEOID, LpModel, is_lp, read_lp, split_geoid  # noqa: F401
+from .census_lp_reader import COLUMNS, FIX, GEOID, LpModel, split_geoid
 
 
 def check_schema(schema: Schema) -> None:

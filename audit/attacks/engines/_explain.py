@@ -36,7 +36,7 @@ UNSAT, SAT, LIMIT = "unsat", "sat", "limit"
 FREE_ROUNDS = 2  # hitting sets over all cells tried before the search is confined to a sufficient set
 CONFINED_ROUNDS = 3  # hitting sets inside it tried before it is shrunk one cell at a time
 MAX_NEAR = 20_000  # datasets near the truth seeded into a unit's pool
-EXPLAIN_BUDGET = 20.0  # default work per unit: millions of solver propagations (about 4 s of solving)
+EXPLAIN_BUDGET = 10.0  # default work per unit: millions of solver propagations (about 2 s of solving)
 WHOLE_SHARE = 5  # a call over every cell gets this fraction of the conflicts of a call over a few
 WORK_PER_SECOND = 5.0  # millions of propagations the explanation solver makes per CPU second, about
 

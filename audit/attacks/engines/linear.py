@@ -32,8 +32,6 @@ import pandas as pd
 
 from ...errors import AuditError
 from .linear_mitigations import Mitigation, answer_queries
-# privacy_loss: protection/protect.py imports it from here
-from .linear_privacy import privacy_loss  # noqa: F401
 from .linear_target import NOTEBOOK_PUBLIC, Target, hashed_masks, prepare, random_predicates
 
 METHODS = ("lstsq", "lp")

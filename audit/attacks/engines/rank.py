@@ -65,8 +65,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from ...problem.build import Problem
-# torch_available: protection/protect.py imports it from here
-from .rank_options import RankOptions, _seed, _torch, resolve_device, torch_available, unit_key  # noqa: F401
+from .rank_options import RankOptions, _seed, _torch, resolve_device, unit_key
 from .rank_encoding import _Encoding
 from .rank_relaxation import _attack_batch
 from .rank_results import RankResults, UnitRank, match_rates, parent_rows, rank_rows

@@ -10,6 +10,7 @@ added by :mod:`audit.attacks.engines._numeric`.
 from __future__ import annotations
 
 import time
+from fractions import Fraction
 from typing import Generator, Sequence
 
 import numpy as np
@@ -19,7 +20,7 @@ from pysat.solvers import Solver
 
 from ...problem.claims import REFUTED, UNDECIDED, VERIFIED, Claim, Verdict
 from ...problem.build import Problem
-from ...specs.query import Predicate
+from ...specs.query import Predicate, Statistic
 from ...release.constraints import Constraint, int_hi, int_lo
 from ._explain import EXPLAIN_BUDGET, LIMIT, SAT, UNSAT, Explainer
 from .base import Enumeration, ExactEngine
@@ -366,10 +367,16 @@ class SatEngine(ExactEngine):
     def count_in(self, pred: Predicate, lo: int, hi: int) -> np.ndarray | bool | None:
         """A dataset whose count of ``pred`` lies in ``[lo, hi]``: its rows; False when the solver proves
         there is none; None when the conflict budget (or the deadline) runs out first."""
-        g = self.pool.id(("range", self.calls, pred, lo, hi))
-        self._card(self.matches(pred), lo, hi, [-g])
+        return self.satisfying(Constraint("range", pred, Statistic(), Fraction(lo), Fraction(hi)))
+
+    def satisfying(self, c: Constraint, conflicts: int | None = None) -> np.ndarray | bool | None:
+        """A dataset of the release that also meets ``c`` (any statistic): its rows; False when the solver
+        proves there is none; None when the conflict budget (``conflicts``, else the engine's; or the
+        deadline) runs out first."""
+        g = self.pool.id()
+        self._constraint(c, g)
         try:
-            result = self._solve([g])
+            result = self._solve([g], budget=conflicts)
             if result is None:
                 return None
             return self.decode(self.solver.get_model()) if result else False

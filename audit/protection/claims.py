@@ -1,0 +1,146 @@
+"""The proved claims a unit fails under the policy, and the clauses ("suppress one of these cells") their explanations give."""
+from __future__ import annotations
+
+import itertools
+from typing import Callable
+
+import numpy as np
+
+from ..problem.claims import UNDECIDED, VERIFIED, Claim
+from ..attacks.engines import get_engine
+from ..attacks.exact import UnitResult
+from ..problem.build import Problem
+from ..release.constraints import UnitRelease
+from ..findings.document import unit_json
+from ..policy.rules import evaluate
+from .options import Policy, ProtectOptions, cell_of
+
+def failing(result: UnitResult, policy: Policy) -> tuple[list, list]:
+    """(failing verified verdicts, undecided verdicts) of one attacked unit under the policy."""
+    ncols = len(result.problem.domains)
+    out, undecided = [], []
+    for v in result.verdicts:
+        if v.status == UNDECIDED:
+            undecided.append(v)
+            continue
+        if v.status != VERIFIED:
+            continue
+        k = len(v.claim.assignment)
+        if ((v.claim.singleton and not v.direct and policy.derived is not None and k >= policy.derived)
+                or (v.claim.singleton and v.direct and policy.direct is not None and k >= policy.direct)
+                or (policy.full_records and k == ncols)):
+            out.append(v)
+    if result.reidentification is not None:  # a person whose sensitive values are proved: the claims pinning them
+        seen = {v.claim for v in out}
+        out += [v for v in result.reidentification.failing(policy.reidentification, policy.inference)
+                if v.claim not in seen]
+        if policy.reidentification is not None or policy.inference is not None:
+            undecided = undecided + result.reidentification.undecided
+    return out, undecided
+
+
+def twins(problem: Problem) -> dict[tuple, list[str]]:
+    """Claim (assignment, m) -> every published exact count cell that states it directly."""
+    out: dict[tuple, list[str]] = {}
+    names = problem.names
+    for c in problem.constraints:
+        if c.statistic.kind != "count" or not c.exact or not c.predicate.clauses:
+            continue
+        if all(len(a) == 1 for _, a in c.predicate.clauses):
+            key = (tuple(sorted((names.index(n), next(iter(a))) for n, a in c.predicate.clauses)), int(c.lo))
+            out.setdefault(key, []).append(cell_of(c.key))
+    return out
+
+
+PER_ITERATION = 64  # derived claims explained per iteration of the hitting-set loop
+
+
+def _to_explain(bad: list, truth: np.ndarray) -> list:
+    """The failing claims whose explanations an iteration adds: every direct one (free), and up to
+    :data:`PER_ITERATION` derived ones, narrowest first, taken in turn from each record they single
+    out. Any failing claim gives a clause the current suppression does not meet, so the loop still
+    converges; explaining every one of the hundreds of claims about the same few records each
+    iteration is what made it slow."""
+    direct = [v for v in bad if v.direct]
+    by_record: dict[tuple, list] = {}
+    for v in sorted((v for v in bad if not v.direct), key=lambda v: (len(v.claim.assignment), v.claim.assignment)):
+        cols = [c for c, _ in v.claim.assignment]
+        vals = np.array([a for _, a in v.claim.assignment])
+        match = tuple(np.flatnonzero((truth[:, cols] == vals).all(axis=1)).tolist()) if len(truth) else ()
+        by_record.setdefault(match, []).append(v)
+    picked = [v for turn in itertools.zip_longest(*by_record.values()) for v in turn if v is not None]
+    return direct + picked[:PER_ITERATION]
+
+
+CORES = 16  # explanations sought per explained claim and iteration
+
+
+def _explain(engine, claim: Claim, hidden: set[str]) -> frozenset:
+    cells, _ = engine.explain(claim)
+    if not cells:  # explanation budget spent: every published cell together still implies the claim
+        cells = tuple(engine.cells)
+    return frozenset(cells) - hidden
+
+
+def _cores(engine, claim: Claim, hidden: set[str], cheapest: Callable[[frozenset], set], seen: set,
+           most: int = CORES) -> list[frozenset]:
+    """Explanations of a claim outside the hidden cells, the first over every cell (alone when ``seen``
+    holds it already: claims about one record share their explanations), each next one among the
+    cells the earlier ones leave aside: first whole explanations (disjoint ones), then only the
+    ``cheapest`` cell of each (a cell and its identical copies, as the hitting set would pick),
+    until the cells left no longer imply the claim.
+
+    One explanation alone is a weak clause where the tables state the same fact many ways (a zero
+    in P6, P7, P8, ...): the hitting set hides one copy, the claim follows from the next, and the
+    loop crawls, one attack per copy. Each explanation is a valid clause (its cells alone imply the
+    claim whatever else is hidden), so the minimum hitting set stays a lower bound.
+    """
+    pos = _explain(engine, claim, hidden)
+    if pos in seen:
+        return [pos]
+    seen.add(pos)
+    out = [pos]
+    for whole in (True, False):
+        aside: set[str] = set()
+        pos = out[0]
+        while pos and len(out) < most:
+            aside |= set(pos) if whole else cheapest(pos)
+            found = engine.explainer().explain(claim, among=[k for k in engine.cells if k not in aside])
+            if found is None or found == ((), False):  # gone without the cells set aside, or the budget is spent
+                break
+            pos = frozenset(found[0]) - hidden
+            out.append(pos)
+    return out
+
+
+def claim_clauses(result: UnitResult, bad: list, recon: bool, hidden: set[str], direct_of: dict,
+                  options: ProtectOptions, cheapest: Callable[[frozenset], set] | None = None
+                  ) -> list[tuple[frozenset, frozenset]]:
+    """Clauses (pos, neg) "suppress one of pos, or un-suppress one of neg" that every pattern defeating
+    the failing claims (and a unique reconstruction, with ``recon``) meets: their explanations (with
+    ``cheapest``, several per claim, see :func:`_cores`)."""
+    engine = get_engine("sat", result.problem, conflicts=options.exact.conflicts, seed=options.exact.seed)
+    engine.explainer(options.exact.explain_budget)
+    new, seen = [], set()
+    for v in _to_explain(bad, result.problem.truth):
+        if v.direct:
+            new.append((frozenset(v.cells), frozenset()))
+            continue
+        neg = frozenset(k for k in direct_of.get((v.claim.assignment, v.claim.m), ()) if k in hidden)
+        if cheapest is None:
+            new.append((_explain(engine, v.claim, hidden), neg))
+        else:
+            new += [(pos, neg) for pos in _cores(engine, v.claim, hidden, cheapest, seen)]
+    if recon:  # unique solution: every full record is implied; hit the union of their explanations
+        truth = result.problem.truth
+        union: set = set()
+        for row in {tuple(r) for r in truth.tolist()}:
+            m = int((truth == np.array(row)).all(axis=1).sum())
+            union |= _explain(engine, Claim(tuple(enumerate(row)), m), hidden)
+        new.append((frozenset(union), frozenset()))
+    return new
+
+
+def rules_failed(result: UnitResult, release: UnitRelease | None, rules) -> list[str]:
+    """The rules one attacked unit fails, by the ordinary path (its findings entry, the rules)."""
+    return sorted({c["rule"] for c in evaluate({"units": [unit_json(result, release)]}, rules) if c["outcome"] == "fail"})

@@ -1,0 +1,113 @@
+"""Protection across geography levels: a parent unit (a tract) and all its children (blocks) at once.
+
+A block's suppression is protected on the block's own tables, but a tract table over the same persons
+ties the blocks together (a tract total is the sum of its blocks' cells), so a hidden block cell can
+be recovered from the tract table and the other blocks. The coupled problem of the tract
+(:mod:`audit.problem.coupled`: the tract's persons as rows, the block as a column, every block's
+cells restricted to its block) is what the attacker solves; :class:`CoupledContext` rebuilds it under
+a suppression pattern and presents it, with the tables of every level merged into one release, to the
+joint search of :mod:`audit.protection.secondary`. That search attacks the coupled problem exactly
+(feasibility intervals over the integers) and suppresses more cells, in the tract or in its blocks,
+until every hidden cell's interval meets the protection levels in the coupled problem too.
+
+Cells of the merged release are keyed as in the coupled problem: a child's ``BLOCK/TABLE:CELL``
+(its geography below the parent), the parent's own ``TABLE:CELL``.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Callable
+
+import numpy as np
+
+from ..inputs import Inputs
+from ..problem.build import Problem
+from ..problem.coupled import build_coupled_problems, coupled_levels
+from ..release.constraints import UnitRelease
+from ..release.tabulate import tabulate, units_of
+from .options import Policy, ProtectOptions, geo_key
+from .protected import protected_schedule
+from .secondary import suppress_unit as joint
+
+
+class CoupledContext:
+    """One parent unit of a coarser level with its child units' tables: re-tabulates and rebuilds the
+    coupled problem under a suppression (``suppress``: geo key -> cells already hidden, at any level)."""
+
+    def __init__(self, inputs: Inputs, level: str, geo: tuple[str, ...], rows: np.ndarray,
+                 suppress: dict[str, frozenset]):
+        self.inputs, self.level, self.geo = inputs, level, geo
+        self.depth = inputs.schema.geography.index(level)
+        self.frame = inputs.frame.iloc[rows]
+        self.base = {k: frozenset(v) for k, v in suppress.items()}
+        self.schedule = replace(inputs.schedule, suppress={})
+        self.already = frozenset(self.key(k, cell) for k, cells in self.base.items() for cell in cells
+                                 if self._inside(k))
+
+    def _inside(self, key: str) -> bool:
+        return tuple(key.split("/"))[: self.depth + 1] == self.geo
+
+    def key(self, unit: str, cell: str) -> str:
+        """A unit's cell as the coupled problem names it."""
+        below = unit.split("/")[self.depth + 1:]
+        return "/".join(below) + "/" + cell if below else cell
+
+    def split(self, cells) -> dict[str, frozenset]:
+        """Coupled cell keys -> geo key of their unit -> cells."""
+        out: dict[str, set] = {}
+        for k in cells:
+            below, _, cell = k.rpartition("/")
+            out.setdefault(geo_key(self.geo + tuple(below.split("/")) if below else self.geo), set()).add(cell)
+        return {k: frozenset(v) for k, v in out.items()}
+
+    def problem(self, cells=frozenset()) -> tuple[Problem, UnitRelease]:
+        suppress = dict(self.base)
+        for k, more in self.split(cells).items():
+            suppress[k] = suppress.get(k, frozenset()) | more
+        sched = replace(self.schedule, suppress=suppress)
+        geo = self.inputs.schema.geography
+        releases = [r for r in tabulate(self.frame, self.inputs.schema, sched) if geo.index(r.level) >= self.depth]
+        problem, = build_coupled_problems(self.frame, self.inputs.schema, sched, releases, [self.level])
+        return problem, self._merged(releases)
+
+    def _merged(self, releases: list[UnitRelease]) -> UnitRelease:
+        """Every level's release of the parent as one, its cells keyed as in the coupled problem."""
+        values, protection, magnitude = [], {}, {}
+        for r in releases:
+            prefix = self.key(geo_key(r.geo), "")
+            values += [replace(v, cell=replace(v.cell, table=prefix + v.cell.table)) for v in r.values]
+            protection.update({prefix + t: p for t, p in r.protection.items()})
+            magnitude.update({prefix + k: m for k, m in r.magnitude.items()})
+        return UnitRelease(self.level, self.geo, tuple(values), protection, magnitude)
+
+
+def protect_levels(inputs: Inputs, suppress: dict[str, list[str]], policy: Policy, options: ProtectOptions,
+                   log: Callable[[str], None] | None = None) -> list[dict]:
+    """Extend ``suppress`` (geo key -> cells, the per-unit recommendation; updated in place) until every
+    coupled problem meets the protection levels, coarser levels after finer ones; one entry per parent
+    unit (status as a unit's: pass, protected, undecided, unfixable, gave-up). Claim rules stay with the
+    units' own problems (a claim the coupled problem proves names the child as a column)."""
+    if policy.protection is None:
+        return []
+    levels_only = replace(policy, derived=None, direct=None, full_records=False, reconstructed=False,
+                          reidentification=None, inference=None)
+    out = []
+    for level in sorted(coupled_levels(inputs.schema, inputs.schedule), key=inputs.schema.geography.index, reverse=True):
+        for geo, rows in units_of(inputs.frame, inputs.schema, level):
+            entry = {"geo": geo_key(geo), "level": level, "rows": len(rows)}
+            out.append(entry)
+            if len(rows) > options.exact.max_rows:  # the row-slot coupled problem is out of reach: fail closed
+                entry.update(status="undecided", cells=[], reason=f"{len(rows)} rows in the coupled problem, more "
+                             f"than --max-rows {options.exact.max_rows}: its intervals were not computed")
+                continue
+            base = protected_schedule(inputs.schedule, {k: frozenset(v) for k, v in suppress.items()}).suppress or {}
+            ctx = CoupledContext(inputs, level, geo, rows, base)
+            if log:
+                log(f"{level} {geo_key(geo)}: protecting jointly with its child units")
+            found = joint(ctx, levels_only, options, log)
+            entry.update(status=found.status, cells=found.cells, reason=found.reason, before=found.before,
+                         after=found.after, iterations=found.iterations)
+            if found.status in ("protected", "pass"):
+                for key, cells in ctx.split(found.cells).items():
+                    suppress[key] = sorted(set(suppress.get(key, ())) | cells)
+    return out

@@ -1,0 +1,75 @@
+"""What ``audit protect`` is asked to do: the strategy's options, and what makes a unit fail (read from the rules)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import AuditError
+from ..attacks.exact import ExactOptions
+from ..release.magnitude import MAGNITUDE_RULES
+
+STRATEGIES = ("suppress", "round", "noise")
+COSTS = ("cells", "persons", "values")
+ALPHA = 0.05
+ROUND_BASES = (2, 3, 4, 5, 10, 20)
+NOISE_SCALES = (0.25, 0.5, 1.0, 2.0, 3.0, 5.0, 8.0, 13.0, 21.0)
+
+
+@dataclass(frozen=True)
+class Policy:
+    """What makes a unit fail, read from the rules (only rules whose action is ``fail``)."""
+
+    derived: int | None = 2        # verified derived singleton claims over >= k columns
+    direct: int | None = None      # verified direct singleton claims (a published 1) over >= k columns
+    full_records: bool = False     # verified claims over every column
+    reconstructed: bool = False    # exactly one dataset fits
+    small: int | None = None       # published exact counts 1..t-1
+    undecided: bool = True         # fail closed
+    reidentification: int | None = None  # persons linked with every sensitive value proved, per unit
+    inference: int | None = None   # persons unlike their unit's majority with their sensitive values proved
+    magnitude: tuple = ()          # (rule, settings) of the magnitude rules: published sums they find sensitive
+    protection: dict | None = None  # protection_levels settings: every hidden count's interval must meet them
+
+    @classmethod
+    def from_rules(cls, rules) -> "Policy":
+        on = {r.id: r for r in rules.rules if r.action == "fail"}
+        get = lambda rid, key: on[rid].settings.get(key) if rid in on else None  # noqa: E731
+        return cls(derived=get("derived_singletons", "min_columns"), direct=get("direct_singletons", "min_columns"),
+                   full_records="full_records" in on, reconstructed="reconstructed_units" in on,
+                   small=get("small_cells", "threshold"), undecided="undecided" in on,
+                   reidentification=get("reidentification", "max_persons"),
+                   inference=get("attribute_inference", "max_persons"),
+                   magnitude=tuple((rid, dict(on[rid].settings)) for rid in MAGNITUDE_RULES if rid in on),
+                   protection=dict(on["protection_levels"].settings) if "protection_levels" in on else None)
+
+
+@dataclass(frozen=True)
+class ProtectOptions:
+    strategy: str = "suppress"
+    exact: ExactOptions = ExactOptions()
+    primary: bool = True           # suppress the published counts the small_cells rule fails
+    complementary: bool = True     # SIMPLEHEURISTIC around them in tables with margins
+    hitting: str = "exact"         # exact (MaxSAT) | greedy
+    cost: str = "cells"            # what suppression costs: cells | persons | values (tau-Argus' options)
+    max_iterations: int = 60
+    round_bases: tuple[int, ...] = ROUND_BASES
+    noise_scales: tuple[float, ...] = NOISE_SCALES
+    alpha: float = ALPHA
+    rank: bool = True              # re-run the ranking attack at the chosen noise scale when torch is there
+
+    def __post_init__(self):
+        if self.strategy not in STRATEGIES:
+            raise AuditError(f"unknown strategy '{self.strategy}'", "--strategy", f"use one of {list(STRATEGIES)}")
+        if self.hitting not in ("exact", "greedy"):
+            raise AuditError(f"unknown hitting-set method '{self.hitting}'", "--hitting", "use exact or greedy")
+        if self.cost not in COSTS:
+            raise AuditError(f"unknown cost '{self.cost}'", "--cost", f"use one of {list(COSTS)}")
+        if not 0 < self.alpha < 1:
+            raise AuditError("alpha must be between 0 and 1", "--alpha", "e.g. --alpha 0.05")
+
+
+def geo_key(geo: tuple[str, ...]) -> str:
+    return "/".join(geo)
+
+
+def cell_of(key: str) -> str:
+    return key.rsplit(":", 1)[0]

@@ -1,0 +1,224 @@
+"""One unit's suppression: its context (re-tabulated under a pattern), the forced cells, and the
+implicit-hitting-set loop described in :mod:`audit.protection.protect`."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field, replace
+from typing import Callable
+
+import numpy as np
+
+from .suppress import hitting_set, simple_heuristic
+from ..attacks.exact import UnitResult, audit_unit
+from ..inputs import Inputs
+from ..release.magnitude import sensitive_values
+from ..problem.build import Problem, build_problems
+from ..release.constraints import PUBLISHED, SUPPRESSED, UnitRelease
+from ..specs.schedule import Schedule
+from ..release.tabulate import tabulate, units_of
+from .claims import claim_clauses, failing, twins
+from .options import Policy, ProtectOptions, cell_of, geo_key
+
+@dataclass
+class UnitProtection:
+    """The recommendation for one unit."""
+
+    level: str
+    geo: tuple[str, ...]
+    rows: int
+    status: str = "pass"          # pass (nothing needed) | protected | undecided | unfixable | gave-up
+    primary: list[str] = field(default_factory=list)
+    complementary: list[str] = field(default_factory=list)
+    reconstruction: list[str] = field(default_factory=list)
+    before: dict = field(default_factory=dict)
+    after: dict = field(default_factory=dict)
+    iterations: int = 0
+    clauses: int = 0
+    seconds: float = 0.0
+    loss: dict = field(default_factory=dict)
+    reason: str = ""
+
+    @property
+    def cells(self) -> list[str]:
+        return sorted(set(self.primary) | set(self.complementary) | set(self.reconstruction))
+
+    def to_dict(self) -> dict:
+        return {"geo": geo_key(self.geo), "level": self.level, "rows": self.rows, "status": self.status,
+                "reason": self.reason, "cells": self.cells, "suppressed": len(self.cells),
+                "primary": self.primary, "complementary": self.complementary,
+                "reconstruction": self.reconstruction, "iterations": self.iterations,
+                "explanations": self.clauses, "information_loss": self.loss,
+                "before": self.before, "after": self.after, "seconds": round(self.seconds, 3)}
+
+
+def _summary(result: UnitResult, policy: Policy) -> dict:
+    bad, undecided = failing(result, policy)
+    return {"verified": len(result.verified), "failing_claims": len(bad), "undecided": len(undecided),
+            "reconstructed": result.reconstructed, "solutions": result.solutions}
+
+
+class UnitContext:
+    """One unit's rows and the level's tables: re-tabulates and rebuilds its problem under a suppression."""
+
+    def __init__(self, inputs: Inputs, level: str, geo: tuple[str, ...], rows: np.ndarray):
+        self.inputs, self.level, self.geo = inputs, level, geo
+        self.frame = inputs.frame.iloc[rows]
+        tables = tuple(t for t in inputs.schedule.tables if t.level == level)
+        base = dict(getattr(inputs.schedule, "suppress", {}) or {})
+        self.already = frozenset(base.get(geo_key(geo), frozenset()))
+        self.schedule = replace(inputs.schedule, tables=tables, suppress={})
+
+    def release(self, cells: set[str] | frozenset = frozenset(), schedule: Schedule | None = None) -> UnitRelease:
+        hidden = set(cells) | self.already
+        sched = replace(schedule or self.schedule, suppress={geo_key(self.geo): frozenset(hidden)} if hidden else {})
+        return next(r for r in tabulate(self.frame, self.inputs.schema, sched) if r.geo == self.geo
+                    and r.level == self.level)
+
+    def problem(self, cells: set[str] | frozenset = frozenset(), schedule: Schedule | None = None) -> tuple[Problem, UnitRelease]:
+        hidden = set(cells) | self.already
+        sched = replace(schedule or self.schedule, suppress={geo_key(self.geo): frozenset(hidden)} if hidden else {})
+        releases = [r for r in tabulate(self.frame, self.inputs.schema, sched) if r.level == self.level]
+        problems = build_problems(self.frame, self.inputs.schema, sched, releases)
+        p = next(p for p in problems if p.geo == self.geo)
+        return p, next(r for r in releases if r.geo == self.geo)
+
+
+def cell_counts(problem: Problem) -> dict[str, int]:
+    """True count of every cell that has a constraint (from the defender's rows)."""
+    out = {}
+    for c in problem.constraints:
+        out.setdefault(cell_of(c.key), int(problem.row_mask(problem.truth, c.predicate).sum()))
+    return out
+
+
+def forced_cells(release: UnitRelease, problem: Problem, tables, policy: Policy,
+                 options: ProtectOptions) -> tuple[list, list]:
+    """(primary, complementary): published counts the small_cells rule fails and published sums a magnitude
+    rule finds sensitive, and SIMPLEHEURISTIC's partners."""
+    if not options.primary or (policy.small is None and not policy.magnitude):
+        return [], []
+    primary = set()
+    for v in release.values if policy.small is not None else ():
+        p = release.protection.get(v.cell.table)
+        rounded = p is not None and p.round_to and p.round_to > 1
+        if v.status == PUBLISHED and v.stat.kind == "count" and not rounded and 1 <= v.value < policy.small:
+            primary.add(v.cell.key)
+    magnitude = {k: c.to_json() for k, c in release.magnitude.items()}
+    primary |= {key.rsplit(":", 1)[0] for key in sensitive_values(magnitude, policy.magnitude)}
+    comp: set[str] = set()
+    if options.complementary and primary:
+        counts = cell_counts(problem)
+        hidden = {v.cell.key for v in release.values if v.status == SUPPRESSED}
+        for table in (t for t in tables if t.lines):
+            keys = [c.key for c in table.cells]
+            if not any(k in primary for k in keys):
+                continue
+            flags = simple_heuristic(table, [counts.get(k, 0) for k in keys],
+                                     [k in primary for k in keys], [k in hidden for k in keys])
+            comp |= {k for k, f in zip(keys, flags) if f and k not in primary and k not in hidden}
+    return sorted(primary), sorted(comp)
+
+
+def cell_classes(problem: Problem) -> dict[str, str]:
+    """Cell -> representative of its class: cells publishing identical constraints (same atoms, same values).
+
+    Suppressing part of a class hides nothing (the rest publishes the same numbers), so the hitting
+    set chooses whole classes; its cost is the number of cells in the class.
+    """
+    sig: dict[str, list] = {}
+    for c in problem.constraints:
+        sig.setdefault(cell_of(c.key), []).append((c.statistic.name, c.predicate, c.lo, c.hi, c.lo_open, c.hi_open))
+    rep: dict[tuple, str] = {}
+    return {k: rep.setdefault(tuple(sorted(v, key=repr)), k) for k, v in sorted(sig.items())}
+
+
+def information_loss(problem: Problem, cells: list[str], counts: dict[str, int]) -> dict:
+    n = problem.n_rows[1]
+    mask = np.zeros(len(problem.truth), dtype=bool)
+    preds = {}
+    for c in problem.constraints:
+        preds.setdefault(cell_of(c.key), c.predicate)
+    for k in cells:
+        if k in preds:
+            mask |= problem.row_mask(problem.truth, preds[k])
+    total = len(preds)
+    return {"cells_suppressed": len(cells), "cells_published": total,
+            "share_of_cells": round(len(cells) / total, 4) if total else 0.0,
+            "persons_in_suppressed_cells": int(mask.sum()),
+            "share_of_population": round(float(mask.sum()) / n, 4) if n else 0.0,
+            "count_in_suppressed_cells": int(sum(counts.get(k, 0) for k in cells))}
+
+
+def suppress_unit(ctx: UnitContext, policy: Policy, options: ProtectOptions,
+                  log: Callable[[str], None] | None = None) -> UnitProtection:
+    """The implicit-hitting-set loop for one unit (see the module docstring); with protection levels
+    in the policy, or a cost other than cells, the joint search of :mod:`audit.protection.secondary`."""
+    if policy.protection is not None or options.cost != "cells":
+        from .secondary import suppress_unit as joint
+
+        return joint(ctx, policy, options, log)
+    start = time.perf_counter()
+    exact = replace(options.exact, explain="none", intervals=False)  # the rules the loop checks need no intervals
+    problem, release = ctx.problem()
+    out = UnitProtection(ctx.level, ctx.geo, problem.n_rows[1])
+    first = audit_unit(problem, exact)
+    out.before = _summary(first, policy)
+    out.primary, out.complementary = forced_cells(release, problem, ctx.schedule.tables, policy, options)
+    forced = set(out.primary) | set(out.complementary)
+    counts = cell_counts(problem)
+    direct_of = twins(problem)
+    rep = cell_classes(problem)
+    members: dict[str, set] = {}
+    for k, r in rep.items():
+        members.setdefault(r, set()).add(k)
+    expand = lambda reps: set().union(*(members.get(r, {r}) for r in reps)) if reps else set()  # noqa: E731
+    size = {r: len(m) for r, m in members.items()}
+    rcost = {r: sum(counts.get(k, 0) for k in m) for r, m in members.items()}
+    cheapest = lambda pos: members.get(rep.get(c := min(pos, key=lambda k: (  # noqa: E731  (the hitting set's order)
+        size.get(rep.get(k, k), 1), rcost.get(rep.get(k, k), 0), k)), c), {c})
+    clauses: list[tuple[frozenset, frozenset]] = []
+    chosen: set[str] = set(forced)
+    result = first
+    while True:
+        out.iterations += 1
+        if chosen:
+            p, _ = ctx.problem(chosen)
+            result = audit_unit(p, exact)
+        bad, undecided = failing(result, policy)
+        recon = policy.reconstructed and result.reconstructed
+        if result.status != "done" or (undecided and policy.undecided):
+            out.status = "undecided"
+            out.reason = result.reason or f"{len(undecided)} claims undecided: no recommendation (fail closed)"
+            break
+        if not bad and not recon:
+            out.status = "protected" if chosen else "pass"
+            break
+        if out.iterations > options.max_iterations:
+            out.status, out.reason = "gave-up", f"no protection within {options.max_iterations} iterations"
+            break
+        new = claim_clauses(result, bad, recon, chosen | set(ctx.already), direct_of, options, cheapest)
+        if any(not pos and not (neg - forced) for pos, neg in new):
+            out.status = "unfixable"
+            out.reason = "a failing claim follows from the population and the structural edits alone"
+            break
+        clauses += [(frozenset(rep.get(k, k) for k in pos), frozenset(rep.get(k, k) for k in neg)) for pos, neg in new]
+        picked = hitting_set(clauses, rcost, {rep.get(k, k) for k in forced}, exact=options.hitting == "exact",
+                             size=size)
+        chosen = expand(picked) | forced
+        if log:
+            log(f"unit {geo_key(ctx.geo)}: iteration {out.iterations}, {len(bad)} failing claims, "
+                f"{len(clauses)} explanations, trying {len(chosen)} cells")
+    out.clauses = len(clauses)
+    out.reconstruction = sorted(chosen - forced)
+    out.after = _summary(result, policy)
+    out.loss = information_loss(problem, out.cells, counts)
+    out.seconds = time.perf_counter() - start
+    return out
+
+
+def unit_contexts(inputs: Inputs) -> list[UnitContext]:
+    out = []
+    for level in inputs.schedule.levels:
+        for geo, rows in units_of(inputs.frame, inputs.schema, level):
+            out.append(UnitContext(inputs, level, geo, rows))
+    return out

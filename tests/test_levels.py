@@ -1,0 +1,70 @@
+"""Protection across geography levels: a block's hidden cell given away by its tract's table, caught by
+the coupled problem and protected jointly; checked against every dataset of the tract."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import yaml
+from _oracle import all_datasets
+
+from audit.attacks.exact import ExactOptions
+from audit.attacks.intervals import hidden_cells
+from audit.inputs import load_inputs
+from audit.policy.rules import load_rules
+from audit.protection.levels import CoupledContext
+from audit.protection.options import ProtectOptions
+from audit.protection.protect import protect
+
+LEVELS = {"upper": 1, "lower": 1}
+
+
+def _tract(folder):
+    """Tract t1: block b1 has 1 man and 4 women, block b2 4 and 4; sex with a total, per block and per tract."""
+    schema = {"unit": "person", "geography": ["tract", "block"],
+              "columns": {"sex": {"type": "categorical", "values": {"M": "Male", "F": "Female"}}}}
+    tables = {"tables": [{"id": "B1", "geography": "block", "by": ["sex"], "margins": True},
+                         {"id": "R1", "geography": "tract", "by": ["sex"], "margins": True}]}
+    (folder / "schema.yaml").write_text(yaml.safe_dump(schema))
+    (folder / "tables.yaml").write_text(yaml.safe_dump(tables))
+    (folder / "rules.yaml").write_text(f"name: levels\nsmall_cells: {{threshold: 3}}\nprotection_levels: {LEVELS}\n")
+    rows = [("b1", "M")] + [("b1", "F")] * 4 + [("b2", "M")] * 4 + [("b2", "F")] * 4
+    pd.DataFrame([{"tract": "t1", "block": b, "sex": s} for b, s in rows]).to_csv(folder / "data.csv", index=False)
+    return load_inputs(folder / "data.csv", folder / "schema.yaml", folder / "tables.yaml"), load_rules(folder / "rules.yaml")
+
+
+def _narrow(inputs, suppress: dict) -> dict[str, tuple[int, int]]:
+    """Hidden cells of the coupled tract problem whose interval over every dataset misses the levels."""
+    ctx = CoupledContext(inputs, "tract", ("t1",), np.arange(len(inputs.frame)), suppress)
+    problem, _ = ctx.problem()
+    datasets = all_datasets(problem)
+    out = {}
+    for key, c in hidden_cells(problem).items():
+        counts = [int(problem.row_mask(rows, c.predicate).sum()) for rows in datasets]
+        value = int(problem.row_mask(problem.truth, c.predicate).sum())
+        if value - min(counts) < min(LEVELS["lower"], value) or max(counts) - value < LEVELS["upper"]:
+            out[key] = (min(counts), max(counts))
+    return out
+
+
+def test_a_block_suppression_the_tract_table_undoes_is_protected_jointly(tmp_path):
+    inputs, rules = _tract(tmp_path)
+    report = protect(inputs, ProtectOptions(exact=ExactOptions(explain="none")), rules, tmp_path / "out")
+    per_unit = {u["geo"]: frozenset(u["cells"]) for u in report["units"] if u["cells"]}
+    assert per_unit == {"t1/b1": {"B1:M", "B1:F"}}  # the man and his complement: [0, 5] in the block alone
+    assert _narrow(inputs, per_unit) == {"b1/B1:M": (1, 1), "b1/B1:F": (4, 4)}  # tract 5 men - b2's 4 = 1
+    joint, = report["levels"]
+    assert joint["geo"] == "t1" and joint["status"] == "protected" and len(joint["cells"]) == 2
+    cells = report["recommendation"]["cells"]
+    assert _narrow(inputs, {k: frozenset(v) for k, v in cells.items()}) == {}
+    assert report["totals"]["cells_suppressed"] == 4 == sum(map(len, cells.values()))
+    assert "B1:M" in yaml.safe_load((tmp_path / "out" / "protected.yaml").read_text())["suppress"]["t1/b1"]
+
+
+def test_protect_prints_the_cells_the_tract_adds(tmp_path, capsys):
+    from audit.cli import run
+
+    _tract(tmp_path)
+    assert run(["protect", str(tmp_path / "data.csv"), "-s", str(tmp_path / "schema.yaml"), "-t",
+                str(tmp_path / "tables.yaml"), "--rules", str(tmp_path / "rules.yaml"), "-o", str(tmp_path / "out")]) == 0
+    out = capsys.readouterr().out
+    assert "t1 (tract, with its child units): protected, 2 more cells to suppress" in out and "(b2/B1:M)" in out
