@@ -263,3 +263,27 @@ def test_a_published_release_is_proved_jointly(tmp_path):
     assert {tuple(sorted(c["columns"].items())) for c in listed} <= {
         tuple(sorted((block.domains[c].name, block.domains[c].labels[a]) for c, a in v.claim.assignment)) for v in mine.verified}
     assert set(units) == {"000100", "000100/1", "000100/2"} and units["000100"]["rows"] == 4 > 3
+
+
+def test_tract_cells_that_explain_a_block_show_their_published_values(tmp_path):
+    """A block proved with its tract: the tract cells among its explanations carry the tract's published
+    counts in the findings (what the report prints as "label = value"), in one process and at scale."""
+    from audit.findings.document import run_exact
+    from audit.inputs import load_inputs
+    from audit.scale.runner import ScaleOptions, run_scaled
+
+    (tmp_path / "schema.yaml").write_text(TRACT_SCHEMA)
+    (tmp_path / "tables.yaml").write_text("tables:\n" + "".join(
+        f"  - {s}\n" for s in (BLOCK_TABLES[0], BLOCK_TABLES[3], TRACT_TABLES[0])))
+    _frame([[("M", "a"), ("M", "a")], [("M", "s"), ("F", "s"), ("M", "s")]]).to_csv(tmp_path / "data.csv", index=False)
+    inputs = load_inputs(tmp_path / "data.csv", tmp_path / "schema.yaml", tmp_path / "tables.yaml")
+    tract = next(r for r in inputs.release() if r.level == "tract")
+    published = {v.key.rsplit(":", 1)[0]: int(v.value) for v in tract.values}
+    scaled = run_scaled(tmp_path / "data.csv", inputs.schema, inputs.schedule, ExactOptions(),
+                        ScaleOptions(workers=1), tmp_path / "scaled")
+    for doc in (run_exact(inputs, ExactOptions()), scaled):
+        block = next(u for u in doc["units"] if u["geo"] == "000100/2")
+        assert "proved jointly" in block["notes"][-1]
+        named = {k for c in block["claims"] for k in c.get("cells", ()) if k.startswith("T1:")}
+        explaining = block["cells"]["explaining"]
+        assert named and all(explaining[k] == published[k] for k in named)

@@ -153,13 +153,48 @@ def tables_json(schedule, schema) -> list[dict]:
     return out
 
 
-def cells_json(release: UnitRelease) -> dict:
+def published_counts(release: UnitRelease) -> dict[str, int]:
+    """Every count the unit publishes exactly: cell key (``TABLE:CELL``) -> value."""
+    return {v.key.rsplit(":", 1)[0]: int(v.value) for v in release.values
+            if v.status == PUBLISHED and v.stat.kind == "count"}
+
+
+def proof_counts(problem, by_unit: dict, schema, schedule) -> dict[str, int]:
+    """The published counts of the cells outside a jointly proved unit that its proof names: the
+    coarser unit's (``TABLE:CELL``) and the other units' inside it (``BLOCK/TABLE:CELL``), so that the
+    report shows them beside the claims they explain. ``by_unit``: (level, geo) -> release."""
+    cells = getattr(problem, "proof_cells", None)
+    if cells is None:
+        return {}
+    level_of = {t.id: t.level for t in schedule.tables}
+    memo: dict = {}
+    out = {}
+    for name in cells.names:
+        rel, _, cell = name.rpartition("/")
+        if rel:
+            parts = tuple(rel.split("/"))
+            level, geo = problem.level, problem.geo[:len(problem.geo) - len(parts)] + parts
+        else:
+            level = level_of.get(cell.split(":", 1)[0])
+            if level is None or level == problem.level:
+                continue  # the unit's own cell: in its own counts
+            geo = problem.geo[:schema.geography.index(level) + 1]
+        if (level, geo) not in memo:
+            release = by_unit.get((level, geo))
+            memo[(level, geo)] = published_counts(release) if release is not None else {}
+        if cell in memo[(level, geo)]:
+            out[name] = memo[(level, geo)][cell]
+    return out
+
+
+def cells_json(release: UnitRelease, outside: dict[str, int] | None = None) -> dict:
     """What one unit publishes: counts of values by status, and every exact published count below 10
     (structural zeros, which no row can fall in, are neither small nor suppressed). ``_counts`` holds
     every published count until :func:`attach_cells` keeps those that explain the listed claims;
-    ``_grid`` every value (:func:`grid_json`, made only for a unit :class:`GridKeeper` keeps)."""
+    ``_grid`` every value (:func:`grid_json`, made only for a unit :class:`GridKeeper` keeps).
+    ``outside``: counts published outside the unit that explain its claims (:func:`proof_counts`)."""
     out = {"values": len(release.values), "suppressed": 0, "structural": 0, "rounded": 0, "small": {},
-           "_counts": {}, "_grid": partial(grid_json, release)}
+           "_counts": dict(outside or {}), "_grid": partial(grid_json, release)}
     for v in release.values:
         protection = release.protection.get(v.cell.table)
         if v.status in (SUPPRESSED, STRUCTURAL):
@@ -334,9 +369,12 @@ def run_exact(inputs: Inputs, options: ExactOptions, on_unit: Callable[[dict], N
     tasks = ((p, prior_rows(inputs.frame, inputs, p, cache), by_unit.get((p.level, p.geo))) for p in problems)
     units = []
 
+    outside = {(p.level, p.geo): proof_counts(p, by_unit, inputs.schema, inputs.schedule)
+               for p in problems if p.proof_cells is not None}
+
     def record(unit: dict, release: UnitRelease | None) -> None:
         if release is not None:
-            attach_cells(unit, cells_json(release), keeper)
+            attach_cells(unit, cells_json(release, outside.get((release.level, release.geo))), keeper)
         units.append(store_unit(unit, writer))
         if on_unit:
             on_unit(unit)
