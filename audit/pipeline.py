@@ -20,7 +20,7 @@ from .attacks.engines.rank_options import RankOptions, resolve_device
 from .errors import AuditError
 from .attacks.exact import ExactOptions
 from .attacks.extras import linear_target, write_linear, write_ranking
-from .findings.document import read_json, write_json
+from .findings.files import read_json, write_json
 from .findings.model import Findings
 from .inputs import inputs_from
 from .findings.junit import write_junit

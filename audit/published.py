@@ -30,7 +30,8 @@ from .attacks.joint import as_proved, joint_proofs
 from .problem.coupled import build_coupled_problems, coupled_levels
 from .errors import AuditError, InconsistentRelease
 from .attacks.exact import ExactOptions, UnitResult, audit_unit, make_engine
-from .findings.document import GridKeeper, document, grid_cap, grid_json, unit_json
+from .findings.cells import GridKeeper, grid_cap, grid_json
+from .findings.document import document, unit_json
 from .findings.model import Findings
 from .attacks.implied import LinearProof
 from .inputs import Inputs

@@ -17,7 +17,8 @@ from audit.problem.claims import candidates
 from audit.findings.claimstore import ClaimStore
 from audit.cli import run
 from audit.attacks.exact import ExactOptions, audit_unit
-from audit.findings.document import JsonLines, read_findings
+from audit.findings.files import read_findings
+from audit.findings.lines import JsonLines
 from audit.inputs import load_inputs
 from audit.policy.rules import evaluate, load_rules
 

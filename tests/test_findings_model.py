@@ -11,7 +11,8 @@ import pytest
 
 from audit.cli import run
 from audit.errors import AuditError
-from audit.findings.document import JsonLines, read_findings, write_json
+from audit.findings.files import read_findings, write_json
+from audit.findings.lines import JsonLines
 from audit.findings.model import OPTIONAL, Findings, Summary
 from audit.policy.rules import load_rules
 from audit.policy.verdict import Check, Failing

@@ -13,7 +13,7 @@ import pytest
 
 from audit.cli import run
 from audit.errors import AuditError
-from audit.findings.document import cells_json
+from audit.findings.cells import cells_json
 from audit.release.magnitude import Contributions, sensitive
 from audit.data.microdata import validate
 from audit.protection.options import Policy, ProtectOptions

@@ -18,7 +18,7 @@ from audit.problem.claims import candidates
 from audit.cli import run as cli
 from audit.errors import AuditError
 from audit.attacks.exact import ExactOptions, audit_unit
-from audit.findings.document import cells_json
+from audit.findings.cells import cells_json
 from audit.protection.protected import protected_schedule, write_schedule_yaml
 from audit.release.constraints import PUBLISHED, STRUCTURAL, SUPPRESSED, constraints_of
 from audit.specs.schedule import load_schedule

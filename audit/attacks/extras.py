@@ -16,7 +16,8 @@ from .engines.linear_mitigations import MECHANISMS
 from .engines.linear_sweep import mitigation_sweep
 from .engines.linear_target import load_frame, prepare
 from ..errors import AuditError
-from ..findings.document import NOTICE, write_json
+from ..findings.document import NOTICE
+from ..findings.files import write_json
 from ..inputs import load_inputs
 from ..paths import output_folder
 from ..findings.provenance import fingerprint

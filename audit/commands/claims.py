@@ -12,7 +12,7 @@ import typer
 
 from ..findings.claimstore import store_beside
 from ..errors import AuditError
-from ..findings.document import read_findings
+from ..findings.files import read_findings
 from ..outputs.terminal import echo, printable
 
 STATUSES = ("verified", "undecided", "refuted")

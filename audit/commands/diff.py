@@ -9,7 +9,7 @@ import typer
 
 from ..findings.claimstore import store_beside
 from ..outputs.diff import compare
-from ..findings.document import read_findings
+from ..findings.files import read_findings
 from ..policy.rules import load_rules
 from ..outputs.terminal import echo
 from . import QuietOpt, output_file

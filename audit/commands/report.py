@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 import typer
 
 from ..findings.claimstore import store_beside
-from ..findings.document import read_findings
+from ..findings.files import read_findings
 from ..findings.junit import write_junit
 from ..findings.provenance import select
 from ..outputs.report import extras_beside, write_report

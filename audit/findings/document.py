@@ -9,15 +9,11 @@ and read as a :class:`audit.findings.model.Findings`.
 from __future__ import annotations
 
 import heapq
-import json
 import platform
-import re
 import time
-from contextlib import contextmanager
 from dataclasses import asdict
-from functools import partial
 from pathlib import Path
-from typing import Callable, Iterator, Mapping, Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -26,22 +22,18 @@ from .. import __version__
 from ..problem.claims import UNDECIDED, VERIFIED, candidates
 from .claimstore import FILE as STORE_FILE
 from .claimstore import StoreWriter, encode, store_columns
-from ..errors import AuditError
 from ..attacks.exact import ExactOptions, UnitResult, audit_unit
 from ..inputs import Inputs
 from ..problem.build import Problem
 from ..attacks.reidentify import section as reidentification_section, with_attacker
-from ..release.constraints import EMPTY, PUBLISHED, STRUCTURAL, SUPPRESSED, UnitRelease, Value
-from ..policy.rules import SMALL_MAX, load_rules
+from ..release.constraints import UnitRelease
+from ..policy.rules import load_rules
 from ..attacks.joint import joint_proofs, with_proofs
-from .lines import JsonLines
-from .model import FORMAT, NOTICE, Findings, Summary  # noqa: F401 (NOTICE: read from here by attacks/extras.py)
+from .model import NOTICE, Findings, Summary  # noqa: F401 (NOTICE: read from here by attacks/extras.py)
+from .cells import AUTO_CAP_UNITS, GridKeeper, attach_cells, cells_json, grid_cap, proof_counts, tables_json
 
 LISTED = 10  # claims of each kind listed per unit (derived singletons, full records, undecided)
 LISTED_LARGE = 3  # the same in runs of more than AUTO_CAP_UNITS units
-AUTO_CAP_UNITS = 200
-GRID_UNITS = 10  # units whose every published value is kept (``grid``: the report draws their tables)
-GRID_UNITS_LARGE = 5  # the same in runs of more than AUTO_CAP_UNITS units
 
 
 def listing_cap(units: int, cap: int | None = None) -> int:
@@ -63,166 +55,6 @@ def prior_rows(frame: pd.DataFrame, inputs: Inputs, problem: Problem, cache: dic
         sub = frame[mask]
         cache[key] = np.column_stack([sub[d.name].map(d.lookup()).to_numpy(dtype=np.int64) for d in problem.domains])
     return cache[key]
-
-
-def grid_code(value: Value, round_to: int | None) -> str:
-    """One published value in a unit's ``grid``: a status letter, then the value as published.
-
-    ``p`` published exactly, ``r`` rounded to the table's base, ``P`` primary suppression (count below
-    the threshold), ``S`` secondary suppression, ``D`` suppressed (why not known: a published release
-    read back), ``z`` structural zero, ``e`` empty (a mean or median of no rows).
-    """
-    if value.status == SUPPRESSED:
-        return {"primary": "P", "secondary": "S"}.get(value.suppression, "D")
-    if value.status == STRUCTURAL:
-        return "z" + ("" if value.value is None else value.text())
-    if value.status == EMPTY:
-        return "e"
-    rounded = value.stat.kind == "count" and round_to is not None and round_to > 1
-    return ("r" if rounded else "p") + value.text()
-
-
-def grid_json(release: UnitRelease) -> dict[str, str]:
-    """Every value the unit publishes: cell key (``TABLE:CELL``) -> its statistics' :func:`grid_code`
-    in the table's order of statistics, separated by spaces."""
-    out: dict[str, list[str]] = {}
-    for v in release.values:
-        protection = release.protection.get(v.cell.table)
-        out.setdefault(v.cell.key, []).append(grid_code(v, protection.round_to if protection else None))
-    return {k: " ".join(codes) for k, codes in out.items()}
-
-
-def grid_rank(unit: dict) -> tuple:
-    """How high a unit comes among those whose tables are kept: the report's riskiest units first."""
-    s = unit["summary"]
-    return (s.get("full_records", 0), s.get("derived_singletons", 0), s.get("undecided", 0),
-            (unit.get("cells") or {}).get("suppressed", 0), tuple(-ord(ch) for ch in unit["geo"]))
-
-
-def grid_cap(units: int) -> int:
-    """Units whose tables findings.json keeps, by the size of the run."""
-    return GRID_UNITS if units <= AUTO_CAP_UNITS else GRID_UNITS_LARGE
-
-
-class GridKeeper:
-    """The ``cap`` highest-ranked units seen so far (:func:`grid_rank`) carry their ``grid``; a unit
-    pushed out loses it again. Offered every unit of a run, the keeper ends with the run's top ``cap``."""
-
-    def __init__(self, cap: int):
-        self.cap, self.heap, self.count = cap, [], 0
-
-    def offer(self, unit: dict, grid) -> bool:
-        """Give ``unit`` its ``grid`` (a dict, or a callable that makes it) when it ranks among the
-        first ``cap``; True when it does."""
-        if grid is None or self.cap <= 0:
-            return False
-        self.count += 1
-        item = (grid_rank(unit), self.count, unit)
-        if len(self.heap) < self.cap:
-            heapq.heappush(self.heap, item)
-        elif item[:2] > self.heap[0][:2]:
-            heapq.heapreplace(self.heap, item)[2].pop("grid", None)
-        else:
-            return False
-        unit["grid"] = grid() if callable(grid) else grid
-        return True
-
-
-def kept_grids(ranks: dict, cap: int) -> set:
-    """The keys of the ``cap`` units of highest :func:`grid_rank` (``ranks``: key -> rank)."""
-    return set(heapq.nlargest(cap, ranks, key=ranks.__getitem__))
-
-
-def tables_json(schedule, schema) -> list[dict]:
-    """The table schedule as the report draws it: per table its id, title, level, statistics, cells
-    (ids in order) and, for cross-classified tables, the ``by`` axes with their codes and labels
-    (``*``: the margin)."""
-    out = []
-    for t in schedule.tables:
-        axes = []
-        if t.by:
-            combos = [c.id.split(",") for c in t.cells]
-            for i, name in enumerate(t.by):
-                codes = list(dict.fromkeys(combo[i] for combo in combos))
-                col = schema.recode(name) or schema.column(name)
-                axes.append({"column": name, "title": str(getattr(col, "title", None) or name),
-                             "codes": [[c, "Total" if c == "*" else str(schema.code_label(name, c))] for c in codes]})
-        stats = list(dict.fromkeys(s.name for c in t.cells for s in c.stats))
-        out.append({"id": t.id, "title": t.title, "level": t.level, "stats": stats, "by": axes,
-                    "cells": [c.id for c in t.cells]})
-    return out
-
-
-def published_counts(release: UnitRelease) -> dict[str, int]:
-    """Every count the unit publishes exactly: cell key (``TABLE:CELL``) -> value."""
-    return {v.key.rsplit(":", 1)[0]: int(v.value) for v in release.values
-            if v.status == PUBLISHED and v.stat.kind == "count"}
-
-
-def proof_counts(problem, by_unit: dict, schema, schedule) -> dict[str, int]:
-    """The published counts of the cells outside a jointly proved unit that its proof names: the
-    coarser unit's (``TABLE:CELL``) and the other units' inside it (``BLOCK/TABLE:CELL``), so that the
-    report shows them beside the claims they explain. ``by_unit``: (level, geo) -> release."""
-    cells = getattr(problem, "proof_cells", None)
-    if cells is None:
-        return {}
-    level_of = {t.id: t.level for t in schedule.tables}
-    memo: dict = {}
-    out = {}
-    for name in cells.names:
-        rel, _, cell = name.rpartition("/")
-        if rel:
-            parts = tuple(rel.split("/"))
-            level, geo = problem.level, problem.geo[:len(problem.geo) - len(parts)] + parts
-        else:
-            level = level_of.get(cell.split(":", 1)[0])
-            if level is None or level == problem.level:
-                continue  # the unit's own cell: in its own counts
-            geo = problem.geo[:schema.geography.index(level) + 1]
-        if (level, geo) not in memo:
-            release = by_unit.get((level, geo))
-            memo[(level, geo)] = published_counts(release) if release is not None else {}
-        if cell in memo[(level, geo)]:
-            out[name] = memo[(level, geo)][cell]
-    return out
-
-
-def cells_json(release: UnitRelease, outside: dict[str, int] | None = None) -> dict:
-    """What one unit publishes: counts of values by status, and every exact published count below 10
-    (structural zeros, which no row can fall in, are neither small nor suppressed). ``_counts`` holds
-    every published count until :func:`attach_cells` keeps those that explain the listed claims;
-    ``_grid`` every value (:func:`grid_json`, made only for a unit :class:`GridKeeper` keeps).
-    ``outside``: counts published outside the unit that explain its claims (:func:`proof_counts`)."""
-    out = {"values": len(release.values), "suppressed": 0, "structural": 0, "rounded": 0, "small": {},
-           "_counts": dict(outside or {}), "_grid": partial(grid_json, release)}
-    for v in release.values:
-        protection = release.protection.get(v.cell.table)
-        if v.status in (SUPPRESSED, STRUCTURAL):
-            out[v.status] += 1
-        elif v.status == PUBLISHED and v.stat.kind == "count":
-            out["_counts"][v.key.rsplit(":", 1)[0]] = int(v.value)
-            if protection is not None and protection.round_to and protection.round_to > 1:
-                out["rounded"] += 1
-            elif 1 <= v.value < SMALL_MAX:
-                out["small"][v.key.rsplit(":", 1)[0]] = int(v.value)
-    if release.magnitude:  # published sums: their contributors, for the magnitude rules
-        out["magnitude"] = {key: c.to_json() for key, c in release.magnitude.items()}
-    return out
-
-
-def attach_cells(unit: dict, cells: dict, keeper: GridKeeper | None = None) -> dict:
-    """Set ``unit["cells"]`` from :func:`cells_json`, with ``explaining``: the published count of each
-    cell that explains a listed claim (what the report shows beside the claim); offer the unit's
-    ``grid`` to ``keeper``."""
-    cells = dict(cells)
-    counts = cells.pop("_counts", {})
-    grid = cells.pop("_grid", None)
-    wanted = {k for c in unit.get("claims", ()) for k in c.get("cells", ())}
-    cells["explaining"] = {k: counts[k] for k in sorted(wanted) if k in counts}
-    unit["cells"] = cells
-    if keeper is not None:
-        keeper.offer(unit, grid)
-    return unit
 
 
 def unit_summary(result: UnitResult) -> dict:
@@ -421,108 +253,3 @@ def document(inputs: Inputs, options: ExactOptions, units: Sequence[dict], secon
     ).judged(rules if rules is not None else load_rules())
 
 
-# -- documents on disk ---------------------------------------------------------------------------------
-LINE_KEYS = ("units", "checks")  # written one item per line, last in the document
-
-
-def write_json(doc: Mapping, path: Path) -> None:
-    """A JSON document (:class:`Findings`: its :meth:`~Findings.to_json`); ``units`` and ``checks`` last,
-    one item per line (see :func:`read_findings`)."""
-    path = Path(path)
-    if isinstance(doc, Findings):
-        doc = doc.to_json()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    lines = [k for k in LINE_KEYS if isinstance(doc.get(k), (list, tuple, JsonLines))]
-    head = json.dumps({k: v for k, v in doc.items() if k not in lines}, indent=1)
-    with tmp.open("w", encoding="utf-8") as fh:
-        fh.write(head[:-2] if lines else head)
-        for key in lines:
-            fh.write(f',\n "{key}": [\n')
-            first = True
-            for item in doc[key]:
-                fh.write(("" if first else ",\n") + json.dumps(item, separators=(",", ":")))
-                first = False
-            fh.write("\n ]" if not first else " ]")
-        fh.write("\n}\n" if lines else "\n")
-    tmp.replace(path)
-
-
-_FORMAT_LINE = re.compile(rb'^ "format": (\d+),?\n$')
-_OPEN = re.compile(rb'^ "(%s)": \[\n$' % "|".join(LINE_KEYS).encode())
-
-
-@contextmanager
-def _reading(path: Path, what: str) -> Iterator[None]:
-    """A missing, folder or unreadable JSON file as the user's error naming it (``what``: "findings file", ...)."""
-    try:
-        yield
-    except FileNotFoundError:
-        raise AuditError(f"{what} not found", str(path), "check the path") from None
-    except IsADirectoryError:
-        raise AuditError("is a folder, not a JSON file", str(path), f"give the path of the {what}") from None
-    except OSError as exc:
-        raise AuditError(f"{what} cannot be read ({exc.strerror})", str(path), "check the file's permissions") from None
-
-
-def read_findings(path: Path) -> Findings:
-    """Findings from their file (format 2); units and checks are read from the file as they are used."""
-    path = Path(path)
-    with _reading(path, "findings file"):
-        fh = path.open("rb")
-    fh.readline()
-    match = _FORMAT_LINE.match(fh.readline())
-    doc = _lazy(fh) if match and int(match.group(1)) == FORMAT else None
-    if doc is None:
-        fh.close()
-        doc = read_json(path, "findings file")
-    return Findings.from_json(doc, str(path))
-
-
-def read_json(path: Path, what: str) -> dict:
-    """A JSON object from a file; a missing, unreadable or malformed file is the user's error."""
-    try:
-        with _reading(path, what):
-            data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise AuditError(f"{what} is not valid JSON ({exc.__class__.__name__})", str(path),
-                         "pass the findings.json written by audit run") from None
-    if not isinstance(data, dict):
-        raise AuditError(f"{what} must be a JSON object", str(path), "pass the findings.json written by audit run")
-    return data
-
-
-def _lazy(fh) -> dict | None:
-    """The head parsed, the one-per-line arrays indexed; None when the layout is not the writer's."""
-    fh.seek(0)
-    head, arrays, key, offsets = [], {}, None, []
-    while True:
-        at = fh.tell()
-        line = fh.readline()
-        if not line:
-            break
-        if key is not None:
-            if line.startswith(b" ]"):
-                offsets.append(at)
-                arrays[key] = JsonLines(fh, np.array(offsets))
-                key = None
-                head.append(line)
-            elif line.startswith(b"{"):
-                offsets.append(at)
-            else:
-                return None
-            continue
-        opened = _OPEN.match(line)
-        if opened:
-            key, offsets = opened.group(1).decode(), []
-        head.append(line)
-    if key is not None:
-        return None
-    try:
-        doc = json.loads(b"".join(head))
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        return None
-    if not isinstance(doc, dict):
-        return None
-    doc.update(arrays)
-    return doc

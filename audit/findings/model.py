@@ -3,7 +3,7 @@ as findings.json in format :data:`FORMAT` (docs/findings.md).
 
 Every top-level key is a field, in the order the file holds them; ``to_json`` gives that document and
 ``from_json`` reads it back, refusing another format. Units stay JSON objects inside a sequence that
-may be lazy (:class:`audit.findings.document.JsonLines`: read from the file one at a time), so a run
+may be lazy (:class:`audit.findings.lines.JsonLines`: read from the file one at a time), so a run
 of 8,530 units is never in memory whole; checks are :class:`audit.policy.verdict.Check` values,
 decoded one at a time from the same kind of sequence. A :class:`Findings` is also a read-only
 mapping over its JSON document (``doc["summary"]`` is the summary's JSON object), for readers of

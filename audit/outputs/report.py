@@ -20,7 +20,7 @@ from typing import Any, Mapping
 from markupsafe import Markup
 
 from .svg import PALETTE, _fmt, _ticks, legend, line_chart, text_width
-from ..findings.document import read_json
+from ..findings.files import read_json
 from ..findings.model import Findings
 from ..policy.rules import RULES, rank_lift
 

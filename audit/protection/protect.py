@@ -33,7 +33,8 @@ from ..attacks.exact import ExactOptions, audit_unit
 from ..inputs import Inputs, load_inputs
 from ..paths import clear_outputs
 from ..attacks.reidentify import with_attacker
-from ..findings.document import cell_labels, run_exact, write_json
+from ..findings.document import cell_labels, run_exact
+from ..findings.files import write_json
 from ..outputs.progress import Progress
 from .claims import rules_failed
 from .levels import protect_levels

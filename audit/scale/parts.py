@@ -16,7 +16,10 @@ import pandas as pd
 from ..attacks.exact import ExactOptions
 from ..findings.claimstore import FILE as STORE_FILE
 from ..findings.claimstore import StoreWriter, store_columns
-from ..findings.document import JsonLines, document, grid_cap, grid_rank, kept_grids, listing_cap
+from ..findings.cells import grid_cap
+from ..findings.document import document, listing_cap
+from ..findings.cells import grid_rank, kept_grids
+from ..findings.lines import JsonLines
 from ..findings.model import Findings
 from ..findings.provenance import file_digest
 from ..inputs import Inputs

@@ -43,7 +43,8 @@ from ..attacks.reidentify import with_attacker
 from ..data.stream import DEFAULT_CHUNK_ROWS, _keys, count_units, stream_chunks
 from ..errors import AuditError, InternalError, Interrupted, OptionalDependencyMissing
 from ..findings.claimstore import store_columns
-from ..findings.document import GridKeeper, attach_cells, cells_json, grid_cap, listing_cap, prior_rows, proof_counts
+from ..findings.cells import GridKeeper, attach_cells, cells_json, grid_cap, proof_counts
+from ..findings.document import listing_cap, prior_rows
 from ..findings.model import Findings
 from ..inputs import Inputs, inputs_from
 from ..outputs.progress import Progress
