@@ -177,7 +177,7 @@ def _histogram(values: list[int], bins: int = 12) -> dict[str, dict[str, float]]
 # ----------------------------------------------------------------------------------------------- context
 
 def _unit_rows(doc: Mapping) -> tuple[list[dict], list[int], list[int]]:
-    """The TOP_UNITS riskiest units' rows (each with its position in ``doc["units"]``), every unit's
+    """Every unit's row, riskiest first (each with its position in ``doc["units"]``), every unit's
     number of derived singletons, and the positions of the units with a ``grid``."""
     failing: dict[str, list[str]] = {}
     for c in doc.get("checks", ()):
@@ -204,9 +204,21 @@ def _unit_rows(doc: Mapping) -> tuple[list[dict], list[int], list[int]]:
                    "reconstructed": bool(u.get("reconstructed")), "failing": failing.get(u["geo"], []),
                    "seconds": u.get("seconds")}
 
-    top = heapq.nsmallest(TOP_UNITS, rows(), key=lambda r: (-len(r["failing"]), -r["records"], -r["derived"],
-                                                             -r["undecided"], r["geo"]))
-    return top, derived, gridded
+    ranked = sorted(rows(), key=lambda r: (-len(r["failing"]), -r["records"], -r["derived"], -r["undecided"], r["geo"]))
+    return ranked, derived, gridded
+
+
+def _unit_index(rows: list[dict]) -> dict:
+    """Every unit's row, compact, for the unit list's search and filter (reports/report.html.j2 reads
+    the fields in this order); levels and failing rules as positions in ``levels`` and ``rules``."""
+    levels = list(dict.fromkeys(r["level"] for r in rows))
+    rules = list(dict.fromkeys(rule for r in rows for rule in r["failing"]))
+    titles = _rule_titles()
+    return {"levels": levels, "rules": rules, "titles": [titles.get(r, r) for r in rules],
+            "rows": [[r["geo"], levels.index(r["level"]), r["rows"], r["derived"], r["singletons"], r["records"],
+                      r["small"], r["undecided"], r["solutions"], int(r["reconstructed"]),
+                      [rules.index(f) for f in r["failing"]], "" if r["status"] == "done" else r["status"] or ""]
+                     for r in rows]}
 
 
 # Status of a published value in a unit's grid (findings.grid_code's letter) -> CSS class, legend words.
@@ -665,7 +677,8 @@ def context(doc: Mapping, extras: Mapping[str, Mapping] | None = None, store=Non
         "level": level, "parent": parent, "noun": (doc.get("schema") or {}).get("unit") or "record",
         "baselines": any(c["baseline"] is not None for d in detail for c in d["claims"]),
         "warnings": warnings, "summary": doc.get("summary") or {}, "rules": rules,
-        "rule_titles": _rule_titles(), "units": rows, "more_units": max(n_units - TOP_UNITS, 0),
+        "rule_titles": _rule_titles(), "units": rows[:TOP_UNITS], "more_units": max(n_units - TOP_UNITS, 0),
+        "unit_index": _unit_index(rows),
         "n_units": n_units, "charts": charts,
         "structural": sum((u.get("cells") or {}).get("structural", 0) for u in doc["units"]),
         "detail": detail, "claim_store": (doc.get("claim_store") or {}).get("file"),
