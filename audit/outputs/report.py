@@ -222,23 +222,31 @@ def _unit_index(rows: list[dict]) -> dict:
 
 
 # Status of a published value in a unit's grid (findings.grid_code's letter) -> CSS class, legend words.
-GRID_STATUS = {"p": ("s-pub", "published"), "r": ("s-round", "rounded"), "P": ("s-pri", "primary suppression"),
+GRID_STATUS = {"p": ("s-pub", "published"), "r": ("s-round", "rounded"), "n": ("s-noise", "noisy"),
+               "P": ("s-pri", "primary suppression"),
                "S": ("s-sec", "secondary suppression"), "D": ("s-sup", "suppressed"),
                "z": ("s-zero", "structural zero"), "e": ("s-empty", "empty (no records to average)")}
+
+
+HIDDEN = {"s-pri", "s-sec", "s-sup"}  # a table with one of these opens in the report
 
 
 def _grid_cell(code: str, interval: Mapping | None) -> dict:
     """One value of a grid: its CSS class, the text shown and the status in words (with the feasibility
     interval of a hidden count where the findings have it)."""
     css, words = GRID_STATUS.get(code[:1], GRID_STATUS["D"])
-    text = code[1:] if code[:1] in "przP" else ""
+    text = code[1:] if code[:1] in "prnzP" else ""
     if code[:1] == "z" and not text:
         text = "–"
-    if interval is not None and code[:1] in "PSDr":
+    if code[:1] == "n":
+        words = "published with noise added (the value shown), not the true count"
+    if interval is not None and code[:1] in "PSDrn":
         span = f"{interval['lo']}" if interval["lo"] == interval["hi"] else f"{interval['lo']}–{interval['hi']}"
         proof = "exact" if interval.get("certified") else "outer bound"
-        words = f"{words}; an attacker can prove it lies in [{interval['lo']}, {interval['hi']}] ({proof})"
-        text = f"{text} [{span}]".strip() if code[:1] == "r" else f"[{span}]"
+        how = "can tell, at the protection's confidence (not a proof), that the count" if code[:1] == "n" else \
+            "can prove it"
+        words = f"{words}; an attacker {how} lies in [{interval['lo']}, {interval['hi']}] ({proof})"
+        text = f"{text} [{span}]".strip() if code[:1] in "rn" else f"[{span}]"
     elif code[:1] in "PSD":
         text = "(D)"
     return {"css": css, "text": text, "title": words if code[:1] not in "p" else ""}
@@ -292,7 +300,9 @@ def _grid_tables(tables: list[Mapping], unit: Mapping, cell_labels: Mapping[str,
                 if c is not None and c["css"] != "s-pub":
                     counts[c["css"]] = counts.get(c["css"], 0) + 1
         out.append({"id": t["id"], "title": t.get("title") or t["id"], "corner": corner, "head": head_row,
-                    "rows": body, "counts": counts, "open": bool(set(counts) - {"s-zero"})})
+                    "rows": body, "counts": counts, "open": bool(set(counts) & HIDDEN)})
+    if out and not any(t["open"] for t in out):  # nothing hidden (e.g. every count rounded or noisy): show one
+        out[0]["open"] = True
     return out
 
 
