@@ -402,6 +402,8 @@ def test_sf1_report_in_headless_chromium(sf1_report, chromium):
     assert js("document.documentElement.scrollWidth") <= 1280
     assert js("document.querySelectorAll('details.unit').length") >= 10
     assert js("document.querySelector('#memo').getBoundingClientRect().top") < 400  # the summary on the first screen
+    assert js("document.documentElement.scrollHeight") < 12_000  # was 43,000 px before units and tables folded
+    assert js("[...document.querySelectorAll('#toc a')].every(a => document.querySelector(a.getAttribute('href')))")
     assert page_problems(chromium) == ([], [])
 
 
