@@ -210,15 +210,21 @@ def _unit_rows(doc: Mapping) -> tuple[list[dict], list[int], list[int]]:
 
 def _unit_index(rows: list[dict]) -> dict:
     """Every unit's row, compact, for the unit list's search and filter (reports/report.html.j2 reads
-    the fields in this order); levels and failing rules as positions in ``levels`` and ``rules``."""
+    the fields in this order): the geography key as a position in ``parents`` (the key up to its last
+    '/') and the rest, the level as a position in ``levels``, the failing rules as a bit mask over ``rules``."""
     levels = list(dict.fromkeys(r["level"] for r in rows))
     rules = list(dict.fromkeys(rule for r in rows for rule in r["failing"]))
+    parents = list(dict.fromkeys(r["geo"][: r["geo"].rfind("/") + 1] for r in rows))
+    at = {name: i for i, name in enumerate(parents)}
     titles = _rule_titles()
-    return {"levels": levels, "rules": rules, "titles": [titles.get(r, r) for r in rules],
-            "rows": [[r["geo"], levels.index(r["level"]), r["rows"], r["derived"], r["singletons"], r["records"],
-                      r["small"], r["undecided"], r["solutions"], int(r["reconstructed"]),
-                      [rules.index(f) for f in r["failing"]], "" if r["status"] == "done" else r["status"] or ""]
-                     for r in rows]}
+    out = []
+    for r in rows:
+        cut = r["geo"].rfind("/") + 1
+        out.append([at[r["geo"][:cut]], r["geo"][cut:], levels.index(r["level"]), r["rows"], r["derived"],
+                    r["singletons"], r["records"], r["small"], r["undecided"], r["solutions"], int(r["reconstructed"]),
+                    sum(1 << rules.index(f) for f in set(r["failing"])), "" if r["status"] == "done" else r["status"] or ""])
+    return {"levels": levels, "parents": parents, "rules": rules, "titles": [titles.get(r, r) for r in rules],
+            "rows": out}
 
 
 # Status of a published value in a unit's grid (findings.grid_code's letter) -> CSS class, legend words.
@@ -772,6 +778,7 @@ def _environment():
 
     env = jinja2.Environment(loader=jinja2.FunctionLoader(lambda n: load(n)), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env.policies["json.dumps_kwargs"] = {"sort_keys": True, "separators": (",", ":")}  # the unit index: no spaces
     env.filters["pct"] = lambda v, d=1: "–" if v is None else f"{float(v) * 100:.{d}f}%"
     env.filters["plural"] = lambda n, noun, many=None: plural(n, noun, many) if n is not None else "–"
     env.filters["noun"] = lambda n, noun, many=None: noun if n == 1 else (many or noun + "s")
