@@ -497,6 +497,12 @@ def test_unit_list_search_and_filter_in_headless_chromium(findings, chromium, tm
     assert find("02", "fail")[0] == sum(i % 3 == 0 and "02" in f"000100/{i:04d}" for i in range(260))
     assert find("", "unfinished")[0] == 1 and js(f"{rows}[0].querySelector('.tag.warn').textContent") == "timeout"
     assert find("no such unit") == (0, "0 of 260 match")
+    find("000100/0000")  # a unit whose claims are written out: its row links to them, and the link unfolds them
+    js("document.querySelector('#claims details.unit[open]').open = false; 1")
+    link = js(f"{rows}[0].querySelector('a.to').getAttribute('href')")
+    assert link == "#claims-000100/0000"
+    js(f"{rows}[0].querySelector('a.to').click(); 1")
+    assert js(f"document.getElementById('{link[1:]}').open") is True
     assert find("", "pass") == (173, "173 of 260 match")
     assert find("000100/0") == (200, "260 of 260 match; the 200 riskiest are shown")
     assert find("") == (200, "")  # cleared: the listed rows again

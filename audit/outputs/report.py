@@ -687,6 +687,7 @@ def context(doc: Mapping, extras: Mapping[str, Mapping] | None = None, store=Non
     failing = [{**f, "example": label_cells(str(f.get("example", "")), cell_labels)} for f in doc.get("failing") or ()]
     warnings = [{**f, "example": label_cells(str(f.get("example", "")), cell_labels)} for f in doc.get("warnings") or ()]
     detail = _detail(doc, rows, cell_labels, store)
+    grids = _grids(doc, gridded, rows, cell_labels)
     return {
         "doc": doc, "verdict": doc.get("verdict") or "not evaluated", "failing": failing,
         "memo": _memo(doc, rows, reid, protection), "signoff": _signoff(doc, extras, cell_labels),
@@ -701,7 +702,8 @@ def context(doc: Mapping, extras: Mapping[str, Mapping] | None = None, store=Non
         "detail_limit": DETAIL_UNITS, "claims_limit": CLAIMS_PER_UNIT,
         "schema": doc.get("schema") or {}, "rank": _rank_section(extras.get("rank"), rules),
         "reid": reid, "intervals": _intervals_section(doc, cell_labels),
-        "grids": _grids(doc, gridded, rows, cell_labels),
+        "grids": grids,
+        "evidence": {"claims": [d["geo"] for d in detail], "tables": [g["geo"] for g in (grids or {}).get("units", ())]},
         "counted": _counted(doc),
         "linear": _linear_section(extras.get("linear")), "protection": protection,
         "appendix": _appendix(doc, extras),
