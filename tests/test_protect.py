@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -138,6 +139,16 @@ def test_round_and_noise_find_the_smallest_passing_parameter(tmp_path, strategy)
     if strategy == "noise":
         assert report["epsilon"] > 0 and report["alpha"] == 0.05 and "not a proof" in report["model"]
         assert report["rank"]["run"] is False
+        # the re-audit's tables show each count as published: noisy, with the value drawn
+        drawn = pd.read_csv(tmp_path / "out" / "noisy_release.csv", dtype={"geo": str})
+        (unit,) = json.loads((tmp_path / "out" / "findings.json").read_text())["units"]
+        noisy = {k: float(code[1:]) for k, code in unit["grid"].items() if code[0] == "n"}
+        assert noisy == dict(zip(drawn.cell, drawn.noisy)) and noisy
+        assert cli(["report", str(tmp_path / "out" / "findings.json"), "-q"]) == 0
+        html = (tmp_path / "out" / "report.html").read_text()
+        shown = re.findall(r'<td class="s-noise" data-k="[^"]+"[^>]*>([^<]+)</td>', html)
+        assert sorted(t.split(" [")[0] for t in shown) == sorted(f"{v:g}" for v in noisy.values())
+        assert '<span class="g s-noise">noisy</span>' in html
     else:
         assert "round_to" in yaml.safe_load((tmp_path / "out" / "protected.yaml").read_text())["protection"]
 

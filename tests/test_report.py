@@ -121,7 +121,7 @@ def test_large_runs_are_capped(findings):
         doc["units"].append(v)
     doc["summary"]["units"] = 260
     html = render(doc)
-    assert "Showing the 200 riskiest of 260 units; 60 more are in findings.json." in html
+    assert "Showing the 200 riskiest of 260 units; 60 more are in findings.json, and the search" in html
     assert html.count('class="claim"') == 20 * CLAIMS_PER_UNIT  # 20 units x 10 claims
     assert "more are in findings.json" in html and 'id="chart-distribution"' in html
 
@@ -402,6 +402,8 @@ def test_sf1_report_in_headless_chromium(sf1_report, chromium):
     assert js("document.documentElement.scrollWidth") <= 1280
     assert js("document.querySelectorAll('details.unit').length") >= 10
     assert js("document.querySelector('#memo').getBoundingClientRect().top") < 400  # the summary on the first screen
+    assert js("document.documentElement.scrollHeight") < 12_000  # was 43,000 px before units and tables folded
+    assert js("[...document.querySelectorAll('#toc a')].every(a => document.querySelector(a.getAttribute('href')))")
     assert page_problems(chromium) == ([], [])
 
 
@@ -457,5 +459,54 @@ def test_sf1_claims_highlight_their_cells(sf1_report, chromium):
     assert sorted(lit) == sorted(keys) and keys
     assert js("[...document.querySelectorAll('td.hl')].every(td => td.closest('details.gt').open)")
     assert sum("grid" in u for u in doc["units"]) == 10 and js("document.querySelectorAll('details.grid-unit').length") == 10
+    assert js("document.documentElement.scrollWidth") <= 1280
+    assert page_problems(chromium) == ([], [])
+
+
+def test_unit_list_search_and_filter_in_headless_chromium(findings, chromium, tmp_path):
+    """In a run of more units than the list shows, the search finds any unit by its key or name and the
+    filter keeps the units of one status; rows drawn by the filter read as the template's own."""
+    doc = json.loads(findings.read_text())
+    u = doc["units"][0]
+    doc["units"], doc["checks"] = [], []
+    for i in range(260):
+        v = copy.deepcopy(u)
+        v["geo"] = f"000100/{i:04d}"
+        v["status"] = "timeout" if i == 250 else "done"
+        doc["units"].append(v)
+        if i % 3 == 0:
+            doc["checks"].append({"rule": "derived_singletons", "unit": v["geo"], "outcome": "fail"})
+    doc["summary"]["units"] = 260
+    page = tmp_path / "report.html"
+    page.write_text(render(doc))
+    _, js = open_page(chromium, page, 1280, 900)
+    rows = "document.querySelectorAll('#unit-table tbody tr')"
+
+    def find(text: str, show: str = "") -> tuple[int, str]:
+        js(f"(() => {{ const s = document.querySelector('#unit-search'), f = document.querySelector('#unit-show');"
+           f" s.value = {json.dumps(text)}; f.value = {json.dumps(show)}; s.dispatchEvent(new Event('input')); }})()")
+        return js(f"{rows}.length"), js("document.querySelector('#unit-count').textContent")
+
+    served = js(f"[...{rows}].map(r => r.innerText)")
+    assert len(served) == 200 and not any("000100/0259" in r for r in served)
+    assert find("0259") == (1, "1 of 260 match")  # beyond the 200 listed
+    assert js(f"{rows}[0].innerText").startswith("block 000100/0259")
+    assert find("block 000100/0003")[0] == 1 and js(f"{rows}[0].innerText") == served[1]  # the same row, drawn by JS
+    assert find("", "fail") == (87, "87 of 260 match")
+    assert js(f"[...{rows}].every(r => r.classList.contains('bad'))")
+    assert find("02", "fail")[0] == sum(i % 3 == 0 and "02" in f"000100/{i:04d}" for i in range(260))
+    assert find("", "unfinished")[0] == 1 and js(f"{rows}[0].querySelector('.tag.warn').textContent") == "timeout"
+    assert find("no such unit") == (0, "0 of 260 match")
+    find("000100/0000")  # a unit whose claims are written out: its row links to them, and the link unfolds them
+    js("document.querySelector('#claims details.unit[open]').open = false; 1")
+    link = js(f"{rows}[0].querySelector('a.to').getAttribute('href')")
+    assert link == "#claims-000100/0000"
+    js(f"{rows}[0].querySelector('a.to').click(); 1")
+    assert js(f"document.getElementById('{link[1:]}').open") is True
+    assert find("", "pass") == (173, "173 of 260 match")
+    assert find("000100/0") == (200, "260 of 260 match; the 200 riskiest are shown")
+    assert find("") == (200, "")  # cleared: the listed rows again
+    options = js("[...document.querySelectorAll('#unit-show option')].map(o => o.textContent)")
+    assert "failing a rule (87)" in options and "not finished (timeout, too large, error) (1)" in options
     assert js("document.documentElement.scrollWidth") <= 1280
     assert page_problems(chromium) == ([], [])

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import heapq
 from functools import partial
+from typing import Mapping
 
 from ..release.constraints import EMPTY, PUBLISHED, STRUCTURAL, SUPPRESSED, UnitRelease, Value
 from ..policy.rules import SMALL_MAX
@@ -14,13 +15,16 @@ GRID_UNITS = 10  # units whose every published value is kept (``grid``: the repo
 GRID_UNITS_LARGE = 5  # the same in runs of more than AUTO_CAP_UNITS units
 
 
-def grid_code(value: Value, round_to: int | None) -> str:
+def grid_code(value: Value, round_to: int | None, noisy: float | None = None) -> str:
     """One published value in a unit's ``grid``: a status letter, then the value as published.
 
-    ``p`` published exactly, ``r`` rounded to the table's base, ``P`` primary suppression (count below
-    the threshold), ``S`` secondary suppression, ``D`` suppressed (why not known: a published release
-    read back), ``z`` structural zero, ``e`` empty (a mean or median of no rows).
+    ``p`` published exactly, ``r`` rounded to the table's base, ``n`` published with noise (``noisy``:
+    the value published instead, from ``audit protect --strategy noise``'s draw), ``P`` primary
+    suppression (count below the threshold), ``S`` secondary suppression, ``D`` suppressed (why not
+    known: a published release read back), ``z`` structural zero, ``e`` empty (a mean or median of no rows).
     """
+    if noisy is not None and value.status == PUBLISHED:
+        return f"n{noisy:g}"
     if value.status == SUPPRESSED:
         return {"primary": "P", "secondary": "S"}.get(value.suppression, "D")
     if value.status == STRUCTURAL:
@@ -31,13 +35,15 @@ def grid_code(value: Value, round_to: int | None) -> str:
     return ("r" if rounded else "p") + value.text()
 
 
-def grid_json(release: UnitRelease) -> dict[str, str]:
+def grid_json(release: UnitRelease, noisy: Mapping[str, float] | None = None) -> dict[str, str]:
     """Every value the unit publishes: cell key (``TABLE:CELL``) -> its statistics' :func:`grid_code`
-    in the table's order of statistics, separated by spaces."""
+    in the table's order of statistics, separated by spaces (``noisy``: value key -> the value
+    published with noise in its place)."""
     out: dict[str, list[str]] = {}
     for v in release.values:
         protection = release.protection.get(v.cell.table)
-        out.setdefault(v.cell.key, []).append(grid_code(v, protection.round_to if protection else None))
+        out.setdefault(v.cell.key, []).append(grid_code(v, protection.round_to if protection else None,
+                                                        (noisy or {}).get(v.key)))
     return {k: " ".join(codes) for k, codes in out.items()}
 
 

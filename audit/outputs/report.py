@@ -178,7 +178,7 @@ def _histogram(values: list[int], bins: int = 12) -> dict[str, dict[str, float]]
 # ----------------------------------------------------------------------------------------------- context
 
 def _unit_rows(doc: Findings) -> tuple[list[dict], list[int], list[int]]:
-    """The TOP_UNITS riskiest units' rows (each with its position in ``doc.units``), every unit's
+    """Every unit's row, riskiest first (each with its position in ``doc.units``), every unit's
     number of derived singletons, and the positions of the units with a ``grid``."""
     failing: dict[str, list[str]] = {}
     for c in doc.checks:
@@ -205,29 +205,55 @@ def _unit_rows(doc: Findings) -> tuple[list[dict], list[int], list[int]]:
                    "reconstructed": bool(u.get("reconstructed")), "failing": failing.get(u["geo"], []),
                    "seconds": u.get("seconds")}
 
-    top = heapq.nsmallest(TOP_UNITS, rows(), key=lambda r: (-len(r["failing"]), -r["records"], -r["derived"],
-                                                             -r["undecided"], r["geo"]))
-    return top, derived, gridded
+    ranked = sorted(rows(), key=lambda r: (-len(r["failing"]), -r["records"], -r["derived"], -r["undecided"], r["geo"]))
+    return ranked, derived, gridded
+
+
+def _unit_index(rows: list[dict]) -> dict:
+    """Every unit's row, compact, for the unit list's search and filter (reports/report.html.j2 reads
+    the fields in this order): the geography key as a position in ``parents`` (the key up to its last
+    '/') and the rest, the level as a position in ``levels``, the failing rules as a bit mask over ``rules``."""
+    levels = list(dict.fromkeys(r["level"] for r in rows))
+    rules = list(dict.fromkeys(rule for r in rows for rule in r["failing"]))
+    parents = list(dict.fromkeys(r["geo"][: r["geo"].rfind("/") + 1] for r in rows))
+    at = {name: i for i, name in enumerate(parents)}
+    titles = _rule_titles()
+    out = []
+    for r in rows:
+        cut = r["geo"].rfind("/") + 1
+        out.append([at[r["geo"][:cut]], r["geo"][cut:], levels.index(r["level"]), r["rows"], r["derived"],
+                    r["singletons"], r["records"], r["small"], r["undecided"], r["solutions"], int(r["reconstructed"]),
+                    sum(1 << rules.index(f) for f in set(r["failing"])), "" if r["status"] == "done" else r["status"] or ""])
+    return {"levels": levels, "parents": parents, "rules": rules, "titles": [titles.get(r, r) for r in rules],
+            "rows": out}
 
 
 # Status of a published value in a unit's grid (findings.grid_code's letter) -> CSS class, legend words.
-GRID_STATUS = {"p": ("s-pub", "published"), "r": ("s-round", "rounded"), "P": ("s-pri", "primary suppression"),
+GRID_STATUS = {"p": ("s-pub", "published"), "r": ("s-round", "rounded"), "n": ("s-noise", "noisy"),
+               "P": ("s-pri", "primary suppression"),
                "S": ("s-sec", "secondary suppression"), "D": ("s-sup", "suppressed"),
                "z": ("s-zero", "structural zero"), "e": ("s-empty", "empty (no records to average)")}
+
+
+HIDDEN = {"s-pri", "s-sec", "s-sup"}  # a table with one of these opens in the report
 
 
 def _grid_cell(code: str, interval: Mapping | None) -> dict:
     """One value of a grid: its CSS class, the text shown and the status in words (with the feasibility
     interval of a hidden count where the findings have it)."""
     css, words = GRID_STATUS.get(code[:1], GRID_STATUS["D"])
-    text = code[1:] if code[:1] in "przP" else ""
+    text = code[1:] if code[:1] in "prnzP" else ""
     if code[:1] == "z" and not text:
         text = "–"
-    if interval is not None and code[:1] in "PSDr":
+    if code[:1] == "n":
+        words = "published with noise added (the value shown), not the true count"
+    if interval is not None and code[:1] in "PSDrn":
         span = f"{interval['lo']}" if interval["lo"] == interval["hi"] else f"{interval['lo']}–{interval['hi']}"
         proof = "exact" if interval.get("certified") else "outer bound"
-        words = f"{words}; an attacker can prove it lies in [{interval['lo']}, {interval['hi']}] ({proof})"
-        text = f"{text} [{span}]".strip() if code[:1] == "r" else f"[{span}]"
+        how = "can tell, at the protection's confidence (not a proof), that the count" if code[:1] == "n" else \
+            "can prove it"
+        words = f"{words}; an attacker {how} lies in [{interval['lo']}, {interval['hi']}] ({proof})"
+        text = f"{text} [{span}]".strip() if code[:1] in "rn" else f"[{span}]"
     elif code[:1] in "PSD":
         text = "(D)"
     return {"css": css, "text": text, "title": words if code[:1] not in "p" else ""}
@@ -281,7 +307,9 @@ def _grid_tables(tables: list[Mapping], unit: Mapping, cell_labels: Mapping[str,
                 if c is not None and c["css"] != "s-pub":
                     counts[c["css"]] = counts.get(c["css"], 0) + 1
         out.append({"id": t["id"], "title": t.get("title") or t["id"], "corner": corner, "head": head_row,
-                    "rows": body, "counts": counts, "open": bool(set(counts) - {"s-zero"})})
+                    "rows": body, "counts": counts, "open": bool(set(counts) & HIDDEN)})
+    if out and not any(t["open"] for t in out):  # nothing hidden (e.g. every count rounded or noisy): show one
+        out[0]["open"] = True
     return out
 
 
@@ -660,20 +688,23 @@ def context(doc: Findings, extras: Mapping[str, Mapping] | None = None, store=No
     failing = [{**f.to_json(), "example": label_cells(f.example, cell_labels)} for f in doc.failing]
     warnings = [{**f.to_json(), "example": label_cells(f.example, cell_labels)} for f in doc.warnings]
     detail = _detail(doc, rows, cell_labels, store)
+    grids = _grids(doc, gridded, rows, cell_labels)
     return {
         "doc": doc, "verdict": doc.verdict or "not evaluated", "failing": failing,
         "memo": _memo(doc, rows, reid, protection), "signoff": _signoff(doc, extras, cell_labels),
         "level": level, "parent": parent, "noun": (doc.schema or {}).get("unit") or "record",
         "baselines": any(c["baseline"] is not None for d in detail for c in d["claims"]),
         "warnings": warnings, "summary": doc.summary, "rules": rules,
-        "rule_titles": _rule_titles(), "units": rows, "more_units": max(n_units - TOP_UNITS, 0),
+        "rule_titles": _rule_titles(), "units": rows[:TOP_UNITS], "more_units": max(n_units - TOP_UNITS, 0),
+        "unit_index": _unit_index(rows),
         "n_units": n_units, "charts": charts,
         "structural": sum((u.get("cells") or {}).get("structural", 0) for u in doc.units),
         "detail": detail, "claim_store": (doc.claim_store or {}).get("file"),
         "detail_limit": DETAIL_UNITS, "claims_limit": CLAIMS_PER_UNIT,
         "schema": doc.schema or {}, "rank": _rank_section(extras.get("rank"), rules),
         "reid": reid, "intervals": _intervals_section(doc, cell_labels),
-        "grids": _grids(doc, gridded, rows, cell_labels),
+        "grids": grids,
+        "evidence": {"claims": [d["geo"] for d in detail], "tables": [g["geo"] for g in (grids or {}).get("units", ())]},
         "counted": _counted(doc),
         "linear": _linear_section(extras.get("linear")), "protection": protection,
         "appendix": _appendix(doc, extras),
@@ -750,6 +781,7 @@ def _environment():
 
     env = jinja2.Environment(loader=jinja2.FunctionLoader(lambda n: load(n)), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env.policies["json.dumps_kwargs"] = {"sort_keys": True, "separators": (",", ":")}  # the unit index: no spaces
     env.filters["pct"] = lambda v, d=1: "–" if v is None else f"{float(v) * 100:.{d}f}%"
     env.filters["plural"] = lambda n, noun, many=None: plural(n, noun, many) if n is not None else "–"
     env.filters["noun"] = lambda n, noun, many=None: noun if n == 1 else (many or noun + "s")

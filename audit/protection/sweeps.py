@@ -18,6 +18,7 @@ from ..attacks.exact import ExactOptions, UnitResult, audit_unit
 from ..inputs import Inputs
 from ..problem.build import Problem
 from ..release.constraints import PUBLISHED, Constraint
+from ..findings.cells import GridKeeper, grid_cap, grid_json
 from ..findings.document import document, unit_json
 from ..policy.rules import apply
 from ..attacks.engines.linear_privacy import privacy_loss
@@ -156,6 +157,7 @@ def _noise(inputs: Inputs, options: ProtectOptions, policy: Policy, failing_unit
     # error added: one seeded draw over every exact published count, and its expectation
     rng = np.random.default_rng(options.exact.seed)
     rows, errs = [], []
+    drawn: dict[tuple, dict[str, float]] = {}  # (level, geo) -> value key -> the noisy value, for the grids
     for unit in inputs.release():
         for v in unit.values:
             if v.status == PUBLISHED and v.stat.kind == "count":
@@ -163,6 +165,7 @@ def _noise(inputs: Inputs, options: ProtectOptions, policy: Policy, failing_unit
                 errs.append(e)
                 rows.append({"geo": geo_key(unit.geo), "cell": v.cell.key, "true": int(v.value),
                              "noisy": round(float(v.value) + e, 3)})
+                drawn.setdefault((unit.level, unit.geo), {})[v.key] = rows[-1]["noisy"]
     out.mkdir(parents=True, exist_ok=True)
     pd.DataFrame(rows).to_csv(out / "noisy_release.csv", index=False)
     res["error"] = {"expected_abs": chosen, "expected_rmse": round(math.sqrt(2) * chosen, 4),
@@ -174,9 +177,12 @@ def _noise(inputs: Inputs, options: ProtectOptions, policy: Policy, failing_unit
 
     start = time.perf_counter()
     units = []
-    for ctx in unit_contexts(inputs):
+    contexts = unit_contexts(inputs)
+    keeper = GridKeeper(grid_cap(len(contexts)))  # the tables as published: noisy counts shown as drawn
+    for ctx in contexts:
         p, release = ctx.problem()
         units.append(unit_json(audit_unit(noisy_problem(p, chosen, options.alpha), options.exact), None))
+        keeper.offer(units[-1], grid_json(release, drawn.get((release.level, release.geo))))
     doc = document(inputs, options.exact, units, time.perf_counter() - start, rules)
     if res["rank"].get("run") and isinstance(res["rank"].get("result"), dict):
         doc = apply(doc, rules, rank=res["rank"]["result"])  # the rank_lift rule now has its curve
