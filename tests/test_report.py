@@ -475,7 +475,8 @@ def test_unit_list_search_and_filter_in_headless_chromium(findings, chromium, tm
         v["status"] = "timeout" if i == 250 else "done"
         doc["units"].append(v)
         if i % 3 == 0:
-            doc["checks"].append({"rule": "derived_singletons", "unit": v["geo"], "outcome": "fail"})
+            doc["checks"].append({"rule": "derived_singletons", "unit": v["geo"], "outcome": "fail", "count": 1,
+                                   "message": "a derived singleton"})
     doc["summary"]["units"] = 260
     page = tmp_path / "report.html"
     page.write_text(render(doc))
