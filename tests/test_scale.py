@@ -190,7 +190,7 @@ def test_hard_time_limit(small, spec, tmp_path):
     schema, schedule = spec
     doc = run_scaled(small, schema, schedule, ExactOptions(explain="none"), ScaleOptions(workers=2, hard_seconds=0.01),
                      tmp_path)
-    assert {u["status"] for u in doc["units"]} == {"timeout"}
+    assert {u["status"] for u in doc["units"]} == {"timeout"}, [u["reason"] for u in doc["units"]]
     assert all(u["summary"]["undecided"] > 0 and u["summary"]["verified"] == 0 for u in doc["units"])
 
 
