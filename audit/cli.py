@@ -89,6 +89,12 @@ def run(argv: list[str] | None = None) -> int:
     except typer.Abort:
         echo("Aborted!", err=True)
         return 1
+    except Exception as exc:  # an unexpected failure is a bug: exit 3, never 1 (a policy's "fail" to a CI gate)
+        if _state["debug"]:
+            raise
+        first = str(exc).splitlines()[0] if str(exc) else ""
+        echo(f"internal error: {InternalError(f'{type(exc).__name__}: {first}')} (--debug shows the traceback)", err=True)
+        return 3
     return code if isinstance(code, int) else 0
 
 

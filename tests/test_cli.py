@@ -166,6 +166,26 @@ def test_a_bug_is_one_internal_error_line_and_exit_3(tmp_path, capsys, monkeypat
         run(["--debug", *args])
 
 
+def test_an_unexpected_failure_is_an_internal_error_not_a_policy_fail(tmp_path, capsys, monkeypatch):
+    """A report template out of step with the code (as when the package is upgraded under a running
+    audit) raises jinja's own error: one internal-error line and exit 3, never exit 1, which a CI gate
+    reads as the policy failing; no findings.json is written."""
+    import audit.outputs.report as report
+
+    templates = tmp_path / "templates"
+    templates.mkdir()
+    for f in report.TEMPLATES.iterdir():
+        if f.is_file():
+            (templates / f.name).write_text(f.read_text(encoding="utf-8"), encoding="utf-8")
+    (templates / "report.html.j2").write_text("{{ a_name_the_code_does_not_give }}", encoding="utf-8")
+    monkeypatch.setattr(report, "TEMPLATES", templates)
+    args = ["run", *protected("-o", str(tmp_path / "out"))]
+    assert run(args) == 3
+    err = [line for line in capsys.readouterr().err.strip().splitlines() if not line.startswith("units: ")]
+    assert len(err) == 1 and err[0].startswith("internal error: UndefinedError:") and "please report it" in err[0], err
+    assert not (tmp_path / "out" / "findings.json").exists()
+
+
 def test_an_internal_error_pickles_back_from_a_worker_process():
     import pickle
 

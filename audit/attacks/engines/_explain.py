@@ -338,6 +338,7 @@ class Explainer:
                     free[:] = False
                     free[core] = True
                 sufficient = self._names(np.flatnonzero(free))
+            cells: list[int] = []  # the last hitting set, which deletion tries to keep
             for rounds in itertools.count():
                 if rounds == FREE_ROUNDS:
                     within = self._confine(session, claim, sufficient, certificate)
