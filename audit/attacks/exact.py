@@ -95,14 +95,14 @@ def audit_unit(problem: Problem, options: ExactOptions = ExactOptions(),
     else:
         engine, certificates = _search(linear, problem, options, result, table, pending, late, deadline)
     if engine is None and not settled and options.explain != "none" and result.verified and result.status == "done":
-        engine = make_engine(problem, options)  # decided in histogram space: cores need the guarded solver
+        engine = make_engine(problem, options, main=False)  # decided in histogram space: cores need the guarded solver
     if proved:
         _explain_proved(result, options)
     else:
         _explain(engine, result, options, linear, certificates)
     if options.intervals and hidden_cells(problem):
         def sat():  # the search's SAT engine when it built one, with the cells hard; no deadline, as explanations
-            if getattr(engine, "name", None) == "sat" and engine.solver is not None:
+            if getattr(engine, "name", None) == "sat" and engine.ensure_main().solver is not None:
                 engine.deadline = None
                 return engine
             return make_engine(problem, replace(options, engine="sat"))
@@ -120,6 +120,8 @@ def audit_unit(problem: Problem, options: ExactOptions = ExactOptions(),
                         else Verdict(claim, REFUTED, counterexample=problem.truth))
             if engines[0] is None:
                 engines[0] = make_engine(problem, options)
+            if getattr(engines[0], "name", None) == "sat":
+                engines[0].ensure_main()
             return engines[0].verify(claim, explain="none")
 
         result.reidentification = measure_exact(result, options.attacker, prior_rows, verify)

@@ -186,10 +186,12 @@ def unfinished(problem: Problem, options: ExactOptions, status: str, reason: str
     return result
 
 
-def make_engine(problem: Problem, options: ExactOptions, deadline: float | None = None, verifying: bool = True):
+def make_engine(problem: Problem, options: ExactOptions, deadline: float | None = None, verifying: bool = True,
+                main: bool = True):
     """The engine named in the options, over this problem; its solver calls give up at ``deadline``
-    (SAT; the IP's calls stop at their own time limit). ``verifying``: False when it only explains."""
-    own = {"sat": {"conflicts": options.conflicts, "verifying": verifying, "deadline": deadline},
+    (SAT; the IP's calls stop at their own time limit). ``verifying``: False when it only explains;
+    ``main``: False to build the SAT engine's solver with every cell hard only when first needed."""
+    own = {"sat": {"conflicts": options.conflicts, "verifying": verifying, "deadline": deadline, "main": main},
            "ip": {"time_limit": min(60.0, options.unit_seconds)}}
     return get_engine(options.engine, problem, seed=options.seed, **own[options.engine])
 

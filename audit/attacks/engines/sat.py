@@ -67,7 +67,7 @@ class SatEngine(ExactEngine):
 
     def __init__(self, problem: Problem, solver: str = DEFAULT_SOLVER, conflicts: int = 200_000,
                  symmetry: bool = True, seed: int = 0, explain_conflicts: int = 5_000, verifying: bool = True,
-                 deadline: float | None = None):
+                 deadline: float | None = None, main: bool = True):
         self.problem, self.conflicts, self.seed = problem, conflicts, seed
         self.explain_conflicts = explain_conflicts
         self.pool = IDPool()
@@ -102,14 +102,23 @@ class SatEngine(ExactEngine):
         self._base = self._clauses
         self.solver_name = solver
         self._clauses = []
-        if verifying:
-            self.solver = Solver(name=solver, bootstrap_with=self._base + [[sel] for sel in self.selectors.values()])
+        self._verifying = verifying
+        if verifying and main:
+            self.ensure_main()
         self._guarded: Solver | None = None
         self._explainer: Explainer | None = None
         self._x_grid: np.ndarray | None = None
         self.calls = self.negations = 0
         self.deadline = deadline
         self._pace: float | None = None  # conflicts per second on this formula, once measured
+
+    def ensure_main(self) -> "SatEngine":
+        """Build the solver with every cell hard, if this engine was made without it (``main=False``:
+        an engine whose guarded solver alone was wanted, for explanations' calls over every cell)."""
+        if self.solver is None and self._verifying:
+            self.solver = Solver(name=self.solver_name,
+                                 bootstrap_with=self._base + [[sel] for sel in self.selectors.values()])
+        return self
 
     # -- encoding -------------------------------------------------------------------------------
     def _add(self, clause: list[int]) -> None:
