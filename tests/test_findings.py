@@ -20,7 +20,8 @@ from audit.attacks.exact import ExactOptions, audit_unit
 from audit.findings.files import read_findings
 from audit.findings.lines import JsonLines
 from audit.inputs import load_inputs
-from audit.policy.rules import evaluate, load_rules
+from audit.policy.checks import evaluate
+from audit.policy.rules import load_rules
 
 ROOT = Path(__file__).resolve().parents[1]
 SF1 = ROOT / "samples" / "sf1"

@@ -88,7 +88,7 @@ def test_protection_levels_fail_the_paper_block_whose_hidden_counts_are_all_disc
 
 
 def test_protection_needed_takes_the_larger_level_and_stops_at_zero():
-    from audit.policy.rules import protection_needed
+    from audit.policy.checks import protection_needed
 
     assert protection_needed({"upper": 1, "upper_share": 0.5, "lower": 5}, 4) == (4, 2.0)
     assert protection_needed({"lower_share": 0.25}, 8) == (2.0, 0)

@@ -18,7 +18,8 @@ from audit.release.magnitude import Contributions, sensitive
 from audit.data.microdata import validate
 from audit.protection.options import Policy, ProtectOptions
 from audit.protection.unit import forced_cells
-from audit.policy.rules import evaluate, load_rules
+from audit.policy.checks import evaluate
+from audit.policy.rules import load_rules
 from audit.specs.schedule import load_schedule
 from audit.specs.schema import load_schema
 from audit.release.tabulate import tabulate

@@ -19,7 +19,8 @@ from audit.inputs import load_inputs
 from audit.protection.options import Policy, ProtectOptions
 from audit.protection.protect import protect
 from audit.protection.unit import suppress_unit, unit_contexts
-from audit.policy.rules import evaluate, load_rules
+from audit.policy.checks import evaluate
+from audit.policy.rules import load_rules
 from audit.protection.suppress import determined, relations, simple_heuristic
 
 ROOT = Path(__file__).resolve().parents[1]

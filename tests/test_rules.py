@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from audit.errors import AuditError
-from audit.policy.rules import RULES, apply, builtin_names, evaluate, load_rules, rank_lift
+from audit.policy.checks import evaluate, rank_lift
+from audit.policy.rules import RULES, apply, builtin_names, load_rules
 
 
 def unit(geo="1001", claims=(), **summary):

@@ -11,7 +11,7 @@ from test_protect import _case
 from audit.attacks.exact import ExactOptions
 from audit.protection.options import Policy, ProtectOptions
 from audit.protection.unit import unit_contexts
-from audit.policy.rules import protection_needed
+from audit.policy.checks import protection_needed
 from audit.protection import secondary
 from audit.protection.secondary import cell_costs, suppress_unit
 

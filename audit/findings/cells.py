@@ -8,7 +8,7 @@ from functools import partial
 from typing import Mapping
 
 from ..release.constraints import EMPTY, PUBLISHED, STRUCTURAL, SUPPRESSED, UnitRelease, Value
-from ..policy.rules import SMALL_MAX
+from ..policy.definitions import SMALL_MAX
 
 AUTO_CAP_UNITS = 200  # past this many units a run lists fewer claims and keeps fewer grids
 GRID_UNITS = 10  # units whose every published value is kept (``grid``: the report draws their tables)

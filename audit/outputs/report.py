@@ -22,7 +22,8 @@ from markupsafe import Markup
 from .svg import PALETTE, _fmt, _ticks, legend, line_chart, text_width
 from ..findings.files import read_json
 from ..findings.model import Findings
-from ..policy.rules import RULES, rank_lift
+from ..policy.checks import rank_lift
+from ..policy.definitions import RULES
 
 TOP_UNITS = 200          # rows of the unit table
 DETAIL_UNITS = 20        # units whose claims are written out

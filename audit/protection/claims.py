@@ -12,7 +12,7 @@ from ..attacks.exact import UnitResult
 from ..problem.build import Problem
 from ..release.constraints import UnitRelease
 from ..findings.document import unit_json
-from ..policy.rules import evaluate
+from ..policy.checks import evaluate
 from .options import Policy, ProtectOptions, cell_of
 
 def failing(result: UnitResult, policy: Policy) -> tuple[list, list]:

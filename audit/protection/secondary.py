@@ -33,7 +33,7 @@ from ..attacks.implied import LinearProof
 from ..attacks.intervals import Interval, feasibility_intervals, hidden_cells
 from ..problem.build import Problem
 from ..release.constraints import PUBLISHED, SUPPRESSED, UnitRelease
-from ..policy.rules import protection_needed
+from ..policy.checks import protection_needed
 from .claims import claim_clauses, failing, twins
 from .options import geo_key
 from .unit import UnitProtection, _summary, cell_counts, forced_cells, information_loss

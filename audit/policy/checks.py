@@ -1,0 +1,236 @@
+"""The rules' checks: one per rule per unit (release-wide rules: one for the release), read from the
+findings' units, the re-identification section and the ranking and linear results."""
+from __future__ import annotations
+
+from typing import Iterable, Iterator, Mapping, Sequence
+
+from ..errors import InternalError
+from ..release.magnitude import MAGNITUDE_RULES, sensitive_values
+from .definitions import REID_RULES, Rule, Rules
+from .verdict import PASS, RELEASE, SKIPPED, Check
+
+
+# ----------------------------------------------------------------------------------------------- checks
+
+def _check(rule: Rule, unit: str, failed: bool | None, message: str, count: int = 0,
+           cells: Mapping[str, str] | None = None) -> Check:
+    outcome = SKIPPED if failed is None else (rule.action if failed else PASS)
+    return Check(rule.id, unit, outcome, count, message, cells)
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def _singletons(rule: Rule, unit: dict, direct: bool) -> Check:
+    k = rule.settings["min_columns"]
+    by_columns = unit["summary"]["singletons_by_columns"]["direct" if direct else "derived"]
+    hits = {int(c): n for c, n in by_columns.items() if int(c) >= k and n}
+    kind = "published count of one" if direct else "derived singleton claim"
+    if not hits:
+        return _check(rule, unit["geo"], False, f"no verified {kind} over {k} or more columns")
+    n = sum(hits.values())
+    return _check(rule, unit["geo"], True, f"{_plural(n, 'verified ' + kind)} over {k} or more columns "
+                                           f"(widest: {max(hits)} columns)", n)
+
+
+def _unit_check(rule: Rule, unit: dict, rank_units: dict | None) -> Check:
+    geo = unit["geo"]
+    if rule.id == "derived_singletons":
+        return _singletons(rule, unit, False)
+    if rule.id == "direct_singletons":
+        return _singletons(rule, unit, True)
+    if rule.id == "full_records":
+        n = unit["summary"].get("full_records", 0)
+        return _check(rule, geo, n > 0, f"{_plural(n, 'record')} reconstructed over every column"
+                      if n else "no record reconstructed over every column", n)
+    if rule.id == "reconstructed_units":
+        hit = bool(unit.get("reconstructed"))
+        return _check(rule, geo, hit, "exactly one dataset reproduces the published tables: the unit is fully "
+                      "reconstructed" if hit else "more than one dataset reproduces the published tables", int(hit))
+    if rule.id == "small_cells":
+        t = rule.settings["threshold"]
+        cells = unit.get("cells")
+        if cells is None:
+            return _check(rule, geo, None, "the findings do not list published cell values (re-run audit run)")
+        small = [(cell, v) for cell, v in cells.get("small", {}).items() if 1 <= v < t]
+        if not small:
+            return _check(rule, geo, False, f"no published exact count below {t}")
+        return _check(rule, geo, True, f"{_plural(len(small), 'published count')} below {t} (e.g. "
+                      f"{', '.join(f'{cell} = {v}' for cell, v in small[:3])})", len(small))
+    if rule.id == "protection_levels":
+        return _protection_check(rule, unit)
+    if rule.id in MAGNITUDE_RULES:
+        return _magnitude_check(rule, unit)
+    if rule.id == "undecided":
+        n = unit["summary"].get("undecided", 0)
+        why = f" ({unit['reason']})" if n and unit.get("reason") else ""
+        return _check(rule, geo, n > 0, f"{_plural(n, 'claim')} undecided{why}: not known to be safe"
+                      if n else "every claim decided", n)
+    if rule.id == "rank_lift":
+        if rank_units is None:
+            return _check(rule, geo, None, "the ranking attack was not run (audit run --rank)")
+        entry = rank_units.get(geo)
+        if entry is None:
+            return _check(rule, geo, None, "the ranking attack has no result for this unit")
+        return _lift_check(rule, geo, entry, rank_units.get("__k_over_u__"))
+    raise InternalError(f"rule '{rule.id}' has no check")
+
+
+def _magnitude_check(rule: Rule, unit: dict) -> Check:
+    """A published sum the rule finds primary sensitive fails; ``cells`` names each with the reason."""
+    geo, cells = unit["geo"], unit.get("cells")
+    if cells is None:
+        return _check(rule, geo, None, "the findings do not list published cell values (re-run audit run)")
+    found = cells.get("magnitude") or {}
+    if not found:
+        return _check(rule, geo, False, "no published sum from microdata")
+    hits = sensitive_values(found, [(rule.id, rule.settings)])
+    if not hits:
+        return _check(rule, geo, False, f"no primary sensitive sum ({_plural(len(found), 'published sum')})")
+    return _check(rule, geo, True, f"{_plural(len(hits), 'primary sensitive sum')} (e.g. "
+                  + "; ".join(f"{key}: {why}" for key, why in list(hits.items())[:2]) + ")", len(hits), hits)
+
+
+def protection_needed(settings: Mapping, value: float, count: bool = True) -> tuple[float, float]:
+    """How far a hidden cell's interval must reach below and above its true ``value`` (tau-Argus and
+    sdcTable: absolute, or a share of the value's size, the larger when both are set; for a ``count``
+    never below 0)."""
+    def level(absolute, share) -> float:
+        return max(absolute or 0, (share or 0) * abs(value))
+
+    below = level(settings.get("lower"), settings.get("lower_share"))
+    return (min(below, value) if count else below), level(settings.get("upper"), settings.get("upper_share"))
+
+
+def _protection_check(rule: Rule, unit: dict) -> Check:
+    geo, intervals = unit["geo"], unit.get("intervals")
+    if intervals is None:
+        why = unit.get("intervals_skipped")
+        return _check(rule, geo, None if why else False, why or "no cell is hidden")
+    bad = []
+    for cell, iv in intervals.items():
+        if "value" not in iv:
+            return _check(rule, geo, None, "the true values are not known (a published release alone)")
+        v = iv["value"]
+        below, above = protection_needed(rule.settings, v, "stat" not in iv)
+        if not iv["certified"] or v - iv["lo"] < below or iv["hi"] - v < above:
+            bad.append(f"{cell} in [{iv['lo']}, {iv['hi']}]{'' if iv['certified'] else ' (not certified)'}, "
+                       f"true {v}, needs [{v - below:g}, {v + above:g}]")
+    if not bad:
+        return _check(rule, geo, False, f"every hidden cell's interval meets the protection levels ({len(intervals)} cells)")
+    return _check(rule, geo, True, f"{_plural(len(bad), 'hidden cell')} with too narrow an interval (e.g. "
+                  f"{'; '.join(bad[:3])})", len(bad))
+
+
+def rank_lift(curve: Mapping, k_over_u: list | None, upto: float) -> tuple[float, float | None, str]:
+    """Largest (attack - best baseline) over k/u <= upto: (lift, at k/u, baseline name)."""
+    ks = curve.get("k_over_u") or k_over_u or []
+    attack = curve.get("attack") or []
+    best, at, which = float("-inf"), None, ""
+    for i, k in enumerate(ks):
+        if k is None or k > upto + 1e-12 or i >= len(attack) or attack[i] is None:
+            continue
+        bases = {n: b[i] for n, b in (curve.get("baselines") or {}).items() if i < len(b) and b[i] is not None}
+        name, base = max(bases.items(), key=lambda kv: kv[1]) if bases else ("chance", k)
+        if attack[i] - base > best:
+            best, at, which = attack[i] - base, k, name
+    return (best if at is not None else 0.0), at, which
+
+
+def _lift_check(rule: Rule, geo: str, curve: Mapping, k_over_u) -> Check:
+    bound, upto = rule.settings["max"], rule.settings["up_to_k_over_u"]
+    lift, at, which = rank_lift(curve, k_over_u, upto)
+    if at is None:
+        return _check(rule, geo, None, f"no ranking curve point at k/u up to {upto}")
+    return _check(rule, geo, lift > bound, f"ranking lift {lift:+.1%} over the {which} baseline at k/u = {at:g} "
+                  f"({'above' if lift > bound else 'within'} the bound {bound:.0%})", int(lift > bound))
+
+
+def _linear_check(rule: Rule, linear: Mapping | None) -> Check:
+    if linear is None:
+        return _check(rule, RELEASE, None, "the linear attack was not run (audit run --linear-secret COL)")
+    acc, base = float(linear.get("accuracy", 0.0)), float(linear.get("baseline", 0.0))
+    top, top_lift = rule.settings.get("max"), rule.settings.get("max_lift")
+    over = []
+    if top is not None and acc > top:
+        over.append(f"accuracy above {top:.0%}")
+    if top_lift is not None and acc - base > top_lift:
+        over.append(f"more than {top_lift:.0%} over the baseline")
+    secret = linear.get("secret", "the secret column")
+    text = f"{secret} reconstructed with accuracy {acc:.1%} (majority-guess baseline {base:.1%})"
+    return _check(rule, RELEASE, bool(over), text + (": " + ", ".join(over) if over else ": within the bounds"),
+                  int(bool(over)))
+
+
+def _pct(part: Mapping) -> str:
+    lo, hi = part["ci"]
+    return f"{part['rate']:.1%} (95% CI {lo:.1%}-{hi:.1%})" if part.get("rate") is not None else "n/a (nobody)"
+
+
+def _reid_checks(rule: Rule, units: Iterable[Mapping], reid: Mapping | None) -> list[Check]:
+    """Per unit (exact attack: persons whose values are proved) and for the release (each attack's rate)."""
+    reid = reid or {}
+    if reid.get("status") != "run":
+        return [_check(rule, RELEASE, None, reid.get("reason") or "the findings have no re-identification section")]
+    key, limit_key = REID_RULES[rule.id]
+    bound, limit = rule.settings["max_persons"], rule.settings[limit_key]
+    what = ("linked on the quasi-identifiers with every sensitive value proved" if key == "confirmed"
+            else "unlike their unit's majority with their sensitive values proved")
+    out = []
+    for unit in units if bound is not None else ():
+        if unit.get("level") != reid["attacker"]["geography"]:
+            continue
+        counts = unit.get("reidentification")
+        if counts is None:
+            out.append(_check(rule, unit["geo"], None, "not measured: the exact attack did not finish this unit"))
+            continue
+        n, held = counts[key], (counts.get("undecided") or {}).get(key, 0)
+        out.append(_check(rule, unit["geo"], n + held > bound, f"{_plural(n, 'person')} {what}"
+                          + (f", {held} more undecided (not known to be safe)" if held else "")
+                          + (f" (more than {bound})" if n + held > bound else ""), n + held))
+    ran = [(name, reid[name]) for name in ("exact", "ranking") if (reid.get(name) or {}).get("status") == "run"]
+    if limit is not None and ran:
+        if key == "confirmed":
+            values = [(name, part["confirmed"]["rate"] or 0.0, f"{name} attack: confirmed {_pct(part['confirmed'])}")
+                      for name, part in ran]
+        else:
+            values = []
+            for name, part in ran:
+                inf = part["inference"]["unlike_majority"]
+                values.append((name, inf["lift"], f"{name} attack: {_pct(inf['attack'])} of persons unlike their "
+                               f"unit's majority inferred, {inf['lift']:+.1%} over the {inf['best_baseline']} baseline"))
+        over = [v for v in values if v[1] > limit]
+        out.append(_check(rule, RELEASE, bool(over), "; ".join(t for _, _, t in values)
+                          + (f" (above the bound {limit:.0%})" if over else f" (within the bound {limit:.0%})"),
+                          len(over)))
+    return out
+
+
+def evaluate(doc: Mapping, rules: Rules, rank: Mapping | None = None, linear: Mapping | None = None) -> list[dict]:
+    """One check per rule per unit (release-wide rules: one check for the release), rule by rule, as
+    findings.json holds them; ``doc``: a findings document (or any mapping with its ``units``)."""
+    return [c.to_json() for c in checks_of(doc.get("units", ()), doc.get("reidentification"), rules, rank, linear)]
+
+
+def checks_of(units: Sequence[Mapping], reidentification: Mapping | None, rules: Rules, rank: Mapping | None = None,
+              linear: Mapping | None = None) -> Iterator[Check]:
+    """The checks of the units and the findings' ``reidentification`` section, one at a time (units are
+    read once per rule)."""
+    rank_units = None
+    if rank is not None:
+        pooled = rank.get("pooled") or {}
+        rank_units = {u.get("geo"): u for u in rank.get("units") or ()}
+        rank_units["__k_over_u__"] = pooled.get("k_over_u")
+    for rule in rules.rules:
+        if rule.id in REID_RULES:
+            yield from _reid_checks(rule, units, reidentification)
+            continue
+        if rule.id == "linear_accuracy":
+            yield _linear_check(rule, linear)
+            continue
+        if rule.id == "rank_lift" and rank_units is not None and not rank.get("units") and rank.get("pooled"):
+            yield _lift_check(rule, RELEASE, rank["pooled"], None)
+            continue
+        for unit in units:
+            yield _unit_check(rule, unit, rank_units)
