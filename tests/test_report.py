@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 
 from audit.cli import run
-from audit.outputs.report import CLAIMS_PER_UNIT, claim_text, describe_value, render
+from audit.outputs.report import CLAIMS_PER_UNIT, render
+from audit.outputs.words import claim_text, describe_value
 
 ROOT = Path(__file__).resolve().parents[1]
 PROTECTED = ROOT / "tests" / "data" / "protected"

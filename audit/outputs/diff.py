@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Mapping
 
 from ..findings.model import Findings
-from .report import claim_text
+from .words import claim_text
 
 
 def _derived(unit: Mapping, store, by_position: bool = False) -> dict:

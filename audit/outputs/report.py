@@ -9,24 +9,20 @@ from __future__ import annotations
 
 import heapq
 import importlib.resources
-import json
-import math
 import os
-import re
-from html import escape
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Mapping
 
 from markupsafe import Markup
 
-from .svg import PALETTE, _fmt, _ticks, legend, line_chart, text_width
 from ..findings.files import read_json
 from ..findings.model import Findings
-from ..policy.checks import rank_lift
 from ..policy.definitions import RULES
+from .charts import bar_chart, histogram
+from .grids import unit_grids
+from .sections import DETAIL_UNITS, TOP_UNITS, flat, intervals_section, linear_section, protection_section, rank_section, reid_section
+from .words import claim_text, column_title, describe_value, label_cells, plural
 
-TOP_UNITS = 200          # rows of the unit table
-DETAIL_UNITS = 20        # units whose claims are written out
 CLAIMS_PER_UNIT = 10     # claims written out per unit
 RECORDS_PER_UNIT = 10    # reconstructed records shown per unit
 
@@ -40,139 +36,6 @@ def extras_beside(folder: Path) -> dict[str, dict]:
         p = Path(folder) / f"{name}.json"
         if p.is_file():
             out[name] = read_json(p, f"{name}.json")
-    return out
-
-
-# ------------------------------------------------------------------------------------ plain language
-
-def describe_value(schema: Mapping, column: str, atom: str) -> str:
-    """An atom label (a code, ``a-b`` range, or ``x|y`` codes) in words from the schema labels."""
-    col = (schema.get("columns") or {}).get(column) or {}
-    labels = col.get("labels") or {}
-    if atom in labels:
-        return labels[atom]
-    m = re.fullmatch(r"(-?\d+)-(-?\d+)", atom)
-    if col.get("kind") == "integer" and m:
-        return f"{m.group(1)} to {m.group(2)}"
-    if "|" in atom:
-        parts = atom.split("|")
-        if all(p in labels for p in parts) or col.get("kind") == "integer":
-            return " or ".join(labels.get(p, p) for p in parts)
-    return atom
-
-
-def column_title(schema: Mapping, column: str) -> str:
-    col = (schema.get("columns") or {}).get(column) or {}
-    return col.get("title") or column
-
-
-def describe_column(schema: Mapping, column: str, atom: str) -> str:
-    """One attribute of a claim in words: 'Age: 45 to 54' with the column's title, else the value's
-    label alone ('Not Hispanic or Latino'), else 'name: value' for a column with neither."""
-    col = (schema.get("columns") or {}).get(column) or {}
-    value = describe_value(schema, column, atom)
-    if col.get("title"):
-        return f"{col['title']}: {value}"
-    labels = col.get("labels") or {}
-    return value if labels and all(a in labels for a in atom.split("|")) else f"{column}: {value}"
-
-
-def claim_text(claim: Mapping, schema: Mapping, unit: Mapping) -> str:
-    """'Exactly one household in block 1001: Householder's sex: Female; Householder 65 to 74 years.'"""
-    noun = schema.get("unit") or "record"
-    m = claim.get("m", 1)
-    words = {0: "No", 1: "Exactly one", 2: "Exactly two", 3: "Exactly three"}
-    who = f"{words.get(m, f'Exactly {m}')} {noun}{'' if m == 1 else 's'}"
-    parts = [describe_column(schema, c, str(v)) for c, v in claim["columns"].items()]
-    where = f"{unit.get('level', 'unit')} {unit.get('geo', '')}".strip()
-    return f"{who} in {where}: {'; '.join(parts)}."
-
-
-def label_cells(text: str, cell_labels: Mapping[str, str]) -> str:
-    """``text`` with every published cell key (``TABLE:CELL``) in it replaced by the cell's label."""
-    return _CELL_KEY.sub(lambda m: cell_labels.get(m.group(0), m.group(0)), text)
-
-
-_CELL_KEY = re.compile(r"[^\s,;()=:]+:[^\s,;()=]+")
-
-
-def plural(n: Any, noun: str, many: str | None = None) -> str:
-    """'1 block', '2 blocks', '1,234 persons' (``many`` for irregular plurals)."""
-    word = noun if n == 1 else (many or noun + "s")
-    return f"{n:,} {word}" if isinstance(n, int) else f"{n} {word}"
-
-
-# ---------------------------------------------------------------------------------------------- charts
-
-def bar_chart(groups: Mapping[str, Mapping[str, float]], *, title: str = "", xlabel: str = "", ylabel: str = "",
-              width: int = 560, height: int = 300) -> str:
-    """Grouped bars: ``groups`` maps x label -> {series: value}. Returns an inline ``<svg>``; x labels
-    that would collide are turned and, if still too many, thinned; the legend (several series) sits below."""
-    series = list(dict.fromkeys(s for g in groups.values() for s in g))
-    ticks = _ticks(0, max([v for g in groups.values() for v in g.values()] + [1]), 4)
-    top = ticks[-1] if ticks[-1] > 0 else 1
-    if max([v for g in groups.values() for v in g.values()] + [0]) > top:
-        top = top + (ticks[1] - ticks[0] if len(ticks) > 1 else 1)
-        ticks.append(top)
-    n = max(len(groups), 1)
-    left, right, head = 55, 20, 30 if title else 12
-    pw = width - left - right
-    slot = pw / n
-    widest = max((text_width(str(g)) for g in groups), default=0)
-    turned = widest + 6 > slot
-    every = max(1, math.ceil(n * 16 / pw)) if turned else 1  # turned labels need ~16 px each
-    under = (widest * 0.71 + 14) if turned else 16  # height of the x labels (turned 45 degrees)
-    ph = height - head - under - 30
-    bw = max(slot * 0.8 / max(len(series), 1), 1)
-    body = []
-    if title:
-        body.append(f'<text x="{left + pw / 2:.1f}" y="18" text-anchor="middle" font-size="13">{escape(title)}</text>')
-    for v in ticks:
-        y = head + ph - ph * v / top
-        body.append(f'<line x1="{left}" x2="{left + pw}" y1="{y:.1f}" y2="{y:.1f}" stroke="#eee"/>'
-                    f'<text x="{left - 5}" y="{y + 4:.1f}" text-anchor="end">{_fmt(v)}</text>')
-    for gi, (label, values) in enumerate(groups.items()):
-        x0 = left + gi * slot + slot * 0.1
-        for si, name in enumerate(series):
-            v = float(values.get(name, 0) or 0)
-            h = ph * v / top
-            body.append(f'<rect x="{x0 + si * bw:.1f}" y="{head + ph - h:.1f}" width="{bw - 1:.1f}" height="{h:.1f}" '
-                        f'fill="{PALETTE[si % len(PALETTE)]}"><title>{escape(str(label))}: {escape(name)} '
-                        f'{v:g}</title></rect>')
-        if gi % every == 0:
-            x, y = left + gi * slot + slot / 2, head + ph + 14
-            if turned:
-                body.append(f'<text transform="translate({x + 3:.1f},{y - 4:.1f}) rotate(-45)" text-anchor="end">'
-                            f'{escape(str(label))}</text>')
-            else:
-                body.append(f'<text x="{x:.1f}" y="{y}" text-anchor="middle">{escape(str(label))}</text>')
-    body.append(f'<rect x="{left}" y="{head}" width="{pw}" height="{ph}" fill="none" stroke="#333"/>')
-    if xlabel:
-        body.append(f'<text x="{left + pw / 2:.1f}" y="{head + ph + under + 18:.1f}" text-anchor="middle">'
-                    f'{escape(xlabel)}</text>')
-    if ylabel:
-        body.append(f'<text transform="translate(14,{head + ph / 2:.1f}) rotate(-90)" text-anchor="middle">'
-                    f'{escape(ylabel)}</text>')
-    keys = [(f'<rect x="{{x:.1f}}" y="{{y:.1f}}" width="14" height="10" transform="translate(4,-6)" '
-             f'fill="{PALETTE[si % len(PALETTE)]}"/>', name) for si, name in enumerate(series)] if len(series) > 1 else []
-    entries, extra = legend(keys, left, head + ph + under + 38, pw)
-    total = head + ph + under + 30 + (extra + 12 if extra else 0)
-    return "\n".join([f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{total:.0f}" '
-                      f'viewBox="0 0 {width} {total:.0f}" font-family="sans-serif" font-size="11" role="img">',
-                      f'<rect x="0" y="0" width="{width}" height="{total:.0f}" fill="white"/>', *body, *entries,
-                      "</svg>"])
-
-
-def _histogram(values: list[int], bins: int = 12) -> dict[str, dict[str, float]]:
-    if not values:
-        return {}
-    hi = max(values)
-    if hi < bins:
-        return {str(v): {"units": sum(x == v for x in values)} for v in range(hi + 1)}
-    step = -(-(hi + 1) // bins)
-    out = {}
-    for lo in range(0, hi + 1, step):
-        out[f"{lo}-{lo + step - 1}"] = {"units": sum(lo <= x < lo + step for x in values)}
     return out
 
 
@@ -230,111 +93,6 @@ def _unit_index(rows: list[dict]) -> dict:
 
 
 # Status of a published value in a unit's grid (findings.grid_code's letter) -> CSS class, legend words.
-GRID_STATUS = {"p": ("s-pub", "published"), "r": ("s-round", "rounded"), "n": ("s-noise", "noisy"),
-               "P": ("s-pri", "primary suppression"),
-               "S": ("s-sec", "secondary suppression"), "D": ("s-sup", "suppressed"),
-               "z": ("s-zero", "structural zero"), "e": ("s-empty", "empty (no records to average)")}
-
-
-HIDDEN = {"s-pri", "s-sec", "s-sup"}  # a table with one of these opens in the report
-
-
-def _grid_cell(code: str, interval: Mapping | None) -> dict:
-    """One value of a grid: its CSS class, the text shown and the status in words (with the feasibility
-    interval of a hidden count where the findings have it)."""
-    css, words = GRID_STATUS.get(code[:1], GRID_STATUS["D"])
-    text = code[1:] if code[:1] in "prnzP" else ""
-    if code[:1] == "z" and not text:
-        text = "–"
-    if code[:1] == "n":
-        words = "published with noise added (the value shown), not the true count"
-    if interval is not None and code[:1] in "PSDrn":
-        span = f"{interval['lo']}" if interval["lo"] == interval["hi"] else f"{interval['lo']}–{interval['hi']}"
-        proof = "exact" if interval.get("certified") else "outer bound"
-        how = "can tell, at the protection's confidence (not a proof), that the count" if code[:1] == "n" else \
-            "can prove it"
-        words = f"{words}; an attacker {how} lies in [{interval['lo']}, {interval['hi']}] ({proof})"
-        text = f"{text} [{span}]".strip() if code[:1] in "rn" else f"[{span}]"
-    elif code[:1] in "PSD":
-        text = "(D)"
-    return {"css": css, "text": text, "title": words if code[:1] not in "p" else ""}
-
-
-def _grid_tables(tables: list[Mapping], unit: Mapping, cell_labels: Mapping[str, str]) -> list[dict]:
-    """The unit's published tables as grids: a cross-classified table as rows (every axis but the last)
-    by columns (the last axis), any other table as one column per statistic."""
-    grid, intervals = unit.get("grid") or {}, unit.get("intervals") or {}
-    out = []
-    for t in tables:
-        stats = t.get("stats") or ["count"]
-
-        def cells(cid: str) -> list[dict]:
-            key = f"{t['id']}:{cid}"
-            codes = (grid.get(key) or "").split()
-            return [dict(_grid_cell(c, intervals.get(key) if i == 0 else None), k=cid, stat=stats[i] if i < len(stats) else "")
-                    for i, c in enumerate(codes)]
-
-        axes = t.get("by") or []
-        if len(axes) >= 2 and len(stats) == 1:
-            cols = axes[-1]["codes"]
-            rows, index = [], {}
-            for cid in t["cells"]:
-                parts = cid.split(",")
-                head = tuple(parts[:-1])
-                if head not in index:
-                    labels = {a["column"]: dict(map(tuple, a["codes"])) for a in axes[:-1]}
-                    index[head] = len(rows)
-                    rows.append({"label": ", ".join(labels[a["column"]].get(c, c) for a, c in zip(axes[:-1], head)),
-                                 "cells": {}})
-                rows[index[head]]["cells"][parts[-1]] = cells(cid)
-            body = [{"label": r["label"], "cells": [(r["cells"].get(code) or [None])[0] for code, _ in cols]}
-                    for r in rows]
-            head_row = [label for _, label in cols]
-            corner = f"{' × '.join(a['title'] for a in axes[:-1])} ↓ · {axes[-1]['title']} →"
-        else:
-            labels = {a["column"]: dict(map(tuple, a["codes"])) for a in axes}
-            body = []
-            for cid in t["cells"]:
-                if axes:
-                    label = ", ".join(labels[a["column"]].get(c, c) for a, c in zip(axes, cid.split(",")))
-                else:
-                    label = cell_labels.get(f"{t['id']}:{cid}", cid).split(": ", 1)[-1]
-                body.append({"label": label, "cells": cells(cid) or [None] * len(stats)})
-            head_row = stats
-            corner = " × ".join(a["title"] for a in axes) or "Cell"
-        counts: dict[str, int] = {}
-        for row in body:
-            for c in row["cells"]:
-                if c is not None and c["css"] != "s-pub":
-                    counts[c["css"]] = counts.get(c["css"], 0) + 1
-        out.append({"id": t["id"], "title": t.get("title") or t["id"], "corner": corner, "head": head_row,
-                    "rows": body, "counts": counts, "open": bool(set(counts) & HIDDEN)})
-    if out and not any(t["open"] for t in out):  # nothing hidden (e.g. every count rounded or noisy): show one
-        out[0]["open"] = True
-    return out
-
-
-def _grids(doc: Findings, indices: list[int], rows: list[dict], cell_labels: Mapping[str, str]) -> dict | None:
-    """The published tables of the units whose grid findings.json kept, riskiest first."""
-    tables = doc.tables or []
-    if not tables or not indices:
-        return None
-    rank = {r["index"]: i for i, r in enumerate(rows)}
-    out = []
-    for i in sorted(indices, key=lambda i: (rank.get(i, len(rank)), i)):
-        u = doc.units[i]
-        grids = _grid_tables(tables, u, cell_labels)
-        hidden: dict[str, int] = {}
-        for g in grids:
-            for css, n in g["counts"].items():
-                hidden[css] = hidden.get(css, 0) + n
-        out.append({"geo": u["geo"], "level": u.get("level", ""), "rows": u.get("rows"), "tables": grids,
-                    "counts": hidden})
-    present = {css for g in out for css in g["counts"]} | {"s-pub"}
-    legend = [(css, words) for css, words in dict.fromkeys(GRID_STATUS.values()) if css in present]
-    return {"units": out, "legend": legend}
-
-
 def _claims_by_columns(doc: Findings) -> dict[str, dict[str, float]]:
     """Verified singleton claims by number of columns, derived and published directly (exact counts)."""
     by = doc.summary.singletons_by_columns
@@ -382,185 +140,6 @@ def _detail(doc: Findings, rows: list[dict], cell_labels: Mapping[str, str], sto
                     "more": max(total - len(shown), 0), "total": total,
                     "records": recs, "record_columns": [column_title(schema, c) for c in (schema.get("columns") or {})],
                     "more_records": max(u["summary"].get("full_records", 0) - sum(c["m"] for c in records), 0)})
-    return out
-
-
-def _rank_section(rank: Mapping | None, rules: Mapping) -> dict | None:
-    if not rank:
-        return None
-
-    pooled = rank.get("pooled") or {}
-    ks = pooled.get("k_over_u") or []
-    series = {"attack": list(zip(ks, pooled.get("attack") or []))}
-    for name, curve in (pooled.get("baselines") or {}).items():
-        series[f"baseline: {name}"] = list(zip(ks, curve))
-    chart = Markup(line_chart(series, title="Ranking attack: share of true records among the top k",
-                              xlabel="k / u (top-k as a share of the unit's records)", ylabel="match rate",
-                              ylim=(0, 1))) if ks else None
-    upto = ((rules.get("rules") or {}).get("rank_lift") or {}).get("up_to_k_over_u", 0.5)
-    lift, at, which = rank_lift(pooled, None, upto) if ks else (None, None, "")
-    units = []
-    for u in rank.get("units") or ():
-        ul, uat, uwhich = rank_lift(u, ks, upto)
-        units.append({"geo": u.get("geo"), "rows": u.get("rows"), "lift": ul if uat is not None else None,
-                      "at": uat, "baseline": uwhich})
-    units.sort(key=lambda x: -(x["lift"] if x["lift"] is not None else -1))
-    return {"chart": chart, "empty": _rank_empty(rank, pooled), "lift": lift, "at": at, "baseline": which, "upto": upto,
-            "units": units[:TOP_UNITS], "more": max(len(units) - TOP_UNITS, 0),
-            "settings": {k: v for k, v in rank.items() if k not in ("pooled", "units") and not isinstance(v, (dict, list))}}
-
-
-def _rank_empty(rank: Mapping, pooled: Mapping) -> str:
-    """Why the ranking attack shows nothing usable (no curve, or a curve flat at zero), in words; ''
-    when it does show something."""
-    attack = [a for a in pooled.get("attack") or () if a is not None]
-    if attack and max(attack) > 0:
-        return ""
-    units = [u for u in rank.get("units") or () if isinstance(u, Mapping)]
-    why = []
-    if not attack:
-        why.append("The ranking attack produced no curve: no unit could be ranked and scored.")
-    else:
-        why.append("The ranking attack put none of the true records among its guesses at any k (its curve is flat "
-                   "at zero), so it shows no risk here — and nothing to compare with the baselines.")
-    runs = [u["consistent_runs"] for u in units if isinstance(u.get("consistent_runs"), (int, float))]
-    if runs and max(runs) == 0:
-        why.append("None of its relaxed reconstructions reproduced the published tables once rounded, so its "
-                   "guesses are not datasets that fit the release.")
-    if attack:
-        why.append("A guess counts only when it matches a true record on every attribute, which is rare when a "
-                   "unit has few records and many possible values.")
-    notes = [str(n) for n in rank.get("notes") or ()] + [str(n) for u in units for n in u.get("notes") or ()]
-    if notes:
-        why.append("Notes from the attack: " + "; ".join(dict.fromkeys(notes)) + ".")
-    return " ".join(why)
-
-
-def _linear_section(linear: Mapping | None) -> dict | None:
-    if not linear:
-        return None
-    charts = []
-    sweep = linear.get("sweep") or []
-    if sweep:
-        kinds = list(dict.fromkeys(p.get("mitigation") for p in sweep))
-        base = linear.get("baseline")
-        hl = {f"baseline {base:.2f}": base} if isinstance(base, (int, float)) else {}
-        charts.append(Markup(line_chart({k: [(p["param"], p["accuracy"]) for p in sweep if p.get("mitigation") == k]
-                                         for k in kinds}, title=f"Reconstruction of {linear.get('secret', '')} "
-                                         "under each mitigation", xlabel="parameter (round r, noise scale, sample t)",
-                                         ylabel="accuracy", hlines=hl, ylim=(0, 1))))
-        if any(p.get("answer_rmse") is not None or p.get("rmse") is not None for p in sweep):
-            charts.append(Markup(line_chart({k: [(p.get("answer_rmse", p.get("rmse")), p["accuracy"]) for p in sweep
-                                                 if p.get("mitigation") == k] for k in kinds},
-                                            title="Accuracy against the error added to answers",
-                                            xlabel="answer RMSE", ylabel="accuracy", hlines=hl, ylim=(0, 1))))
-    return {"secret": linear.get("secret"), "accuracy": linear.get("accuracy"), "baseline": linear.get("baseline"),
-            "ci": linear.get("ci"), "n_rows": linear.get("n_rows"), "n_queries": linear.get("n_queries"),
-            "method": linear.get("method"), "charts": charts, "privacy": linear.get("privacy"),
-            "differences": len(linear.get("differences") or [])}
-
-
-def _flat(value: Any, limit: int = 200) -> str:
-    """A setting as text for the appendix: 'not set' for null, 'yes'/'no', 'none' for an empty list."""
-    if value is None or value == "":
-        return "not set"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, (list, tuple, dict)) and not value:
-        return "none"
-    text = value if isinstance(value, str) else json.dumps(value, default=str)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _protection_section(prot: Mapping | None) -> dict | None:
-    """protection.json of ``audit protect``: the recommendation and the re-audit before/after."""
-    if not prot:
-        return None
-    rec = prot.get("recommendation")
-    cells: list[str] = []
-    source = (rec or {}).get("cells") if isinstance(rec, Mapping) else None
-    if source is None:
-        source = {u.get("geo"): u.get("cells") for u in prot.get("units") or () if isinstance(u, Mapping)}
-    if isinstance(source, Mapping):
-        labels = prot.get("cell_labels") or {}
-        cells = [f"{geo}: {labels.get(c, c)}" for geo, cs in source.items() for c in (cs or ())]
-    elif isinstance(source, list):
-        cells = [_flat(c) for c in source]
-    totals = prot.get("totals") or {}
-    count = totals.get("cells_suppressed", (rec or {}).get("cells_suppressed") if isinstance(rec, Mapping) else None)
-    before, after = prot.get("before") or {}, prot.get("after") or {}
-    compare = []
-    for key, label in (("derived_singletons", "derived singleton claims"), ("full_records", "records fully reconstructed"),
-                       ("units_reconstructed", "units with one possible dataset"), ("undecided", "claims undecided"),
-                       ("verified", "verified claims")):
-        b, a = (before.get("summary") or {}).get(key), (after.get("summary") or {}).get(key)
-        if b is not None or a is not None:
-            compare.append((label, b, a))
-    facts = []
-    for key, label in (("round_to", "rounding base"), ("scale", "noise scale"), ("epsilon", "epsilon"),
-                       ("reason", "why not"), ("attacker_model", "attacker model")):
-        value = prot.get(key, (rec or {}).get(key) if isinstance(rec, Mapping) else None)
-        if value is not None:
-            facts.append((label, _flat(value, 400)))
-    for key, label in (("units_protected", "units protected"), ("units_not_protected", "units not protected"),
-                       ("persons_in_suppressed_cells", "records in suppressed cells")):
-        if key in totals:
-            facts.append((label, _flat(totals[key])))
-    return {"strategy": prot.get("strategy") or (rec or {}).get("strategy") if isinstance(rec, Mapping) else prot.get("strategy"),
-            "offered": rec is not None, "cells": cells[:100], "more": max(len(cells) - 100, 0),
-            "count": count if count is not None else len(cells), "before": before.get("verdict"),
-            "after": after.get("verdict"), "after_failing": [f.get("rule") for f in after.get("failing") or ()],
-            "compare": compare, "facts": facts}
-
-
-def _intervals_section(doc: Findings, cell_labels: Mapping[str, str]) -> dict | None:
-    """Per unit with hidden counts (the first DETAIL_UNITS, narrowest intervals first within a unit): the
-    least and greatest value an attacker can prove for each; None when no unit hides a count."""
-    units, skipped, total = [], 0, 0
-    for u in doc.units:
-        skipped += bool(u.get("intervals_skipped"))
-        if not u.get("intervals"):
-            continue
-        total += 1
-        if len(units) < DETAIL_UNITS:
-            cells = sorted(u["intervals"].items(), key=lambda kv: (kv[1]["hi"] - kv[1]["lo"], kv[0]))
-            units.append({"geo": u["geo"], "cells": [dict(iv, cell=k, label=cell_labels.get(k, "")) for k, iv in cells]})
-    if not total and not skipped:
-        return None
-    return {"units": units, "total": total, "more": total - len(units), "skipped": skipped}
-
-
-def _words(names: list) -> str:
-    names = [str(n) for n in names]
-    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1] if names else ""
-
-
-def _reid_section(doc: Findings) -> dict | None:
-    """The re-identification section: what an attacker who knows a person's quasi-identifiers learns."""
-    reid = doc.reidentification or {}
-    if reid.get("status") != "run":
-        return {"parts": [], "reason": reid.get("reason")} if reid else None
-    who = reid.get("attacker") or {}
-    out = {"known": _words([who.get("geography"), *who.get("quasi_identifiers", ())]),
-           "qis": _words(who.get("quasi_identifiers", ())),
-           "geography": who.get("geography"), "sensitive": _words(who.get("sensitive", ())), "parts": []}
-    for key, title in (("exact", "Exact attack (proofs)"), ("ranking", "Ranking attack (best guesses)")):
-        part = reid.get(key) or {}
-        if part.get("status") != "run":
-            out["parts"].append({"title": title, "run": False, "reason": part.get("reason") or "not run"})
-            continue
-        out.setdefault("unique", part["unique"])
-        out.setdefault("unique_sensitive", part["unique_with_sensitive"])
-        inf = part["inference"]
-        rows = [("Putative re-identifications (of all persons)", part["putative"], None),
-                ("Confirmed re-identifications (of all persons)", part["confirmed"], None),
-                ("Precision (confirmed / putative)", part["precision"], None),
-                ("Sensitive values right, all persons", inf["all"]["attack"], inf["all"]["baselines"]),
-                ("Sensitive values right, persons unlike their unit's majority", inf["unlike_majority"]["attack"],
-                 inf["unlike_majority"]["baselines"])]
-        out["parts"].append({"title": title, "run": True, "key": key, "part": part, "rows": rows,
-                             "lift": inf["unlike_majority"]["lift"], "unlike": inf["unlike_majority"]["persons"],
-                             "missing": part.get("units_not_measured", 0), "notes": part.get("notes") or []})
     return out
 
 
@@ -681,15 +260,15 @@ def context(doc: Findings, extras: Mapping[str, Mapping] | None = None, store=No
         charts["by_columns"] = Markup(bar_chart(by_cols, title="Verified singleton claims by number of attributes",
                                                 xlabel="number of attributes in the claim", ylabel="claims"))
     if n_units > 5:
-        charts["distribution"] = Markup(bar_chart(_histogram(derived), title="Units by number of derived singletons",
+        charts["distribution"] = Markup(bar_chart(histogram(derived), title="Units by number of derived singletons",
                                                   xlabel="derived singleton claims in the unit", ylabel="units"))
-    reid = _reid_section(doc)
-    protection = _protection_section(extras.get("protection"))
+    reid = reid_section(doc)
+    protection = protection_section(extras.get("protection"))
     level, parent = _parent_level(doc)
     failing = [{**f.to_json(), "example": label_cells(f.example, cell_labels)} for f in doc.failing]
     warnings = [{**f.to_json(), "example": label_cells(f.example, cell_labels)} for f in doc.warnings]
     detail = _detail(doc, rows, cell_labels, store)
-    grids = _grids(doc, gridded, rows, cell_labels)
+    grids = unit_grids(doc, gridded, rows, cell_labels)
     return {
         "doc": doc, "verdict": doc.verdict or "not evaluated", "failing": failing,
         "memo": _memo(doc, rows, reid, protection), "signoff": _signoff(doc, extras, cell_labels),
@@ -702,12 +281,12 @@ def context(doc: Findings, extras: Mapping[str, Mapping] | None = None, store=No
         "structural": sum((u.get("cells") or {}).get("structural", 0) for u in doc.units),
         "detail": detail, "claim_store": (doc.claim_store or {}).get("file"),
         "detail_limit": DETAIL_UNITS, "claims_limit": CLAIMS_PER_UNIT,
-        "schema": doc.schema or {}, "rank": _rank_section(extras.get("rank"), rules),
-        "reid": reid, "intervals": _intervals_section(doc, cell_labels),
+        "schema": doc.schema or {}, "rank": rank_section(extras.get("rank"), rules),
+        "reid": reid, "intervals": intervals_section(doc, cell_labels),
         "grids": grids,
         "evidence": {"claims": [d["geo"] for d in detail], "tables": [g["geo"] for g in (grids or {}).get("units", ())]},
         "counted": _counted(doc),
-        "linear": _linear_section(extras.get("linear")), "protection": protection,
+        "linear": linear_section(extras.get("linear")), "protection": protection,
         "appendix": _appendix(doc, extras),
     }
 
@@ -740,30 +319,30 @@ def _rule_titles() -> dict[str, str]:
 
 def _appendix(doc: Findings, extras: Mapping) -> list[tuple[str, list[tuple[str, str]]]]:
     tool = doc.tool or {}
-    sections = [("Inputs", [(k, _flat(v)) for k, v in (doc.inputs or {}).items()]),
-                ("Exact attack parameters", [(k, _flat(v)) for k, v in (doc.options or {}).items()]),
-                ("Policy", [("name", _flat((doc.rules or {}).get("name"))),
-                            ("file", _flat((doc.rules or {}).get("source")))] +
+    sections = [("Inputs", [(k, flat(v)) for k, v in (doc.inputs or {}).items()]),
+                ("Exact attack parameters", [(k, flat(v)) for k, v in (doc.options or {}).items()]),
+                ("Policy", [("name", flat((doc.rules or {}).get("name"))),
+                            ("file", flat((doc.rules or {}).get("source")))] +
                  [(k, "; ".join(f"{a} {b}" if a != "action" else str(b) for a, b in v.items() if b is not None)
-                   if isinstance(v, Mapping) else _flat(v))
+                   if isinstance(v, Mapping) else flat(v))
                   for k, v in ((doc.rules or {}).get("rules") or {}).items()]),
-                ("Versions", [(k, _flat(v)) for k, v in tool.items()] +
-                 [(k, _flat(v)) for k, v in (doc.versions or {}).items()]),
-                ("Run", [("created", _flat(doc.created)), ("run time (s)", _flat(doc.seconds)),
-                         ("seed", _flat((doc.options or {}).get("seed", "?")))] +
-                 [(k, _flat(v)) for k, v in (doc.run or {}).items()])]
+                ("Versions", [(k, flat(v)) for k, v in tool.items()] +
+                 [(k, flat(v)) for k, v in (doc.versions or {}).items()]),
+                ("Run", [("created", flat(doc.created)), ("run time (s)", flat(doc.seconds)),
+                         ("seed", flat((doc.options or {}).get("seed", "?")))] +
+                 [(k, flat(v)) for k, v in (doc.run or {}).items()])]
     published = doc.published or {}
     if published:
-        sections.insert(1, ("Published release (no microdata)", [(k, _flat(v)) for k, v in published.items()]))
+        sections.insert(1, ("Published release (no microdata)", [(k, flat(v)) for k, v in published.items()]))
         sections.insert(2, ("Not available without the microdata",
-                            [(_flat(u.get("what")), _flat(u.get("reason"))) for u in doc.unavailable or ()]))
+                            [(flat(u.get("what")), flat(u.get("reason"))) for u in doc.unavailable or ()]))
     rank = extras.get("rank") or {}
     if rank:
-        sections.append(("Ranking attack parameters", [(k, _flat(v)) for k, v in rank.items()
+        sections.append(("Ranking attack parameters", [(k, flat(v)) for k, v in rank.items()
                                                       if k not in ("pooled", "units")]))
     linear = extras.get("linear") or {}
     if linear:
-        sections.append(("Linear attack parameters", [(k, _flat(v)) for k, v in linear.items()
+        sections.append(("Linear attack parameters", [(k, flat(v)) for k, v in linear.items()
                                                      if k in ("data", "secret", "public", "n_rows", "n_queries", "seed",
                                                               "method", "sweep_settings")]))
     return sections
