@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 from audit.problem.claims import VERIFIED, candidates
-from audit.attacks.engines._explain import CellBook, Pool, hitting_set
+from audit.attacks.engines._explain import hitting_set
+from audit.attacks.engines._pool import CellBook, Pool
 from audit.attacks.engines.sat import SatEngine
 from audit.attacks.exact import ExactOptions, audit_unit, explain_targets
 from audit.findings.document import unit_json

@@ -21,21 +21,19 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import replace
-from fractions import Fraction
 from typing import Callable, Protocol, Sequence
 
 import numpy as np
 
 from ...problem.claims import Claim
 from ...errors import InternalError
-from ..implied import LinearProof, flat_mask
+from ..implied import LinearProof
 from ...problem.build import Problem
-from ...release.constraints import int_hi, int_lo
+from ._pool import CellBook, Pool
 
 UNSAT, SAT, LIMIT = "unsat", "sat", "limit"
 FREE_ROUNDS = 2  # hitting sets over all cells tried before the search is confined to a sufficient set
 CONFINED_ROUNDS = 3  # hitting sets inside it tried before it is shrunk one cell at a time
-MAX_NEAR = 20_000  # datasets near the truth seeded into a unit's pool
 EXPLAIN_BUDGET = 10.0  # default work per unit: millions of solver propagations (about 2 s of solving)
 WHOLE_SHARE = 5  # a call over every cell gets this fraction of the conflicts of a call over a few
 WORK_PER_SECOND = 5.0  # millions of propagations the explanation solver makes per CPU second, about
@@ -50,198 +48,6 @@ class Session(Protocol):
 
     def close(self) -> None:
         """Retire the claim's negation."""
-
-
-class CellBook:
-    """The published cells of a problem, evaluated on datasets given as changes to a base dataset.
-
-    ``keys`` are the cells an explanation may name (the engine's order); constraints of other cells
-    (the population, fixed by the engines) are not evaluated.
-    """
-
-    def __init__(self, problem: Problem, keys: Sequence[str], base: np.ndarray):
-        self.problem, self.keys = problem, list(keys)
-        self.bounds = np.cumsum((0,) + problem.sizes)
-        index = {k: i for i, k in enumerate(self.keys)}
-        counts = [c for c in problem.constraints if c.statistic.kind == "count" and c.key.rsplit(":", 1)[0] in index]
-        self.numeric = [(index[c.key.rsplit(":", 1)[0]], c) for c in problem.constraints
-                        if c.statistic.kind != "count" and c.key.rsplit(":", 1)[0] in index]
-        width = self.bounds[-1]
-        self.flats = np.array([flat_mask(problem, c.predicate) for c in counts], dtype=np.int64).reshape(len(counts), width)
-        self._by_atom = np.ascontiguousarray(self.flats.T.astype(bool))  # atom -> count cells whose region allows it
-        self.lo = np.array([int_lo(c.lo, c.lo_open) or 0 for c in counts], dtype=np.int64)
-        self.hi = np.array([np.iinfo(np.int32).max if c.hi is None else int_hi(c.hi, c.hi_open) for c in counts],
-                           dtype=np.int64)
-        self._cell = np.array([index[c.key.rsplit(":", 1)[0]] for c in counts], dtype=np.int64)
-        edits = np.array([flat_mask(problem, e) for e in problem.edits], dtype=np.int64).reshape(len(problem.edits), width)
-        self._edit_by_atom = np.ascontiguousarray(edits.T.astype(bool))
-        self.base = np.asarray(base, dtype=np.int64).reshape(-1, len(problem.sizes))
-        self.base_member = self.member(self.base)
-        self.base_counts = self.base_member.sum(axis=0, dtype=np.int32)
-
-    def member(self, rows: np.ndarray) -> np.ndarray:
-        """Which count cells' regions hold each row (rows x count constraints, 0/1)."""
-        return self._inside(rows, self._by_atom).astype(np.int32)
-
-    def allowed(self, rows: np.ndarray) -> np.ndarray:
-        """Which rows no structural edit forbids."""
-        return ~self._inside(rows, self._edit_by_atom).any(axis=1)
-
-    def _inside(self, rows: np.ndarray, by_atom: np.ndarray) -> np.ndarray:
-        """Which product sets (atom -> set masks) hold each row: gathers, not a matrix product (no
-        BLAS threads for a small product)."""
-        rows = np.asarray(rows).reshape(-1, len(self.bounds) - 1)
-        out = np.ones((len(rows), by_atom.shape[1]), dtype=bool)
-        for c in range(rows.shape[1]):
-            out &= by_atom[self.bounds[c] + rows[:, c]]
-        return out
-
-    def broken(self, old: np.ndarray, new: np.ndarray) -> np.ndarray:
-        """Cells broken by each dataset ``base - base[old[k]] + new[k]`` (datasets x cells, bool)."""
-        k = len(old)
-        if k == 1:  # one whole dataset
-            counts = (self.base_counts - self.base_member[old[0]].sum(axis=0) + self.member(new[0]).sum(axis=0))[None]
-        else:  # many small changes
-            counts = np.broadcast_to(self.base_counts, (k, len(self.lo))).copy()
-            for r in range(old.shape[1]):
-                counts -= self.base_member[old[:, r]]
-            for r in range(new.shape[1]):
-                counts += self.member(new[:, r])
-        out = np.zeros((k, len(self.keys)), dtype=bool)
-        data, constraint = np.nonzero((counts < self.lo) | (counts > self.hi))
-        out[data, self._cell[constraint]] = True
-        for cell, c in self.numeric:
-            out[:, cell] |= ~self._holds(c, old, new)
-        return out
-
-    def _holds(self, c, old: np.ndarray, new: np.ndarray) -> np.ndarray:
-        """Whether each dataset meets a sum, mean or median cell; each distinct value is checked once,
-        by the constraint itself."""
-        width = len(self.bounds) - 1
-        if old.shape[1] != new.shape[1]:  # datasets of another size than the base: one at a time
-            return np.array([c.holds(self.problem.value(np.vstack([np.delete(self.base, o, axis=0), n.reshape(-1, width)]), c))
-                             for o, n in zip(old, new)], dtype=bool)
-        rows = np.repeat(self.base[None], len(old), axis=0)
-        rows[np.arange(len(old))[:, None], old] = new
-        flat = flat_mask(self.problem, c.predicate).astype(bool)
-        inside = np.ones(rows.shape[:2], dtype=bool)
-        for j in range(width):
-            inside &= flat[self.bounds[j] + rows[..., j]]
-        col = self.problem.index(c.statistic.column)
-        values = np.asarray(self.problem.domains[col].values, dtype=np.int64)[rows[..., col]]
-        count = inside.sum(axis=1)
-        if c.statistic.kind == "median":  # twice the median: the middle value, or the two middle ones
-            ordered = np.sort(np.where(inside, values, np.iinfo(np.int64).max), axis=1)
-            upper = ordered[np.arange(len(rows)), np.minimum(count // 2, rows.shape[1] - 1)]
-            lower = ordered[np.arange(len(rows)), np.maximum((count - 1) // 2, 0)]
-            keys = np.column_stack([count, np.where(count > 0, lower + upper, 0)])
-            value = lambda n, t: Fraction(int(t), 2) if n else None  # noqa: E731
-        else:
-            keys = np.column_stack([count, (inside * values).sum(axis=1)])
-            value = ((lambda n, t: Fraction(int(t), int(n)) if n else None) if c.statistic.kind == "mean"
-                     else (lambda n, t: Fraction(int(t))))
-        distinct, back = np.unique(keys, axis=0, return_inverse=True)
-        return np.array([c.holds(value(n, t)) for n, t in distinct], dtype=bool)[back.ravel()]
-
-
-class Pool:
-    """Datasets that meet the edits and the population, each stored as changes to the base dataset
-    (rows of it removed, rows added), with the cells it breaks; shared by every claim of a unit."""
-
-    def __init__(self, book: CellBook):
-        self.book = book
-        self._parts: list[tuple] = []  # (broken, removed: dataset id and base row, added: dataset id and row)
-        self._size = 0
-        self._joined: tuple | None = None
-
-    def __len__(self) -> int:
-        return self._size
-
-    @property
-    def broken(self) -> np.ndarray:
-        """Cells each dataset breaks (datasets x cells)."""
-        return self._join()[0]
-
-    def _join(self) -> tuple:
-        if self._joined is None:
-            width = len(self.book.bounds) - 1
-            parts = list(zip(*self._parts)) or [[np.zeros((0, len(self.book.keys)), bool)], [np.zeros(0, np.int64)],
-                                                 [np.zeros(0, np.int64)], [np.zeros(0, np.int64)],
-                                                 [np.zeros((0, width), np.int64)]]
-            self._joined = tuple(np.concatenate(p) for p in parts)
-            self._parts = [self._joined]
-        return self._joined
-
-    def add(self, old: np.ndarray, new: np.ndarray) -> np.ndarray:
-        """Add the datasets ``base - base[old[k]] + new[k]`` that meet the edits and the population;
-        returns which were kept."""
-        old = np.asarray(old, dtype=np.int64).reshape(len(old), -1)
-        new = np.asarray(new, dtype=np.int64).reshape(len(old), -1, len(self.book.bounds) - 1)
-        lo, hi = self.book.problem.n_rows
-        size = len(self.book.base) - old.shape[1] + new.shape[1]
-        ok = self.book.allowed(new.reshape(-1, new.shape[2])).reshape(len(new), -1).all(axis=1) & (lo <= size <= hi)
-        old, new = old[ok], new[ok]
-        ids = self._size + np.arange(len(old))
-        self._parts.append((self.book.broken(old, new), np.repeat(ids, old.shape[1]), old.ravel(),
-                            np.repeat(ids, new.shape[1]), new.reshape(-1, new.shape[2])))
-        self._size += len(old)
-        self._joined = None
-        return ok
-
-    def add_dataset(self, rows: np.ndarray) -> np.ndarray | None:
-        """Add one whole dataset (a solver's model); returns the cells it breaks, or None if it breaks
-        an edit or the population."""
-        rows = np.asarray(rows, dtype=np.int64)
-        if not self.add(np.arange(len(self.book.base))[None], rows[None])[0]:
-            return None
-        return self._parts[-1][0][0]
-
-    def counts(self, claim: Claim) -> np.ndarray:
-        """The claim's count in every dataset."""
-        _, old_ids, old, new_ids, new = self._join()
-        cols = [c for c, _ in claim.assignment]
-        vals = np.array([v for _, v in claim.assignment])
-        base = self.book.base
-        gained = np.bincount(new_ids[(new[:, cols] == vals).all(axis=1)], minlength=self._size)
-        lost = np.bincount(old_ids[(base[old][:, cols] == vals).all(axis=1)], minlength=self._size)
-        return int((base[:, cols] == vals).all(axis=1).sum()) - lost + gained
-
-    def seed_near(self, limit: int = MAX_NEAR) -> None:
-        """Add the base dataset with one row changed in one or two columns, then with two rows
-        exchanging their values in one or two columns (up to ``limit`` datasets, in a fixed order)."""
-        base = self.book.base
-        if len(base) == 0:
-            return
-        rows = base[np.sort(np.unique(base, axis=0, return_index=True)[1])]
-        n, sizes = len(rows), self.book.problem.sizes
-        index = np.array([int(np.flatnonzero((base == r).all(axis=1))[0]) for r in rows])
-        subsets = [list(cs) for k in (1, 2) for cs in itertools.combinations(range(len(sizes)), k)]
-        olds, news = [], []
-        for cs in subsets:  # one row changed in every column of cs
-            grid = np.array(list(itertools.product(*(range(sizes[c]) for c in cs))), dtype=np.int64)
-            differs = (rows[:, None, cs] != grid[None]).all(axis=2)
-            i, g = np.nonzero(differs)
-            new = rows[i].copy()
-            new[:, cs] = grid[g]
-            olds.append(index[i][:, None])
-            news.append(new[:, None])
-        self._add_capped(olds, news, limit)
-        olds, news = [], []
-        i, j = np.triu_indices(n, 1)
-        for cs in subsets:  # two rows exchanging their values in every column of cs
-            pick = (rows[i][:, cs] != rows[j][:, cs]).all(axis=1)
-            a, b = rows[i[pick]].copy(), rows[j[pick]].copy()
-            a[:, cs], b[:, cs] = rows[j[pick]][:, cs], rows[i[pick]][:, cs]
-            olds.append(np.column_stack([index[i[pick]], index[j[pick]]]))
-            news.append(np.stack([a, b], axis=1))
-        self._add_capped(olds, news, limit - len(self))
-
-    def _add_capped(self, olds: list, news: list, limit: int) -> None:
-        if limit <= 0 or not olds:
-            return
-        old, new = np.concatenate(olds)[:limit], np.concatenate(news)[:limit]
-        if len(old):
-            self.add(old, new)
 
 
 def hitting_set(sets: np.ndarray, allowed: np.ndarray | None = None) -> list[int] | None:
