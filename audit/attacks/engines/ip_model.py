@@ -6,7 +6,7 @@ from fractions import Fraction
 
 from ...specs.query import Predicate
 from ...release.constraints import Constraint, int_hi as _int_hi, int_lo as _int_lo
-from .sat import integer_bounds
+from .sat_encoding import integer_bounds
 
 INF = float("inf")
 
