@@ -336,7 +336,7 @@ def _explain(engine, result: UnitResult, options: ExactOptions, linear: LinearPr
 
 
 def _explain_proved(result: UnitResult, options: ExactOptions) -> None:
-    """Explaining cells of the claims of a unit proved jointly (:class:`audit.attacks.joint.ProofCells`): the
+    """Explaining cells of the claims of a unit proved jointly (:class:`audit.attacks.joint_trace.ProofCells`): the
     cells its matching atoms' counts were derived from. Sound, not minimal."""
     why = result.problem.proof_cells
     if why is None:

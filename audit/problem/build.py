@@ -105,7 +105,7 @@ class Problem:
     truth: np.ndarray | None = field(default=None, compare=False)
     notes: tuple[str, ...] = ()
     proof: str = ""  # how the release was proved, outside this problem, to allow the true rows alone (audit.joint.with_proofs)
-    proof_cells: object = field(default=None, compare=False)  # the cells behind that proof (audit.attacks.joint.ProofCells)
+    proof_cells: object = field(default=None, compare=False)  # the cells behind that proof (audit.attacks.joint_trace.ProofCells)
     hidden: tuple[Constraint, ...] = ()  # suppressed sums, means and medians: unbounded, no constraint, asked for their intervals
 
     def __post_init__(self):
