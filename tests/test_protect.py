@@ -199,7 +199,9 @@ def test_ctrl_c_keeps_the_units_protected_so_far(tmp_path):
     sf1 = SAMPLES / "sf1"
     proc = subprocess.Popen([sys.executable, "-m", "audit", "protect", str(sf1 / "data.csv"), "-s", str(sf1 / "schema.yaml"),
                              "-t", str(sf1 / "tables.yaml"), "-o", str(tmp_path)],
-                            stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=ROOT)
+                            stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=ROOT,
+                            # Ctrl-C as at a terminal, even when the tests run in a background job (which ignores it)
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     seen, deadline = [], time.monotonic() + 300
     while time.monotonic() < deadline:
         line = proc.stderr.readline()
