@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from audit.cli import run
+from audit.findings.files import read_findings
 from audit.outputs.report import CLAIMS_PER_UNIT, render
 from audit.outputs.words import claim_text, describe_value
 
@@ -393,6 +394,12 @@ def test_block7_says_why_there_is_no_baseline(tmp_path):
     html = (tmp_path / "report.html").read_text()
     assert "no level above block" in html and "Baseline: " not in visible_text(html)
     assert "1 geographic unit ·" in visible_text(html)
+    # a hidden mean or median is named by its cell's label and statistic, as a hidden count is by its label
+    doc = read_findings(tmp_path / "findings.json")
+    labels = doc.cell_labels
+    numeric = [k for u in doc.units for k in (u.get("intervals") or {}) if k.count(":") == 2]
+    assert numeric
+    assert all(f"{labels[k.rpartition(':')[0]]} ({k.rpartition(':')[2]})" in html for k in numeric[:3])
 
 
 def test_sf1_report_in_headless_chromium(sf1_report, chromium):

@@ -153,10 +153,19 @@ def intervals_section(doc: Findings, cell_labels: Mapping[str, str]) -> dict | N
         total += 1
         if len(units) < DETAIL_UNITS:
             cells = sorted(u["intervals"].items(), key=lambda kv: (kv[1]["hi"] - kv[1]["lo"], kv[0]))
-            units.append({"geo": u["geo"], "cells": [dict(iv, cell=k, label=cell_labels.get(k, "")) for k, iv in cells]})
+            units.append({"geo": u["geo"], "cells": [dict(iv, cell=k, label=_interval_label(k, cell_labels)) for k, iv in cells]})
     if not total and not skipped:
         return None
     return {"units": units, "total": total, "more": total - len(units), "skipped": skipped}
+
+
+def _interval_label(key: str, cell_labels: Mapping[str, str]) -> str:
+    """A hidden cell's label: ``TABLE:CELL`` for a count, ``TABLE:CELL:stat`` (a sum, mean or median)
+    as the cell's label with its statistic."""
+    if key in cell_labels:
+        return cell_labels[key]
+    cell, _, stat = key.rpartition(":")
+    return f"{cell_labels[cell]} ({stat})" if cell in cell_labels else ""
 
 
 def _words(names: list) -> str:
