@@ -114,32 +114,39 @@ def published_counts(release: UnitRelease) -> dict[str, int]:
             if v.status == PUBLISHED and v.stat.kind == "count"}
 
 
-def proof_counts(problem, by_unit: dict, schema, schedule) -> dict[str, int]:
+class ProofCounts:
     """The published counts of the cells outside a jointly proved unit that its proof names: the
     coarser unit's (``TABLE:CELL``) and the other units' inside it (``BLOCK/TABLE:CELL``), so that the
-    report shows them beside the claims they explain. ``by_unit``: (level, geo) -> release."""
-    cells = getattr(problem, "proof_cells", None)
-    if cells is None:
-        return {}
-    level_of = {t.id: t.level for t in schedule.tables}
-    memo: dict = {}
-    out = {}
-    for name in cells.names:
-        rel, _, cell = name.rpartition("/")
-        if rel:
-            parts = tuple(rel.split("/"))
-            level, geo = problem.level, problem.geo[:len(problem.geo) - len(parts)] + parts
-        else:
-            level = level_of.get(cell.split(":", 1)[0])
-            if level is None or level == problem.level:
-                continue  # the unit's own cell: in its own counts
-            geo = problem.geo[:schema.geography.index(level) + 1]
-        if (level, geo) not in memo:
-            release = by_unit.get((level, geo))
-            memo[(level, geo)] = published_counts(release) if release is not None else {}
-        if cell in memo[(level, geo)]:
-            out[name] = memo[(level, geo)][cell]
-    return out
+    report shows them beside the claims they explain. ``by_unit``: (level, geo) -> release; each
+    release's counts are read once for every unit asked about."""
+
+    def __init__(self, by_unit: dict, schema, schedule):
+        self.by_unit, self.schema = by_unit, schema
+        self.level_of = {t.id: t.level for t in schedule.tables}
+        self._counts: dict = {}
+
+    def __call__(self, problem) -> dict[str, int]:
+        cells = getattr(problem, "proof_cells", None)
+        if cells is None:
+            return {}
+        out = {}
+        for name in cells.names:
+            rel, _, cell = name.rpartition("/")
+            if rel:
+                parts = tuple(rel.split("/"))
+                level, geo = problem.level, problem.geo[:len(problem.geo) - len(parts)] + parts
+            else:
+                level = self.level_of.get(cell.split(":", 1)[0])
+                if level is None or level == problem.level:
+                    continue  # the unit's own cell: in its own counts
+                geo = problem.geo[:self.schema.geography.index(level) + 1]
+            counts = self._counts.get((level, geo))
+            if counts is None:
+                release = self.by_unit.get((level, geo))
+                counts = self._counts[(level, geo)] = published_counts(release) if release is not None else {}
+            if cell in counts:
+                out[name] = counts[cell]
+        return out
 
 
 def cells_json(release: UnitRelease, outside: dict[str, int] | None = None) -> dict:
@@ -147,15 +154,14 @@ def cells_json(release: UnitRelease, outside: dict[str, int] | None = None) -> d
     (structural zeros, which no row can fall in, are neither small nor suppressed). ``_counts`` holds
     every published count until :func:`attach_cells` keeps those that explain the listed claims;
     ``_grid`` every value (:func:`grid_json`, made only for a unit :class:`GridKeeper` keeps).
-    ``outside``: counts published outside the unit that explain its claims (:func:`proof_counts`)."""
+    ``outside``: counts published outside the unit that explain its claims (:class:`ProofCounts`)."""
     out = {"values": len(release.values), "suppressed": 0, "structural": 0, "rounded": 0, "small": {},
-           "_counts": dict(outside or {}), "_grid": partial(grid_json, release)}
+           "_counts": {**(outside or {}), **published_counts(release)}, "_grid": partial(grid_json, release)}
     for v in release.values:
         protection = release.protection.get(v.cell.table)
         if v.status in (SUPPRESSED, STRUCTURAL):
             out[v.status] += 1
         elif v.status == PUBLISHED and v.stat.kind == "count":
-            out["_counts"][v.key.rsplit(":", 1)[0]] = int(v.value)
             if protection is not None and protection.round_to and protection.round_to > 1:
                 out["rounded"] += 1
             elif 1 <= v.value < SMALL_MAX:

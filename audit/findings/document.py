@@ -30,7 +30,7 @@ from ..release.constraints import UnitRelease
 from ..policy.rules import load_rules
 from ..attacks.joint import joint_proofs, with_proofs
 from .model import NOTICE, Findings, Summary  # noqa: F401 (NOTICE: read from here by attacks/extras.py)
-from .cells import AUTO_CAP_UNITS, GridKeeper, attach_cells, cells_json, grid_cap, proof_counts, tables_json
+from .cells import AUTO_CAP_UNITS, GridKeeper, ProofCounts, attach_cells, cells_json, grid_cap, tables_json
 
 LISTED = 10  # claims of each kind listed per unit (derived singletons, full records, undecided)
 LISTED_LARGE = 3  # the same in runs of more than AUTO_CAP_UNITS units
@@ -201,8 +201,8 @@ def run_exact(inputs: Inputs, options: ExactOptions, on_unit: Callable[[dict], N
     tasks = ((p, prior_rows(inputs.frame, inputs, p, cache), by_unit.get((p.level, p.geo))) for p in problems)
     units = []
 
-    outside = {(p.level, p.geo): proof_counts(p, by_unit, inputs.schema, inputs.schedule)
-               for p in problems if p.proof_cells is not None}
+    counts_of = ProofCounts(by_unit, inputs.schema, inputs.schedule)
+    outside = {(p.level, p.geo): counts_of(p) for p in problems if p.proof_cells is not None}
 
     def record(unit: dict, release: UnitRelease | None) -> None:
         if release is not None:

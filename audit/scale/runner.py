@@ -43,7 +43,7 @@ from ..attacks.reidentify import with_attacker
 from ..data.stream import DEFAULT_CHUNK_ROWS, _keys, count_units, stream_chunks
 from ..errors import AuditError, InternalError, Interrupted, OptionalDependencyMissing
 from ..findings.claimstore import store_columns
-from ..findings.cells import GridKeeper, attach_cells, cells_json, grid_cap, proof_counts
+from ..findings.cells import GridKeeper, ProofCounts, attach_cells, cells_json, grid_cap
 from ..findings.document import listing_cap, prior_rows
 from ..findings.model import Findings
 from ..inputs import Inputs, inputs_from
@@ -109,7 +109,7 @@ def _tasks(source, schema: Schema, schedule: Schedule, scale: ScaleOptions, done
             pieces = [chunk.iloc[starts[i]: starts[min(i + PIECE_UNITS, len(starts) - 1)]].reset_index(drop=True)
                       for i in range(0, len(starts) - 1, PIECE_UNITS)]
         finest_of = {r.geo: r for r in whole if r.level in finest}  # the chunk's tabulation serves the pieces
-        whole_by = {(r.level, r.geo): r for r in whole}
+        outside_of = ProofCounts({(r.level, r.geo): r for r in whole}, schema, schedule)
         for piece in pieces:
             releases = ([finest_of[g] for g in dict.fromkeys(zip(*(piece[c].astype(str) for c in finest_cols)))]
                         if coupled else tabulate(piece, schema, schedule))
@@ -117,7 +117,7 @@ def _tasks(source, schema: Schema, schedule: Schedule, scale: ScaleOptions, done
             by_unit = {(r.level, r.geo): r for r in todo}
             for problem in with_proofs(build_problems(piece, schema, schedule, todo) if todo else [], proofs):
                 release = by_unit.get((problem.level, problem.geo))
-                outside = proof_counts(problem, whole_by, schema, schedule) if problem.proof_cells is not None else None
+                outside = outside_of(problem) if problem.proof_cells is not None else None
                 yield (problem, prior_rows(chunk, light, problem, cache),
                        cells_json(release, outside) if release is not None else None)
         if coupled:
