@@ -15,7 +15,7 @@ from typing import Annotated, Optional
 import typer
 
 from . import __version__
-from .errors import AuditError, InternalError, Interrupted
+from .errors import AuditError, InternalError, Interrupted, described
 from .outputs.terminal import echo
 
 try:  # typer >= 0.20 carries its own copy of click
@@ -78,22 +78,18 @@ def run(argv: list[str] | None = None) -> int:
         if error is not None:  # None: a bare 'audit', which has printed the help
             echo(f"error: {error.line()}", err=True)
         return 2
-    except InternalError as exc:
-        if _state["debug"]:
-            raise
-        echo(f"internal error: {exc} (--debug shows the traceback)", err=True)
-        return 3
     except Interrupted as exc:  # Ctrl-C during a scaled run: the parts are intact
         echo(str(exc), err=True)
         return 130
     except typer.Abort:
         echo("Aborted!", err=True)
         return 1
-    except Exception as exc:  # an unexpected failure is a bug: exit 3, never 1 (a policy's "fail" to a CI gate)
+    except Exception as exc:  # an InternalError or an unexpected failure: a bug; exit 3, never 1 (a policy's fail)
         if _state["debug"]:
             raise
-        first = str(exc).splitlines()[0] if str(exc) else ""
-        echo(f"internal error: {InternalError(f'{type(exc).__name__}: {first}')} (--debug shows the traceback)", err=True)
+        if not isinstance(exc, InternalError):
+            exc = InternalError(described(exc))
+        echo(f"internal error: {exc} (--debug shows the traceback)", err=True)
         return 3
     return code if isinstance(code, int) else 0
 

@@ -4,6 +4,12 @@ from __future__ import annotations
 from pathlib import Path
 
 
+def described(exc: BaseException) -> str:
+    """An exception in one line: its type and the first line of its message."""
+    text = str(exc)
+    return f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}"
+
+
 class AuditError(Exception):
     """A mistake in the user's input: names where it is and how to fix it.
 

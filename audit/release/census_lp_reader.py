@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
-from ..errors import AuditError
+from ..errors import AuditError, described
 
 GEOID = (("state", 2), ("county", 3), ("tract", 6), ("block", 4))  # the Census GEOID, coarse to fine
 RACES = ("white", "black", "aian", "asian", "nhopi", "sor")
@@ -72,7 +72,7 @@ def tokens(path: str | Path, block: int = 1 << 20) -> Iterator[str]:
             if rest:
                 yield rest
     except (OSError, EOFError, UnicodeDecodeError) as exc:
-        raise AuditError(f"cannot read it ({exc.__class__.__name__}: {str(exc).splitlines()[0] if str(exc) else ''})",
+        raise AuditError(f"cannot read it ({described(exc)})",
                          str(path), "give an uncorrupted .lp or .lp.gz file (ASCII text)") from None
 
 

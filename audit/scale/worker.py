@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..attacks.exact import ExactOptions, audit_unit, unfinished
-from ..errors import AuditError, InternalError
+from ..errors import AuditError, InternalError, described
 from ..findings.document import listing_cap, unit_json
 from ..problem.build import Problem
 
@@ -117,8 +117,7 @@ def audit_task(problem: Problem, options: ExactOptions, prior: np.ndarray | None
 def error_unit(problem: Problem, options: ExactOptions, exc: BaseException, start: float | None = None,
                 limits: Limits | None = None) -> dict:
     """A unit whose task raised: status error, the exception's first line as the reason."""
-    text = str(exc).splitlines()[0] if str(exc) else ""
-    return failed_unit(problem, options, "error", f"{type(exc).__name__}: {text}", start, limits)
+    return failed_unit(problem, options, "error", described(exc), start, limits)
 
 
 def _main_thread() -> bool:
