@@ -19,14 +19,18 @@ EXPLAIN_WORK = 20_000_000  # row terms walked back per proved unit to find its c
 class ProofCells:
     """The published cells a jointly proved unit's counts were derived from, per atom row of its own tables.
 
-    ``rows`` are the unit's atom rows that the edits allow; ``cells[i]`` holds indices into ``names``
-    of the cells from which propagation fixed the count of ``rows[i]`` (both bounds), or is None when
-    walking its derivation back ran past :data:`EXPLAIN_WORK`. The unit's own and the parent's cells are
-    named ``TABLE:CELL``; another child's cells carry its geography below the parent (``1002/P12:3``).
+    ``rows`` are the unit's atom rows that the edits allow; the cells of ``rows[i]`` are
+    ``names[k]`` for ``k`` in ``index[start[i]:start[i + 1]]`` (compressed rows: a tract's 423 blocks
+    hold a few arrays each, not one per atom), the cells from which propagation fixed its count (both
+    bounds), unless ``lost[i]``: walking its derivation back ran past :data:`EXPLAIN_WORK`.
+    The unit's own and the parent's cells are named ``TABLE:CELL``; another child's cells carry its
+    geography below the parent (``1002/P12:3``).
     """
 
     rows: np.ndarray
-    cells: tuple
+    start: np.ndarray
+    index: np.ndarray
+    lost: np.ndarray
     names: tuple[str, ...]
 
     def explain(self, assignment: tuple[tuple[int, int], ...]) -> tuple[str, ...]:
@@ -35,10 +39,10 @@ class ProofCells:
         hit = np.ones(len(self.rows), dtype=bool)
         for col, atom in assignment:
             hit &= self.rows[:, col] == atom
-        parts = [self.cells[i] for i in np.flatnonzero(hit)]
-        if any(part is None for part in parts):
+        at = np.flatnonzero(hit)
+        if self.lost[at].any():
             return ()
-        ids = np.unique(np.concatenate(parts)) if parts else np.zeros(0, np.int64)
+        ids = np.unique(np.concatenate([self.index[self.start[i]:self.start[i + 1]] for i in at])) if len(at) else ()
         return tuple(sorted(self.names[i] for i in ids))
 
 
@@ -66,6 +70,7 @@ class Trace:
         self.cell = np.array(model.cell, np.int64)
         self._absent: dict[tuple[int, bool], np.ndarray] = {}
         self._killers = None
+        self._ids: dict | None = None  # cell id -> (unit, TABLE:CELL)
 
     def _events(self, var: np.ndarray, side: np.ndarray, limit: np.ndarray) -> np.ndarray:
         """The last step at or before ``limit`` that set each (variable, side); -1 where none did."""
@@ -123,21 +128,25 @@ class Trace:
 
     def cells_of(self, layer: _Layer, unit: int, rel: list[str]) -> ProofCells:
         """What explains each atom row of a proved unit (``unit``: child index, or -1 for the parent)."""
-        ids = {i: k for k, i in self.model.cells.items()}
-        budget, per_row = EXPLAIN_WORK, []
-        used: dict[int, int] = {}
-        for i in range(len(layer.space.rows)):
-            k = layer.killer[i]
-            if k >= 0:
-                got = np.array([k])
-            else:
-                var = layer.vars[np.searchsorted(layer.alive, i)]
-                found = self.walk(np.array([var]), budget) if budget > 0 else None
-                got = None if found is None else found[0]
-                budget -= EXPLAIN_WORK if found is None else found[1]
-            per_row.append(None if got is None else np.array([used.setdefault(int(c), len(used)) for c in got], np.int64))
+        if self._ids is None:
+            self._ids = {i: k for k, i in self.model.cells.items()}
+        n = len(layer.space.rows)
+        lengths, lost, walked = np.ones(n, np.int64), np.zeros(n, dtype=bool), {}
+        budget = EXPLAIN_WORK
+        for i, var in zip(layer.alive, layer.vars):  # a removed atom rests on the zero cell that removed it
+            found = self.walk(np.array([var]), budget) if budget > 0 else None
+            budget -= EXPLAIN_WORK if found is None else found[1]
+            walked[i] = np.zeros(0, np.int64) if found is None else found[0]
+            lost[i], lengths[i] = found is None, len(walked[i])
+        start = np.concatenate([[0], np.cumsum(lengths)])
+        flat = np.empty(start[-1], np.int64)
+        dead = np.flatnonzero(layer.killer >= 0)
+        flat[start[dead]] = layer.killer[dead]
+        for i, got in walked.items():
+            flat[start[i]:start[i + 1]] = got
+        used, index = np.unique(flat, return_inverse=True)
         names = []
         for c in used:
-            owner, key = ids[c]
+            owner, key = self._ids[int(c)]
             names.append(key if owner in (unit, -1) else f"{rel[owner]}/{key}")
-        return ProofCells(layer.space.rows, tuple(per_row), tuple(names))
+        return ProofCells(layer.space.rows, start, index.reshape(-1).astype(np.int32), lost, tuple(names))
