@@ -190,6 +190,20 @@ class _Model:
         self.hi.append(BIG if hi is None else hi)
         self.cell.append(cell)
 
+    def add_rows(self, row: np.ndarray, var: np.ndarray, coef: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+                 cell: np.ndarray, absent: list | None = None) -> None:
+        """Many rows at once: term ``k`` is ``coef[k] * var[k]`` in new row ``row[k]`` (0-based, sorted);
+        ``lo``, ``hi`` (BIG: none), ``cell`` and ``absent`` per new row."""
+        base = len(self.lo)
+        if absent is not None:
+            self.absent.update((base + i, x) for i, x in enumerate(absent))
+        self.r.append(np.asarray(row, np.int64) + base)
+        self.v.append(np.asarray(var, np.int64))
+        self.a.append(np.asarray(coef, np.int64))
+        self.lo.extend(int(x) for x in lo)
+        self.hi.extend(int(x) for x in hi)
+        self.cell.extend(int(x) for x in cell)
+
     def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         cat = (lambda xs: np.concatenate(xs) if xs else np.zeros(0, np.int64))
         return cat(self.r), cat(self.v), cat(self.a)
@@ -212,23 +226,25 @@ class _Space:
         self.rows, inverse = np.unique(proj, axis=0, return_inverse=True)
         self.inverse = inverse.reshape(-1)
         self.preds: dict = {}
-        self._member: dict[int, np.ndarray] = {}
+        self._members: list[np.ndarray] = []
 
     def member(self, p: int) -> np.ndarray:
-        """Which of the rows lie in predicate ``p``."""
-        got = self._member.get(p)
-        if got is None:
-            pending = [k for k in range(len(self.preds)) if k not in self._member]
-            ordered = sorted(self.preds.values(), key=lambda k: k[0])
-            flats = np.array([_flat_of(self.sizes, self.names, ordered[k][1]) for k in pending], dtype=bool
-                             ).reshape(len(pending), self.bounds[-1]).T
-            inside = np.ones((len(self.rows), len(pending)), dtype=bool)
+        """Which of the rows lie in predicate ``p`` (a mask)."""
+        out = np.zeros(len(self.rows), dtype=bool)
+        out[self.members(p + 1)[p]] = True
+        return out
+
+    def members(self, n: int) -> list[np.ndarray]:
+        """The rows inside each of the first ``n`` predicates (sorted indices), held for every unit."""
+        if len(self._members) < n:
+            ordered = sorted(self.preds.values(), key=lambda k: k[0])[len(self._members):]
+            flats = np.array([_flat_of(self.sizes, self.names, p) for _, p in ordered], dtype=bool
+                             ).reshape(len(ordered), self.bounds[-1]).T
+            inside = np.ones((len(self.rows), len(ordered)), dtype=bool)
             for c in range(len(self.sizes)):  # a row lies in a product set iff each of its atoms does
                 inside &= flats[self.bounds[c] + self.rows[:, c]]
-            for k, col in zip(pending, inside.T):
-                self._member[k] = col
-            got = self._member[p]
-        return got
+            self._members.extend(np.flatnonzero(col) for col in inside.T)
+        return self._members
 
 
 class _Layer:
@@ -240,25 +256,30 @@ class _Layer:
     def __init__(self, model: _Model, space: _Space, release: UnitRelease, unit: int, keep_zero: bool = False):
         self.model, self.space = model, space
         cells, _ = _cells(release, space.by, space.preds)
-        dead = np.zeros(len(space.rows), dtype=bool)
+        pred = np.array([c[0] for c in cells], np.int64)
+        lo = np.array([c[1] for c in cells], np.int64)
+        hi = np.array([BIG if c[2] is None else c[2] for c in cells], np.int64)
+        ids = np.array([model.cell_id(unit, c[3]) for c in cells], np.int64)
+        members = space.members(int(pred.max()) + 1 if len(pred) else 0)
+        zero = (hi <= 0) & (not keep_zero)
         self.killer = np.full(len(space.rows), -1, np.int64)
-        for p, _, hi, key in cells:
-            if hi is not None and hi <= 0 and not keep_zero:
-                newly = space.member(p) & ~dead
-                self.killer[newly] = model.cell_id(unit, key)
-                dead |= newly
+        dead = np.zeros(len(space.rows), dtype=bool)
+        if zero.any():  # each atom a zero cell covers is removed, by the first such cell
+            got, cell = _terms(members, pred[zero])
+            atoms, first = np.unique(got, return_index=True)
+            self.killer[atoms] = ids[zero][cell[first]]
+            dead[atoms] = True
         self.alive = np.flatnonzero(~dead)
         self.fine_alive = np.flatnonzero(~dead[space.inverse])  # fine rows this unit can hold
         where = np.full(len(space.rows), -1, np.int64)
         where[self.alive] = np.arange(len(self.alive))
         self.of_fine = where[space.inverse]  # fine row -> own variable (-1: none)
         self.vars = model.new(len(self.alive)) + np.arange(len(self.alive))
-        for p, lo, hi, key in cells:
-            if hi is not None and hi <= 0 and not keep_zero:
-                continue
-            var = self.vars[space.member(p)[self.alive]]
-            model.add(var, np.ones(len(var), np.int64), lo, hi, model.cell_id(unit, key),
-                      None if keep_zero else (self, p))
+        keep = ~zero
+        got, row = _terms(members, pred[keep])
+        own = where[got]
+        model.add_rows(row[own >= 0], self.vars[own[own >= 0]], np.ones(int((own >= 0).sum()), np.int64), lo[keep],
+                       hi[keep], ids[keep], None if keep_zero else [(self, int(q)) for q in pred[keep]])
 
     def link(self, f_vars: np.ndarray, f_rows: np.ndarray, top: bool = False) -> None:
         """Rows ``own[k] - sum of the fine variables inside atom k = 0`` (``top``: the fine variables are
@@ -266,10 +287,18 @@ class _Layer:
         own = self.of_fine[f_rows]
         order = np.argsort(own, kind="stable")
         edges = np.searchsorted(own[order], np.arange(len(self.alive) + 1))
-        for k in range(len(self.alive)):
-            fv = f_vars[order[edges[k]:edges[k + 1]]]
-            self.model.add(np.concatenate([[self.vars[k]], fv]), np.concatenate([[-1], np.ones(len(fv), np.int64)]), 0, 0,
-                           absent=("top", self.alive[k]) if top else None)
+        n = len(self.alive)
+        size = np.diff(edges) + 1  # the own variable, then the fine ones inside its atom
+        row = np.repeat(np.arange(n), size)
+        first = np.concatenate([[0], np.cumsum(size)[:-1]]).astype(np.int64)
+        var = np.empty(len(row), np.int64)
+        var[first] = self.vars
+        rest = np.ones(len(row), dtype=bool)
+        rest[first] = False
+        var[rest] = f_vars[order[edges[0]:edges[-1]]]
+        coef = np.where(rest, 1, -1)
+        self.model.add_rows(row, var, coef, np.zeros(n, np.int64), np.zeros(n, np.int64), np.full(n, -1, np.int64),
+                            [("top", int(a)) for a in self.alive] if top else None)
 
     def fixed(self, low: np.ndarray, up: np.ndarray) -> bool:
         return bool((low[self.vars] == up[self.vars]).all())
@@ -277,6 +306,14 @@ class _Layer:
     def histogram(self, low: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The unit's rows (atom indices of its own tables) and their proved counts."""
         return self.space.rows[self.alive], low[self.vars]
+
+def _terms(members: list[np.ndarray], preds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The rows inside each of ``preds``, concatenated, and the position in ``preds`` of each."""
+    parts = [members[q] for q in preds]
+    if not parts:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    return np.concatenate(parts), np.repeat(np.arange(len(parts)), [len(x) for x in parts])
+
 
 def _flats(sizes: tuple[int, ...], names: tuple[str, ...], preds: dict, bounds: np.ndarray) -> np.ndarray:
     """The predicates (in their index order) as flat atom masks."""

@@ -19,15 +19,19 @@ EXPLAIN_WORK = 20_000_000  # row terms walked back per proved unit to find its c
 class ProofCells:
     """The published cells a jointly proved unit's counts were derived from, per atom row of its own tables.
 
-    ``rows`` are the unit's atom rows that the edits allow; the cells of ``rows[i]`` are
-    ``names[k]`` for ``k`` in ``index[start[i]:start[i + 1]]`` (compressed rows: a tract's 423 blocks
-    hold a few arrays each, not one per atom), the cells from which propagation fixed its count (both
-    bounds), unless ``lost[i]``: walking its derivation back ran past :data:`EXPLAIN_WORK`.
-    The unit's own and the parent's cells are named ``TABLE:CELL``; another child's cells carry its
-    geography below the parent (``1002/P12:3``).
+    ``rows`` are the unit's atom rows that the edits allow (in the smallest unsigned type: the same
+    array for every block of a tract, but pickled with each block's problem). An atom the unit's zero
+    cells removed rests on the zero cell that removed it, ``names[killer[i]]``; for the others
+    (``killer[i] == -1``, listed in ``alive``), the cells from which propagation fixed the count (both
+    bounds) are ``names[k]`` for ``k`` in ``index[start[j]:start[j + 1]]`` with ``alive[j] == i``,
+    unless ``lost[j]``: walking its derivation back ran past :data:`EXPLAIN_WORK`. The unit's own and
+    the parent's cells are named ``TABLE:CELL``; another child's cells carry its geography below the
+    parent (``1002/P12:3``).
     """
 
     rows: np.ndarray
+    killer: np.ndarray
+    alive: np.ndarray
     start: np.ndarray
     index: np.ndarray
     lost: np.ndarray
@@ -40,9 +44,11 @@ class ProofCells:
         for col, atom in assignment:
             hit &= self.rows[:, col] == atom
         at = np.flatnonzero(hit)
-        if self.lost[at].any():
+        killer = self.killer[at]
+        walked = np.searchsorted(self.alive, at[killer < 0])
+        if self.lost[walked].any():
             return ()
-        ids = np.unique(np.concatenate([self.index[self.start[i]:self.start[i + 1]] for i in at])) if len(at) else ()
+        ids = np.unique(np.concatenate([killer[killer >= 0], *(self.index[self.start[j]:self.start[j + 1]] for j in walked)]))
         return tuple(sorted(self.names[i] for i in ids))
 
 
@@ -71,6 +77,7 @@ class Trace:
         self._absent: dict[tuple[int, bool], np.ndarray] = {}
         self._killers = None
         self._ids: dict | None = None  # cell id -> (unit, TABLE:CELL)
+        self._rows: dict[int, np.ndarray] = {}
 
     def _events(self, var: np.ndarray, side: np.ndarray, limit: np.ndarray) -> np.ndarray:
         """The last step at or before ``limit`` that set each (variable, side); -1 where none did."""
@@ -130,23 +137,29 @@ class Trace:
         """What explains each atom row of a proved unit (``unit``: child index, or -1 for the parent)."""
         if self._ids is None:
             self._ids = {i: k for k, i in self.model.cells.items()}
-        n = len(layer.space.rows)
-        lengths, lost, walked = np.ones(n, np.int64), np.zeros(n, dtype=bool), {}
-        budget = EXPLAIN_WORK
-        for i, var in zip(layer.alive, layer.vars):  # a removed atom rests on the zero cell that removed it
+        walked, lost, budget = [], np.zeros(len(layer.alive), dtype=bool), EXPLAIN_WORK
+        for j, var in enumerate(layer.vars):  # a removed atom rests on the zero cell that removed it
             found = self.walk(np.array([var]), budget) if budget > 0 else None
             budget -= EXPLAIN_WORK if found is None else found[1]
-            walked[i] = np.zeros(0, np.int64) if found is None else found[0]
-            lost[i], lengths[i] = found is None, len(walked[i])
-        start = np.concatenate([[0], np.cumsum(lengths)])
-        flat = np.empty(start[-1], np.int64)
-        dead = np.flatnonzero(layer.killer >= 0)
-        flat[start[dead]] = layer.killer[dead]
-        for i, got in walked.items():
-            flat[start[i]:start[i + 1]] = got
-        used, index = np.unique(flat, return_inverse=True)
+            walked.append(np.zeros(0, np.int64) if found is None else found[0])
+            lost[j] = found is None
+        dead = layer.killer >= 0
+        used, index = np.unique(np.concatenate([layer.killer[dead], *walked]), return_inverse=True)
+        index = index.reshape(-1).astype(np.int32)
+        killer = np.full(len(layer.killer), -1, np.int32)
+        killer[dead] = index[:int(dead.sum())]
+        start = np.concatenate([[0], np.cumsum([len(w) for w in walked])]).astype(np.int64)
         names = []
         for c in used:
             owner, key = self._ids[int(c)]
             names.append(key if owner in (unit, -1) else f"{rel[owner]}/{key}")
-        return ProofCells(layer.space.rows, start, index.reshape(-1).astype(np.int32), lost, tuple(names))
+        return ProofCells(self.rows_of(layer), killer, layer.alive, start, index[int(dead.sum()):], lost, tuple(names))
+
+    def rows_of(self, layer: _Layer) -> np.ndarray:
+        """The layer's atom rows in the smallest unsigned type (atoms per column are few), made once per space."""
+        got = self._rows.get(id(layer.space))
+        if got is None:
+            rows = layer.space.rows
+            kind = np.min_scalar_type(int(rows.max()) if rows.size else 0)
+            got = self._rows[id(layer.space)] = rows.astype(kind if kind.kind == "u" else np.int64)
+        return got
