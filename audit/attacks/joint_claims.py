@@ -237,7 +237,7 @@ def decide_open(problem: Problem, options: ExactOptions, start: float, why: str)
     fixed[open_atoms] = 0
     # 2. claims over fixed atoms only: verified when they sum to the claim's count
     base = table.counts(system.rows, fixed)
-    member = np.array([table.counts(system.rows[[k]]) > 0 for k in open_atoms], dtype=bool).reshape(len(open_atoms), -1)
+    member = np.array([table.counts(system.rows[[k]]) > 0 for k in open_atoms], dtype=bool).reshape(len(open_atoms), len(table.claims))
     alone = pending[~member[:, pending].any(axis=0)]
     verified = alone[base[alone] == table.m[alone]].tolist()
     pending = np.setdiff1d(pending, verified)
