@@ -40,7 +40,8 @@ class JointSystem:
 
     Each row ``lo <= sum a x <= hi`` (``hi`` = :data:`BIG`: none) is the joint row less its fixed terms;
     ``low <= x <= up`` are the open variables' propagated bounds. The unit's own histogram over ``rows``
-    (atoms of its own tables, columns ``names``) is ``base`` where ``top`` is -1, else the open variable ``top``.
+    (atoms of its own tables, columns ``names``; those fixed at 0 left out) is ``base`` where ``top`` is -1,
+    else the open variable ``top``.
     """
 
     names: tuple[str, ...]
@@ -74,8 +75,10 @@ class JointSystem:
         term = open_[v] & keep[r]
         row_id, var_id = np.cumsum(keep) - 1, np.cumsum(open_) - 1
         hi = np.where(hi >= BIG, BIG, hi - fixed)
-        return cls(names, rows, low[top_vars], np.where(open_[top_vars], var_id[top_vars], -1), row_id[r[term]],
-                   var_id[v[term]], a[term], (lo - fixed)[keep], hi[keep], low[open_], up[open_], counts_only)
+        held = open_[top_vars] | (low[top_vars] > 0)  # atoms fixed at 0 are left out: no dataset has them
+        return cls(names, rows[held], low[top_vars][held], np.where(open_[top_vars], var_id[top_vars], -1)[held],
+                   row_id[r[term]], var_id[v[term]], a[term], (lo - fixed)[keep], hi[keep], low[open_], up[open_],
+                   counts_only)
 
     @property
     def n(self) -> int:
