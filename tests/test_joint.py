@@ -364,3 +364,30 @@ def test_joint_points_are_datasets_of_the_release(tmp_path):
                 else:
                     assert point is None
     assert asked > 5
+
+
+def test_audit_run_decides_an_open_tract_past_max_rows(tmp_path):
+    """`audit run` in one process and at scale: a tract past --max-rows that propagation leaves open (its
+    cells F-senior and M-adult do not fix its sex by age) is decided over its joint model, not too large;
+    the joint system travels to workers with the problem."""
+    import pickle
+
+    from audit.findings.document import run_exact
+    from audit.inputs import load_inputs
+    from audit.scale.runner import ScaleOptions, run_scaled
+
+    (tmp_path / "schema.yaml").write_text(TRACT_SCHEMA)
+    (tmp_path / "tables.yaml").write_text("tables:\n" + "".join(f"  - {s}\n" for s in (BLOCK_TABLES[0], TRACT_TABLES[2])))
+    _frame([[("M", "a"), ("F", "s")], [("M", "c"), ("F", "c")]]).to_csv(tmp_path / "data.csv", index=False)
+    inputs = load_inputs(tmp_path / "data.csv", tmp_path / "schema.yaml", tmp_path / "tables.yaml")
+    options = ExactOptions(explain="none", max_rows=3)
+    problems = with_proofs(inputs.problems(), joint_proofs(inputs.schema, inputs.schedule, inputs.release()))
+    tract = next(p for p in problems if p.level == "tract" and p.joint is not None)
+    assert pickle.loads(pickle.dumps(tract)).joint.names == tract.joint.names
+    scaled = run_scaled(tmp_path / "data.csv", inputs.schema, inputs.schedule, options, ScaleOptions(workers=1),
+                        tmp_path / "scaled")
+    for doc in (run_exact(inputs, options), scaled):
+        unit = next(u for u in doc["units"] if u["level"] == "tract")
+        assert unit["status"] == "done" and unit["summary"]["undecided"] == 0, unit
+        assert unit["summary"]["verified"] > 0 and unit["summary"]["refuted"] > 0 and not unit["reconstructed"]
+        assert any("joint model" in n for n in unit["notes"])
