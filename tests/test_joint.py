@@ -340,7 +340,8 @@ def test_open_tract_claims_agree_with_brute_force(tmp_path):
 
 def test_joint_points_are_datasets_of_the_release(tmp_path):
     """The MIP of an open tract's joint model: asked for an open atom's count at each value some dataset
-    gives it, it finds a point whose tract histogram is one of those datasets'; at another value, none."""
+    gives it, it finds a point whose tract histogram is one of those datasets'; at another value, none;
+    and likewise below a value."""
     from audit.attacks.joint_claims import _Programs
 
     asked = 0
@@ -363,6 +364,10 @@ def test_joint_points_are_datasets_of_the_release(tmp_path):
                     asked += 1
                 else:
                     assert point is None
+                below = programs.point(c, -np.inf, value)  # one-sided, as a refutation asks
+                assert (below is None) == all(h[k] > value for h in hists)
+                assert below is None or (tuple(system.histogram(below).tolist()) in hists
+                                         and system.histogram(below)[k] <= value)
     assert asked > 5
 
 

@@ -20,7 +20,9 @@ to a fixed point. Each bound is implied by the release, so a variable with ``l =
 value in every dataset. A block whose ``g`` are all fixed has one histogram over its own tables'
 atoms -- one dataset, as a block unit counts them -- and the tract likewise with its ``t``. What
 propagation leaves open is never called unique: those units are audited on their own tables, which
-is sound since they are a relaxation of the joint release. Only count cells enter the model (sums,
+is sound since they are a relaxation of the joint release; a coarser unit too large for that has its
+claims decided over this model, reduced to what propagation left open (:mod:`audit.attacks.joint_claims`).
+Only count cells enter the model (sums,
 means and medians are left out), so it is a relaxation too, and uniqueness there holds for the release.
 A bound that crosses (``l > u``) shows the release admits no dataset: an input error.
 
