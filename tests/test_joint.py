@@ -322,7 +322,7 @@ def test_open_tract_claims_agree_with_brute_force(tmp_path):
 
     tally = {VERIFIED: 0, REFUTED: 0, UNDECIDED: 0}
     tracts = 0
-    for problem, seen in _open_tracts(tmp_path, 22, 90):
+    for problem, seen in _open_tracts(tmp_path, 22, 50):
         assert problem.joint is not None and len(problem.truth) > 1
         result = audit_unit(problem, ExactOptions(max_rows=1, explain="none"))
         assert result.status == "done" and any("joint model" in n for n in result.problem.notes)
@@ -345,7 +345,7 @@ def test_joint_points_are_datasets_of_the_release(tmp_path):
     from audit.attacks.joint_claims import _Programs
 
     asked = 0
-    for problem, seen in _open_tracts(tmp_path, 23, 30):
+    for problem, seen in _open_tracts(tmp_path, 23, 20):
         system = problem.joint
         key = {tuple(r): i for i, r in enumerate(system.rows.tolist())}
         hists = set()
