@@ -269,8 +269,8 @@ def published_problems(releases: list[UnitRelease], schema: Schema, schedule: Sc
     """
     coupled = coupled_levels(schema, schedule)
     proofs = joint_proofs(schema, schedule, releases) if coupled else {}
-    alone = [r for r in releases if r.level in coupled and max_rows is not None and (r.level, r.geo) in proofs
-             and int(proofs[(r.level, r.geo)][1][1].sum()) > max_rows]
+    alone = [r for r in releases if r.level in coupled and max_rows is not None and proofs.get((r.level, r.geo), (0, None))[1]
+             is not None and int(proofs[(r.level, r.geo)][1][1].sum()) > max_rows]
     problems = build_problems(None, schema, schedule, [r for r in releases if r.level not in coupled] + alone)
     rest = [r for r in releases if r not in alone]
     if coupled and any(r.level in coupled for r in rest):

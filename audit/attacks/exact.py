@@ -17,6 +17,7 @@ from ..problem.claims import REFUTED, UNDECIDED, VERIFIED, Claim, ClaimTable, Ve
 from .engines.histogram import HistogramEngine
 from .implied import LinearProof
 from .intervals import feasibility_intervals, hidden_cells
+from .joint_claims import decide_open
 from .reidentify import measure_exact
 from .unit import (ENUMERATION_NODES, SECONDS_PER_CLAUSE, ExactOptions, UnitResult, make_engine, too_large, unfinished,
                    unit_cost)
@@ -56,6 +57,8 @@ def audit_unit(problem: Problem, options: ExactOptions = ExactOptions(),
     cost = unit_cost(problem, options, prior_rows)
     # a unit proved outside (audit.attacks.joint) needs no search: only its claims are held, not an encoding
     reason = too_large(replace(cost, rows=0, clauses=0) if problem.proof else cost, options)
+    if reason is not None and problem.joint is not None and too_large(replace(cost, rows=0, clauses=0), options) is None:
+        return decide_open(problem, options, start, reason)  # a tract left open by the joint solve: its model decides
     if reason is not None:
         return unfinished(problem, options, "too-large", reason, start)
     result = UnitResult(problem)

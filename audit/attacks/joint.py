@@ -20,7 +20,9 @@ to a fixed point. Each bound is implied by the release, so a variable with ``l =
 value in every dataset. A block whose ``g`` are all fixed has one histogram over its own tables'
 atoms -- one dataset, as a block unit counts them -- and the tract likewise with its ``t``. What
 propagation leaves open is never called unique: those units are audited on their own tables, which
-is sound since they are a relaxation of the joint release. Only count cells enter the model (sums,
+is sound since they are a relaxation of the joint release; a coarser unit too large for that has its
+claims decided over this model, reduced to what propagation left open (:mod:`audit.attacks.joint_claims`).
+Only count cells enter the model (sums,
 means and medians are left out), so it is a relaxation too, and uniqueness there holds for the release.
 A bound that crosses (``l > u``) shows the release admits no dataset: an input error.
 
@@ -41,6 +43,7 @@ from ..release.constraints import UnitRelease, constraints_of, int_hi, int_lo
 from ..specs.schedule import Schedule
 from ..specs.schema import Schema
 from ..problem.coupled import coupled_levels, finest_level
+from .joint_claims import JointSystem
 from .joint_trace import LOW, UP, Trace
 
 MAX_PASSES = 1_000  # propagation passes before the bounds reached so far are taken as they are
@@ -63,6 +66,7 @@ class TractProof:
     explanations: tuple = field(default=(), compare=False, repr=False)  # per child: ProofCells when unique
     bounds: tuple = field(default=(), compare=False, repr=False)  # per child: its atom rows and their proved (low, up)
     parent_explanation: object = field(default=None, compare=False, repr=False)
+    system: object = field(default=None, compare=False, repr=False)  # the parent's open joint model, when not proved
 
     def summary(self) -> str:
         return (f"{sum(self.unique)} of {len(self.children)} blocks proved to have one dataset by the joint "
@@ -94,6 +98,41 @@ def prove_tract(schema: Schema, schedule: Schedule, releases: list[UnitRelease],
     proved unit also gets the cells its counts were derived from (:class:`~audit.attacks.joint_trace.ProofCells`).
     """
     start = time.perf_counter()
+    built = joint_model(schema, schedule, releases, parent, explain)
+    if built is None:  # too many atoms to hold: nothing is proved, and the units are audited on their own
+        return TractProof(parent.geo, tuple(r.geo for r in releases), (False,) * len(releases), False, 0, 0,
+                          time.perf_counter() - start, (None,) * len(releases))
+    model, blocks, top, explain = built
+    depth = list(schema.geography).index(parent.level)
+    low, up, steps = model.solve("/".join(parent.geo), trace=explain)
+    unique = tuple(b.fixed(low, up) for b in blocks)
+    hists = tuple(b.histogram(low) if ok else None for b, ok in zip(blocks, unique))
+    top_fixed = top.fixed(low, up)
+    why: tuple = (None,) * (len(releases) + 1)
+    if explain:
+        rel = ["/".join(r.geo[depth + 1:]) for r in releases]
+        trace = Trace(model, steps, blocks, top)
+        # the children only: the parent's every atom would be walked back (26,000 in an SF1 tract)
+        why = tuple(trace.cells_of(b, u, rel) if ok else None for u, (b, ok) in enumerate(zip(blocks, unique))) + (None,)
+    system = None if top_fixed else JointSystem.of(
+        top.space.names, model.arrays(), np.array(model.lo, np.int64), np.array(model.hi, np.int64), low, up, top.vars,
+        top.space.rows[top.alive], all(_counts_only(r) for r in [parent, *releases]))
+    return TractProof(parent.geo, tuple(r.geo for r in releases), unique, top_fixed, model.n_vars,
+                      len(model.lo), time.perf_counter() - start, hists, top.histogram(low) if top_fixed else None,
+                      explanations=why[:-1], parent_explanation=why[-1],
+                      bounds=tuple((b.space.rows[b.alive], low[b.vars], up[b.vars]) for b in blocks), system=system)
+
+
+def _counts_only(release: UnitRelease) -> bool:
+    """Whether every published statistic of the release is a count (the joint model holds no other)."""
+    return all(c.statistic.kind == "count" for v in release.values
+               for c in constraints_of(v, release.protection[v.cell.table]))
+
+
+def joint_model(schema: Schema, schedule: Schedule, releases: list[UnitRelease], parent: UnitRelease,
+                explain: bool = False) -> tuple[_Model, list[_Layer], _Layer, bool] | None:
+    """The joint model of ``parent`` and its children (see :func:`prove_tract`): the rows, each child's
+    layer, the parent's layer, and whether it is built to be traced; None when its support is too large."""
     geo = list(schema.geography)
     depth = geo.index(parent.level)
     child_level = releases[0].level if releases else parent.level
@@ -114,9 +153,8 @@ def prove_tract(schema: Schema, schedule: Schedule, releases: list[UnitRelease],
     explain = rows is not None
     if rows is None:
         rows = support(np.vstack([edits, zero_flats]), fb, MAX_SUPPORT)
-    if rows is None:  # too many atoms to hold: nothing is proved, and the units are audited on their own
-        return TractProof(parent.geo, tuple(r.geo for r in releases), (False,) * len(releases), False, 0, 0,
-                          time.perf_counter() - start, (None,) * len(releases))
+    if rows is None:  # too many atoms to hold
+        return None
     model = _Model()
     # one aggregate layer per block (its own tables) and one for the parent (its tables)
     block_space = _Space(rows, fine, layers[0])
@@ -129,20 +167,7 @@ def prove_tract(schema: Schema, schedule: Schedule, releases: list[UnitRelease],
     top = _Layer(model, _Space(rows, fine, layers[1]), parent, -1, keep_zero=explain)
     f_rows = np.concatenate(alive) if alive else np.zeros(0, np.int64)
     top.link(f_start + np.arange(len(f_rows)), f_rows, top=True)
-    low, up, steps = model.solve("/".join(parent.geo), trace=explain)
-    unique = tuple(b.fixed(low, up) for b in blocks)
-    hists = tuple(b.histogram(low) if ok else None for b, ok in zip(blocks, unique))
-    top_fixed = top.fixed(low, up)
-    why: tuple = (None,) * (len(releases) + 1)
-    if explain:
-        rel = ["/".join(r.geo[depth + 1:]) for r in releases]
-        trace = Trace(model, steps, blocks, top)
-        # the children only: the parent's every atom would be walked back (26,000 in an SF1 tract)
-        why = tuple(trace.cells_of(b, u, rel) if ok else None for u, (b, ok) in enumerate(zip(blocks, unique))) + (None,)
-    return TractProof(parent.geo, tuple(r.geo for r in releases), unique, top_fixed, model.n_vars,
-                      len(model.lo), time.perf_counter() - start, hists, top.histogram(low) if top_fixed else None,
-                      explanations=why[:-1], parent_explanation=why[-1],
-                      bounds=tuple((b.space.rows[b.alive], low[b.vars], up[b.vars]) for b in blocks))
+    return model, blocks, top, explain
 
 
 def _cells(release: UnitRelease, by: dict, preds: dict) -> tuple[list[tuple[int, int, int | None, str]], dict]:
@@ -373,7 +398,9 @@ def _step(steps: list, step: int, side: int, v: np.ndarray, r: np.ndarray, hit: 
 def joint_proofs(schema: Schema, schedule: Schedule, releases: list[UnitRelease], explain: bool = True
                  ) -> dict[tuple, tuple]:
     """``(level, geo) -> (note, histogram, ProofCells or None)`` for every unit that a joint solve proves to have one dataset: each unit
-    of a coarser published level with the finest-level units inside it (see :func:`prove_tract`).
+    of a coarser published level with the finest-level units inside it (see :func:`prove_tract`); and
+    ``(level, geo) -> ("", None, JointSystem)`` for a coarser unit it leaves open, whose claims
+    :func:`audit.attacks.joint_claims.decide_open` decides when the unit is too large for row slots.
 
     ``releases`` must hold every finest-level unit that has rows (a tabulation of microdata does):
     the coarser unit's cells count the rows of all of them.
@@ -396,6 +423,8 @@ def joint_proofs(schema: Schema, schedule: Schedule, releases: list[UnitRelease]
                     for g, ok, h, w in zip(proof.children, proof.unique, proof.histograms, why) if ok})
         if proof.parent_unique:
             out[(parent.level, parent.geo)] = (proof.note(), proof.parent_histogram, proof.parent_explanation)
+        elif proof.system is not None:
+            out[(parent.level, parent.geo)] = ("", None, proof.system)
     return out
 
 
@@ -408,7 +437,9 @@ def with_proofs(problems, proofs: dict[tuple, tuple]) -> list:
     out = []
     for p in problems:
         got = proofs.get((p.level, p.geo))
-        if got is not None and p.truth is not None and _same(got[1], p.truth):
+        if got is not None and got[1] is None and p.truth is not None and got[2].names == p.names:
+            p = replace(p, joint=got[2])  # left open: its claims are decided over the joint model if too large
+        elif got is not None and got[1] is not None and p.truth is not None and _same(got[1], p.truth):
             p = replace(p, proof=got[0], notes=p.notes + (got[0],), proof_cells=got[2])
         out.append(p)
     return out
@@ -424,7 +455,7 @@ def as_proved(problems, proofs: dict[tuple, tuple]) -> list:
     out = []
     for p in problems:
         got = proofs.get((p.level, p.geo))
-        if got is not None and p.truth is None and got[1][0].shape[1:] == (len(p.domains),):
+        if got is not None and got[1] is not None and p.truth is None and got[1][0].shape[1:] == (len(p.domains),):
             rows = np.repeat(got[1][0], got[1][1], axis=0)
             p = replace(p, truth=rows, n_rows=(len(rows), len(rows)), proof=got[0], notes=p.notes + (got[0],),
                         proof_cells=got[2])

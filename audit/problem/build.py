@@ -107,6 +107,7 @@ class Problem:
     proof: str = ""  # how the release was proved, outside this problem, to allow the true rows alone (audit.joint.with_proofs)
     proof_cells: object = field(default=None, compare=False)  # the cells behind that proof (audit.attacks.joint_trace.ProofCells)
     hidden: tuple[Constraint, ...] = ()  # suppressed sums, means and medians: unbounded, no constraint, asked for their intervals
+    joint: object = field(default=None, compare=False)  # a coarser unit's open joint model (audit.attacks.joint_claims.JointSystem)
 
     def __post_init__(self):
         lo, hi = self.n_rows
@@ -179,7 +180,7 @@ class Problem:
                 for group in (self.constraints, self.hidden)]
         specs = tuple(tuple((name, tuple(sorted(atoms))) for name, atoms in p.clauses) for p in preds)
         return _restore, (self.level, self.geo, self.domains, self.n_rows, specs, rows[0], self.edits, self.truth,
-                          self.notes, self.proof, self.proof_cells, rows[1])
+                          self.notes, self.proof, self.proof_cells, rows[1], self.joint)
 
 
 @lru_cache(maxsize=1 << 16)
@@ -216,12 +217,12 @@ def _interned(spec):
 
 
 def _restore(level, geo, domains, n_rows, specs, rows, edits, truth, notes, proof="", proof_cells=None,
-             hidden=()) -> Problem:
+             hidden=(), joint=None) -> Problem:
     preds = [_interned(("pred", spec)) for spec in specs]
     cons, hide = (tuple(Constraint(key, preds[i], _interned(("stat", stat)), None if lo is None else Fraction(*lo),
                                    None if hi is None else Fraction(*hi), lo_open, hi_open)
                         for key, i, stat, lo, hi, lo_open, hi_open in group) for group in (rows, hidden))
-    return Problem(level, geo, domains, n_rows, cons, edits, truth, notes, proof, proof_cells, hide)
+    return Problem(level, geo, domains, n_rows, cons, edits, truth, notes, proof, proof_cells, hide, joint)
 
 
 def _to_atoms(pred: Predicate, domains: dict[str, Domain]) -> Predicate:
