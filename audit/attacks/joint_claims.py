@@ -182,8 +182,6 @@ class _Programs:
 
     def point(self, c: np.ndarray, lo: float, hi: float) -> np.ndarray | None:
         """An integer point with ``lo <= c.x <= hi`` (HiGHS MIP within :data:`MIP_NODES`), or None."""
-        import highspy
-
         if self._mip is None:
             self._mip = self._model(integer=True)
         h = self._mip

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 if TYPE_CHECKING:
-    from .joint import _Layer, _Model
+    from .joint_model import _Layer, _Model
 
 LOW, UP = 0, 1  # the two bounds of a variable
 EXPLAIN_WORK = 20_000_000  # row terms walked back per proved unit to find its cells; past it, no cells (work, not time)
