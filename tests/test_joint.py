@@ -327,6 +327,8 @@ def test_open_tract_claims_agree_with_brute_force(tmp_path):
         result = audit_unit(problem, ExactOptions(max_rows=1, explain="none"))
         assert result.status == "done" and any("joint model" in n for n in result.problem.notes)
         status = {v.claim: v.status for v in result.verdicts}
+        histograms = {tuple(sorted(map(tuple, np.asarray(rows).tolist()))) for rows in seen}
+        assert not result.exhausted or len(histograms) == 1  # "one dataset" only when it is so
         claims = candidates(problem.truth)
         assert result.refuted == len(claims) - len(result.verdicts)  # refuted claims are counted, not listed
         for claim in claims:

@@ -280,6 +280,6 @@ def decide_open(problem: Problem, options: ExactOptions, start: float, why: str)
         if time.perf_counter() > deadline:
             result.status = "timeout"
     result.solutions = 1 + len(seen)
-    result.exhausted = not seen and not len(pending)
+    result.exhausted = not len(open_atoms)  # one histogram only when LP bounds fix every open atom of the unit
     result.seconds = time.perf_counter() - start
     return result
