@@ -67,7 +67,8 @@ def test_protect_prints_the_cells_the_tract_adds(tmp_path, capsys):
     assert run(["protect", str(tmp_path / "data.csv"), "-s", str(tmp_path / "schema.yaml"), "-t",
                 str(tmp_path / "tables.yaml"), "--rules", str(tmp_path / "rules.yaml"), "-o", str(tmp_path / "out")]) == 0
     out = capsys.readouterr().out
-    assert "t1 (tract, with its child units): protected, 2 more cells to suppress" in out and "(b2/B1:M)" in out
+    assert "t1 (tract, with its child units): protected, 2 more cells to suppress (jointly: protection_levels; before: 2 " \
+           "intervals too narrow; after: 0 intervals too narrow)" in out and "(b2/B1:M)" in out
 
 
 def _claims_tract(folder):
