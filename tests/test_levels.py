@@ -1,18 +1,18 @@
-"""Protection across geography levels: a block's hidden cell given away by its tract's table, caught by
-the coupled problem and protected jointly; checked against every dataset of the tract."""
+"""Protection across geography levels: a block's hidden cell given away, or a block's claim proved, by its
+tract's table, caught by the coupled problem and protected jointly; checked against every dataset of the tract."""
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 import yaml
-from _oracle import all_datasets
+from _oracle import all_datasets, verified_claims
 
 from audit.attacks.exact import ExactOptions
 from audit.attacks.intervals import hidden_cells
 from audit.inputs import load_inputs
 from audit.policy.rules import load_rules
-from audit.protection.levels import CoupledContext
-from audit.protection.options import ProtectOptions
+from audit.protection.levels import CoupledContext, protect_levels
+from audit.protection.options import Policy, ProtectOptions
 from audit.protection.protect import protect
 
 LEVELS = {"upper": 1, "lower": 1}
@@ -67,4 +67,60 @@ def test_protect_prints_the_cells_the_tract_adds(tmp_path, capsys):
     assert run(["protect", str(tmp_path / "data.csv"), "-s", str(tmp_path / "schema.yaml"), "-t",
                 str(tmp_path / "tables.yaml"), "--rules", str(tmp_path / "rules.yaml"), "-o", str(tmp_path / "out")]) == 0
     out = capsys.readouterr().out
-    assert "t1 (tract, with its child units): protected, 2 more cells to suppress" in out and "(b2/B1:M)" in out
+    assert "t1 (tract, with its child units): protected, 2 more cells to suppress (jointly: protection_levels; before: 2 " \
+           "intervals too narrow; after: 0 intervals too narrow)" in out and "(b2/B1:M)" in out
+
+
+def _claims_tract(folder):
+    """Tract t1: block b1 (F senior, M adult) and b2 (F adult, F child, M senior); sex and age per block
+    in two one-way tables, sex by age per tract; only derived singletons over 2 columns fail."""
+    schema = {"unit": "person", "geography": ["tract", "block"],
+              "columns": {"sex": {"type": "categorical", "values": {"M": "Male", "F": "Female"}},
+                          "age": {"type": "categorical", "values": {"c": "Child", "a": "Adult", "s": "Senior"}}}}
+    tables = {"tables": [{"id": "B1", "geography": "block", "by": ["sex"], "margins": True},
+                         {"id": "B2", "geography": "block", "by": ["age"], "margins": True},
+                         {"id": "R1", "geography": "tract", "by": ["sex", "age"], "margins": True}]}
+    (folder / "schema.yaml").write_text(yaml.safe_dump(schema))
+    (folder / "tables.yaml").write_text(yaml.safe_dump(tables))
+    (folder / "rules.yaml").write_text("name: claims\nderived_singletons: {min_columns: 2}\nundecided: {action: fail}\n")
+    rows = [("b1", "F", "s"), ("b1", "M", "a"), ("b2", "F", "a"), ("b2", "F", "c"), ("b2", "M", "s")]
+    pd.DataFrame([{"tract": "t1", "block": b, "sex": s, "age": a} for b, s, a in rows]).to_csv(folder / "data.csv", index=False)
+    return load_inputs(folder / "data.csv", folder / "schema.yaml", folder / "tables.yaml"), load_rules(folder / "rules.yaml")
+
+
+def _proved_singletons(inputs, suppress: dict) -> set[tuple]:
+    """Singleton claims over 2 or more columns besides the block, true in every dataset of the coupled
+    tract problem and stated by no published count: (column=value, ...) by name."""
+    ctx = CoupledContext(inputs, "tract", ("t1",), np.arange(len(inputs.frame)), suppress)
+    problem, _ = ctx.problem()
+    stated = {c.predicate.clauses for c in problem.constraints if c.statistic.kind == "count" and c.exact}
+    out = set()
+    for claim in verified_claims(problem, all_datasets(problem)):
+        named = tuple(sorted((problem.names[c], problem.domains[c].labels[a]) for c, a in claim.assignment))
+        clauses = tuple(sorted((problem.names[c], frozenset([a])) for c, a in claim.assignment))
+        if claim.m == 1 and sum(n != "block" for n, _ in named) >= 2 and clauses not in stated:
+            out.add(named)
+    return out
+
+
+def test_a_claim_proved_only_with_the_tract_table_is_protected_jointly(tmp_path):
+    inputs, rules = _claims_tract(tmp_path)
+    report = protect(inputs, ProtectOptions(exact=ExactOptions(explain="none")), rules, tmp_path / "out")
+    assert report["before"]["verdict"] == "pass" and report["units"] == []  # every unit passes on its own tables
+    # the tract's one child is a girl (R1) and b1 has no child (B2): b2's child is a girl
+    assert _proved_singletons(inputs, {}) == {(("age", "c"), ("block", "b2"), ("sex", "F"))}
+    joint, = report["levels"]
+    assert joint["status"] == "protected" and joint["rules"] == ["derived_singletons"]
+    assert joint["before"]["failing_claims"] >= 1 and joint["after"]["failing_claims"] == 0
+    cells = report["recommendation"]["cells"]
+    split = CoupledContext(inputs, "tract", ("t1",), np.arange(len(inputs.frame)), {}).split(joint["cells"])
+    assert {k: set(v) for k, v in cells.items()} == {k: set(v) for k, v in split.items()}
+    assert _proved_singletons(inputs, {k: frozenset(v) for k, v in cells.items()}) == set()
+    assert report["after"]["verdict"] == "pass" and report["totals"]["cells_suppressed"] == len(joint["cells"])
+
+
+def test_a_tract_past_max_rows_is_undecided_with_no_recommendation(tmp_path):
+    inputs, rules = _claims_tract(tmp_path)
+    policy = Policy.from_rules(rules)
+    entry, = protect_levels(inputs, {}, policy, ProtectOptions(exact=ExactOptions(explain="none", max_rows=4)))
+    assert entry["status"] == "undecided" and entry["failing_rules"] == ["undecided"] and entry["cells"] == []

@@ -11,9 +11,9 @@ taken over *integer* datasets, zeros included, not over a continuous relaxation.
   SAT engine closes what the node budget leaves open.
 * A **sum, mean or median** (suppressed, rounded or published as a range) has its ends found by a
   bound search on the row-slot SAT engine (:func:`value_interval`): from a dataset's value and a proved
-  outer bound, halve the gap by asking for a dataset with the value past the midpoint; each answer is
-  a dataset (checked exactly) or the solver's proof that there is none, and the last step asks for
-  any value past the best one found.
+  outer bound, first ask for any value past it (none: that end is settled), then halve the gap by
+  asking for a dataset with the value past the midpoint; each answer is a dataset (checked exactly)
+  or the solver's proof that there is none, and the last step asks for any value past the best one found.
 
 An end not settled within the budget is replaced by a proved outer bound (the relaxation's, the last
 bound the search proved, or the cell's own published range) and the interval is marked
@@ -194,12 +194,13 @@ def _search(engine, problem: Problem, c: Constraint, sense: int, best: Fraction,
             queries: int, budget: Budget) -> tuple[Fraction, bool]:
     """The greatest ``sense * value`` of ``c``'s statistic from a dataset's ``best`` and a proved ``bound``
     (``open``: the value stays below it): (that value, True), or (a proved bound, False) when the
-    budget runs out first."""
+    budget runs out first. The first call asks for any value past ``best``: a value the release pins
+    (the common case for a hidden mean or median) is settled by one call, not a halving per bit."""
     open_ = False
-    for _ in range(queries):
+    for i in range(queries):
         if best == bound and not open_:
             return best, True
-        past = bound - best <= step  # no value fits strictly between: ask for any past the best
+        past = i == 0 or bound - best <= step  # (later: no value fits strictly between) any past the best
         mid = best if past else (best + (bound - best) / 2 if c.statistic.kind != "sum" else best + -((best - bound) // 2))
         wanted = (replace(c, lo=mid, hi=None, lo_open=past, hi_open=False) if sense == 1
                   else replace(c, lo=None, hi=-mid, lo_open=False, hi_open=past))

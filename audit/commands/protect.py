@@ -65,11 +65,13 @@ def register(app: typer.Typer) -> None:
                     for cell in u["cells"]:
                         echo(f"  {labels.get(cell, cell)} ({cell})")
                 for d in report.get("levels", ()):  # a tract with its blocks (BLOCK/TABLE:CELL)
-                    echo(f"{d['geo']} ({d['level']}, with its child units): {d['status']}, {len(d['cells'])} more cells to suppress")
+                    echo(f"{d['geo']} ({d['level']}, with its child units): {d['status']}, {len(d['cells'])} more cells to "
+                         f"suppress ({_joint_note(d)})")
                     for cell in d["cells"]:
                         echo(f"  {labels.get(cell.rpartition('/')[2], cell)} ({cell})")
                 t = report["totals"]
-                echo(f"{t['cells_suppressed']} cells suppressed in {len(report['units'])} units "
+                where = sum(bool(cells) for cells in report["suppress"].values())  # blocks the tracts added to included
+                echo(f"{t['cells_suppressed']} cells suppressed in {where} units "
                            f"({t['persons_in_suppressed_cells']} persons in them)")
             elif report.get("round_to") is not None:
                 echo(f"round_to: {report['round_to']}")
@@ -85,6 +87,16 @@ def register(app: typer.Typer) -> None:
                      f"written): {out / 'protection.json'}, {out / 'findings.json'}")
         if rec is None:
             raise typer.Exit(1)
+
+
+def _joint_note(entry: dict) -> str:
+    """What a parent unit's coupled problem was held to, and what it failed before and after."""
+    def failed(summary: dict) -> str:
+        parts = [f"{summary[k]} {what}" for k, what in (("failing_claims", "failing claims"),
+                                                          ("intervals_too_narrow", "intervals too narrow")) if k in summary]
+        return ", ".join(parts) or "not attacked"
+    return (f"jointly: {', '.join(entry['rules'])}; before: {failed(entry.get('before') or {})}"
+            + (f"; after: {failed(entry['after'])}" if entry.get("after") else ""))
 
 
 def _audit_only(inputs, exact, policy, out: Path, quiet: bool) -> None:

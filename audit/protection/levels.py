@@ -7,8 +7,11 @@ be recovered from the tract table and the other blocks. The coupled problem of t
 cells restricted to its block) is what the attacker solves; :class:`CoupledContext` rebuilds it under
 a suppression pattern and presents it, with the tables of every level merged into one release, to the
 joint search of :mod:`audit.protection.secondary`. That search attacks the coupled problem exactly
-(feasibility intervals over the integers) and suppresses more cells, in the tract or in its blocks,
-until every hidden cell's interval meets the protection levels in the coupled problem too.
+(proved claims and feasibility intervals over the integers) and suppresses more cells, in the tract
+or in its blocks, until the coupled problem passes the claim rules and every hidden cell's interval
+meets the protection levels there too. A claim of the coupled problem is judged as the unit's it
+names: the block column is not counted among its columns (a claim fixing the block is that block's
+claim, one leaving it free the tract's), so the rules mean what they mean per unit.
 
 Cells of the merged release are keyed as in the coupled problem: a child's ``BLOCK/TABLE:CELL``
 (its geography below the parent), the parent's own ``TABLE:CELL``.
@@ -22,7 +25,7 @@ import numpy as np
 
 from ..inputs import Inputs
 from ..problem.build import Problem
-from ..problem.coupled import build_coupled_problems, coupled_levels
+from ..problem.coupled import build_coupled_problems, coupled_levels, finest_level
 from ..release.constraints import UnitRelease
 from ..release.tabulate import tabulate, units_of
 from .options import Policy, ProtectOptions, geo_key
@@ -38,6 +41,7 @@ class CoupledContext:
                  suppress: dict[str, frozenset]):
         self.inputs, self.level, self.geo = inputs, level, geo
         self.depth = inputs.schema.geography.index(level)
+        self.child = finest_level(inputs.schema, inputs.schedule)  # the coupled problem's child-unit column
         self.frame = inputs.frame.iloc[rows]
         self.base = {k: frozenset(v) for k, v in suppress.items()}
         self.schedule = replace(inputs.schedule, suppress={})
@@ -81,33 +85,57 @@ class CoupledContext:
         return UnitRelease(self.level, self.geo, tuple(values), protection, magnitude)
 
 
+def coupled_rules(policy: Policy) -> list[str]:
+    """The rules a coupled problem is held to: the singling-out claim rules and protection levels
+    (re-identification and attribute inference stay with the units' own problems)."""
+    return [rule for rule, on in (("derived_singletons", policy.derived is not None),
+                                  ("direct_singletons", policy.direct is not None),
+                                  ("full_records", policy.full_records),
+                                  ("reconstructed_units", policy.reconstructed),
+                                  ("protection_levels", policy.protection is not None)) if on]
+
+
+def _failing_rules(policy: Policy, status: str, after: dict) -> list[str]:
+    """What a parent unit the joint search did not protect still fails, from its last attack."""
+    if status == "undecided":
+        return ["undecided"]
+    claims = [r for r in coupled_rules(policy) if r.endswith("singletons") or r == "full_records"]
+    return ((claims if after.get("failing_claims") else [])
+            + (["reconstructed_units"] if policy.reconstructed and after.get("reconstructed") else [])
+            + (["protection_levels"] if after.get("intervals_too_narrow") else [])) or coupled_rules(policy)
+
+
 def protect_levels(inputs: Inputs, suppress: dict[str, list[str]], policy: Policy, options: ProtectOptions,
                    log: Callable[[str], None] | None = None) -> list[dict]:
     """Extend ``suppress`` (geo key -> cells, the per-unit recommendation; updated in place) until every
-    coupled problem meets the protection levels, coarser levels after finer ones; one entry per parent
-    unit (status as a unit's: pass, protected, undecided, unfixable, gave-up). Claim rules stay with the
-    units' own problems (a claim the coupled problem proves names the child as a column)."""
-    if policy.protection is None:
+    coupled problem passes the claim rules and meets the protection levels (:func:`coupled_rules`),
+    coarser levels after finer ones; one entry per parent unit (status as a unit's: pass, protected,
+    undecided, unfixable, gave-up; ``rules``: those checked, ``failing_rules`` where not protected)."""
+    rules = coupled_rules(policy)
+    if not rules:
         return []
-    levels_only = replace(policy, derived=None, direct=None, full_records=False, reconstructed=False,
-                          reidentification=None, inference=None)
+    joint_policy = replace(policy, reidentification=None, inference=None)
+    exact = options.exact
+    options = replace(options, exact=replace(exact, attacker=None, max_columns=exact.max_columns and exact.max_columns + 1))
     out = []
     for level in sorted(coupled_levels(inputs.schema, inputs.schedule), key=inputs.schema.geography.index, reverse=True):
         for geo, rows in units_of(inputs.frame, inputs.schema, level):
-            entry = {"geo": geo_key(geo), "level": level, "rows": len(rows)}
+            entry = {"geo": geo_key(geo), "level": level, "rows": len(rows), "rules": rules}
             out.append(entry)
             if len(rows) > options.exact.max_rows:  # the row-slot coupled problem is out of reach: fail closed
-                entry.update(status="undecided", cells=[], reason=f"{len(rows)} rows in the coupled problem, more "
-                             f"than --max-rows {options.exact.max_rows}: its intervals were not computed")
+                entry.update(status="undecided", cells=[], failing_rules=["undecided"], reason=f"{len(rows)} rows in "
+                             f"the coupled problem, more than --max-rows {exact.max_rows}: it was not attacked")
                 continue
             base = protected_schedule(inputs.schedule, {k: frozenset(v) for k, v in suppress.items()}).suppress or {}
             ctx = CoupledContext(inputs, level, geo, rows, base)
             if log:
                 log(f"{level} {geo_key(geo)}: protecting jointly with its child units")
-            found = joint(ctx, levels_only, options, log)
+            found = joint(ctx, joint_policy, options, log)
             entry.update(status=found.status, cells=found.cells, reason=found.reason, before=found.before,
-                         after=found.after, iterations=found.iterations)
-            if found.status in ("protected", "pass"):
+                         after=found.after, iterations=found.iterations, seconds=round(found.seconds, 3))
+            if found.status not in ("protected", "pass"):
+                entry["failing_rules"] = _failing_rules(policy, found.status, found.after)
+            else:
                 for key, cells in ctx.split(found.cells).items():
                     suppress[key] = sorted(set(suppress.get(key, ())) | cells)
     return out

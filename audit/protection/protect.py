@@ -124,10 +124,10 @@ def protect(inputs: Inputs, options: ProtectOptions, rules, out: Path,
             if u.status not in ("protected", "pass"):  # where the search stopped, by the ordinary path
                 d["failing_rules"] = _still_failing(contexts[d["geo"]], u.cells, options, rules)
         report["failing_units"] = {d["geo"]: d["failing_rules"] for d in report["units"] if "failing_rules" in d}
-        if not report["failing_units"]:  # a tract table can give a block's hidden cell away: the coupled problems
+        if not report["failing_units"]:  # a tract table can prove a block's claim or give its hidden cell away
             report["levels"] = protect_levels(inputs, suppress, policy, options, log)
-            report["failing_units"] = {d["geo"]: ["protection_levels (coupled with its child units)"]
-                                       for d in report["levels"] if d["status"] not in ("protected", "pass")}
+            report["failing_units"] = {d["geo"]: [f"{r} (coupled with its child units)" for r in d["failing_rules"]]
+                                       for d in report["levels"] if "failing_rules" in d}
         report["suppress"] = suppress
         labels = cell_labels(inputs.schedule)
         report["cell_labels"] = {k: labels.get(k, k) for cells in suppress.values() for k in cells}

@@ -224,7 +224,7 @@ def suppress_unit(ctx, policy, options, log: Callable[[str], None] | None = None
     protection levels, re-audited exactly (see the module docstring); a
     :class:`~audit.protection.unit.UnitProtection` whose ``complementary`` cells are the secondary ones."""
     start = time.perf_counter()
-    exact = replace(options.exact, explain="none")
+    exact = replace(options.exact, explain="none", intervals=options.exact.intervals and policy.protection is not None)
     claims = any(v not in (None, False) for v in (policy.derived, policy.direct, policy.full_records, policy.reconstructed,
                                                  policy.reidentification, policy.inference))
     problem, release = ctx.problem()
@@ -243,9 +243,9 @@ def suppress_unit(ctx, policy, options, log: Callable[[str], None] | None = None
         current = ctx.problem(chosen)[0] if chosen else problem
         if claims:
             result = audit_unit(current, exact)
-            bad, undecided = failing(result, policy)
+            bad, undecided = failing(result, policy, ctx.child)
             recon = policy.reconstructed and result.reconstructed
-            intervals, summary = result.intervals, _summary(result, policy)
+            intervals, summary = result.intervals, _summary(result, policy, ctx.child)
             if result.status != "done" or (undecided and policy.undecided):
                 out.status = "undecided"
                 out.reason = result.reason or f"{len(undecided)} claims undecided: no recommendation (fail closed)"
@@ -260,8 +260,9 @@ def suppress_unit(ctx, policy, options, log: Callable[[str], None] | None = None
                 out.status, out.reason = "undecided", "the feasibility intervals could not be computed"
                 break
             short = too_narrow(intervals or {}, policy.protection)
-        if not claims:
-            summary = {"hidden_counts": len(intervals or {}), "intervals_too_narrow": len({c for c, _, _ in short})}
+        if policy.protection is not None:
+            summary = {**(summary if claims else {"hidden_counts": len(intervals or {})}),
+                       "intervals_too_narrow": len({c for c, _, _ in short})}
         if not out.before:
             out.before = summary
         if not bad and not recon and not short:
