@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..problem.build import compact_atoms
+
 if TYPE_CHECKING:
     from .joint_model import _Layer, _Model
 
@@ -159,7 +161,5 @@ class Trace:
         """The layer's atom rows in the smallest unsigned type (atoms per column are few), made once per space."""
         got = self._rows.get(id(layer.space))
         if got is None:
-            rows = layer.space.rows
-            kind = np.min_scalar_type(int(rows.max()) if rows.size else 0)
-            got = self._rows[id(layer.space)] = rows.astype(kind if kind.kind == "u" else np.int64)
+            got = self._rows[id(layer.space)] = compact_atoms(layer.space.rows)
         return got

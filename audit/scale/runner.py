@@ -48,7 +48,7 @@ from ..findings.document import listing_cap, prior_rows
 from ..findings.model import Findings
 from ..inputs import Inputs, inputs_from
 from ..outputs.progress import Progress
-from ..problem.build import Problem, build_problems
+from ..problem.build import Problem, build_problems, compact_atoms
 from ..problem.coupled import build_coupled_problems, coupled_levels
 from ..release.tabulate import tabulate
 from ..specs.schedule import Schedule, load_schedule
@@ -118,7 +118,8 @@ def _tasks(source, schema: Schema, schedule: Schedule, scale: ScaleOptions, done
             for problem in with_proofs(build_problems(piece, schema, schedule, todo) if todo else [], proofs):
                 release = by_unit.get((problem.level, problem.geo))
                 outside = outside_of(problem) if problem.proof_cells is not None else None
-                yield (problem, prior_rows(chunk, light, problem, cache),
+                prior = prior_rows(chunk, light, problem, cache)
+                yield (problem, None if prior is None else compact_atoms(prior),
                        cells_json(release, outside) if release is not None else None)
         if coupled:
             parents = [r for r in whole if r.level in coupled and (r.level, "/".join(r.geo)) not in done]

@@ -92,6 +92,7 @@ def audit_task(problem: Problem, options: ExactOptions, prior: np.ndarray | None
             signal.signal(signal.SIGALRM, _on_alarm)
             signal.setitimer(signal.ITIMER_REAL, limits.hard_seconds)
         try:
+            prior = None if prior is None else prior.astype(np.int64, copy=False)  # sent compact (compact_atoms)
             return unit_json(audit_unit(problem, options, prior), None, _cap(limits), limits.header or None,
                              options.max_columns)
         finally:
