@@ -28,6 +28,7 @@ from .sat_encoding import SatEncoding
 
 DEFAULT_SOLVER = "cadical195"
 FIRST_SLICE = 1_000  # conflicts of a call's first slice when a deadline is set
+FRAME_ROWS = 20  # units up to this many rows share their frame (15 MB for 1 to 20 rows on the sf1 schema)
 
 
 def cell_of(key: str) -> str:
@@ -69,7 +70,8 @@ class SatEngine(SatEncoding, ExactEngine):
         self.sizes = [len(d) for d in problem.domains]
         self._m_cache: dict = {}
         self._y_cache: dict = {}
-        frame = _frame(self.n, tuple(self.sizes), problem.n_rows, problem.names, problem.edits, symmetry)
+        shape = (self.n, tuple(self.sizes), problem.n_rows, problem.names, problem.edits, symmetry)
+        frame = _frame(*shape) if self.n <= FRAME_ROWS else _Frame(*shape)
         self.pool = IDPool()
         self.pool.obj2id.update(frame.pool.obj2id)
         self.pool.id2obj.update(frame.pool.id2obj)
