@@ -276,10 +276,13 @@ def explain_targets(problem: Problem, verdicts: list[Verdict], mode: str) -> lis
     """
     if mode == "none":
         return []
-    picked = sorted((-len(v.claim.assignment), i) for i, v in enumerate(verdicts)
-                    if v.status == VERIFIED and not v.direct and (mode == "all" or v.claim.m == 1))
+    by_width: dict[int, list[int]] = {}  # columns -> positions, in order: no sort of every verdict
+    for i, v in enumerate(verdicts):
+        if (mode == "all" or v.claim.m == 1) and v.status == VERIFIED and not v.direct:
+            by_width.setdefault(len(v.claim.assignment), []).append(i)
+    picked = [i for width in sorted(by_width, reverse=True) for i in by_width[width]]
     if mode != "records":
-        return [i for _, i in picked]
+        return picked
     # most columns first, so a record's first singleton is its pick; done once every record that can
     # have a singleton (one not repeated in the data) has one
     truth = problem.truth
@@ -287,7 +290,7 @@ def explain_targets(problem: Problem, verdicts: list[Verdict], mode: str) -> lis
     unique = int((times == 1).sum())
     rows: dict[tuple, dict] = {}  # columns -> their values -> the record (a singleton's values are unique)
     best: dict[int, int] = {}
-    for _, i in picked:
+    for i in picked:
         assignment = verdicts[i].claim.assignment
         columns = tuple(c for c, _ in assignment)
         values = rows.get(columns)

@@ -40,6 +40,8 @@ def int_lo(lo: Fraction | None, lo_open: bool) -> int | None:
     """The smallest integer in an interval with lower end ``lo`` (None: unbounded)."""
     if lo is None:
         return None
+    if isinstance(lo, Fraction) and lo.denominator == 1:  # most ends: no Fraction arithmetic (a unit has thousands)
+        return lo.numerator + 1 if lo_open else lo.numerator
     return floor(lo) + 1 if lo_open and lo == floor(lo) else ceil(lo)
 
 
@@ -47,6 +49,8 @@ def int_hi(hi: Fraction | None, hi_open: bool) -> int | None:
     """The largest integer in an interval with upper end ``hi`` (None: unbounded)."""
     if hi is None:
         return None
+    if isinstance(hi, Fraction) and hi.denominator == 1:
+        return hi.numerator - 1 if hi_open else hi.numerator
     return ceil(hi) - 1 if hi_open and hi == ceil(hi) else floor(hi)
 
 

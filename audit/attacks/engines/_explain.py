@@ -34,7 +34,7 @@ from ._pool import CellBook, Pool
 UNSAT, SAT, LIMIT = "unsat", "sat", "limit"
 FREE_ROUNDS = 2  # hitting sets over all cells tried before the search is confined to a sufficient set
 CONFINED_ROUNDS = 3  # hitting sets inside it tried before it is shrunk one cell at a time
-EXPLAIN_BUDGET = 10.0  # default work per unit: millions of solver propagations (about 2 s of solving)
+EXPLAIN_BUDGET = 5.0  # default work per unit: millions of solver propagations (about 1 s of solving)
 WHOLE_SHARE = 5  # a call over every cell gets this fraction of the conflicts of a call over a few
 WORK_PER_SECOND = 5.0  # millions of propagations the explanation solver makes per CPU second, about
 
