@@ -54,7 +54,7 @@ from ..release.tabulate import tabulate
 from ..specs.schedule import Schedule, load_schedule
 from ..specs.schema import Schema, load_schema
 from .parts import PartWriter, finished_units, fingerprint, merge
-from .worker import Limits, audit_task, error_unit, failed_unit, init_worker
+from .worker import Limits, audit_task, error_unit, failed_unit, fewer_collections, init_worker
 
 PIECE_UNITS = 16  # units whose problems are built together
 HARD_GRACE = 30.0  # seconds past the hard limit before the parent kills a worker that has not answered
@@ -187,21 +187,22 @@ def run_scaled(source, schema: Schema, schedule: Schedule, options: ExactOptions
         if on_unit:
             on_unit(unit, finished, total)
 
-    try:
-        if scale.scheduler is not None:
-            _run_dask(tasks, options, limits, scale, record)
-        elif scale.workers == 1 and not scale.memory_mb:
-            task = scale.task or audit_task
-            for problem, prior, cells in tasks:
-                record(task(problem, options, prior, limits), cells)
-        else:
-            _run_pool(tasks, options, limits, scale, record)
-    except KeyboardInterrupt:
+    with fewer_collections():
+        try:
+            if scale.scheduler is not None:
+                _run_dask(tasks, options, limits, scale, record)
+            elif scale.workers == 1 and not scale.memory_mb:
+                task = scale.task or audit_task
+                for problem, prior, cells in tasks:
+                    record(task(problem, options, prior, limits), cells)
+            else:
+                _run_pool(tasks, options, limits, scale, record)
+        except KeyboardInterrupt:
+            writer.close()
+            raise Interrupted(finished, total, parts) from None
         writer.close()
-        raise Interrupted(finished, total, parts) from None
-    writer.close()
-    return merge(parts, schema, schedule, options, scale, data_path or _name(source), stats["rows"],
-                 time.perf_counter() - start, rules, out)
+        return merge(parts, schema, schedule, options, scale, data_path or _name(source), stats["rows"],
+                     time.perf_counter() - start, rules, out)
 
 
 def hard_limit(options: ExactOptions) -> float:
