@@ -124,3 +124,31 @@ def test_a_tract_past_max_rows_is_undecided_with_no_recommendation(tmp_path):
     policy = Policy.from_rules(rules)
     entry, = protect_levels(inputs, {}, policy, ProtectOptions(exact=ExactOptions(explain="none", max_rows=4)))
     assert entry["status"] == "undecided" and entry["failing_rules"] == ["undecided"] and entry["cells"] == []
+
+
+def test_the_audit_and_protect_count_a_coupled_claims_columns_alike(tmp_path):
+    """The block column of a coupled tract problem says where a person is, not what: a claim naming the
+    block is that block's claim over its own columns, one naming none the tract's. The audit's summary
+    (what the rules judge) and protect's failing claims count the same columns."""
+    from audit.attacks.exact import audit_unit
+    from audit.findings.document import unit_summary
+    from audit.protection.claims import failing
+
+    inputs, _ = _tract(tmp_path)
+    problem, _ = CoupledContext(inputs, "tract", ("t1",), np.arange(len(inputs.frame)), {}).problem()
+    assert problem.child == "block" and problem.n_attributes == len(problem.domains) - 1 == 1
+    block = problem.names.index("block")
+    result = audit_unit(problem, ExactOptions(explain="none"))
+    summary = unit_summary(result)
+    singles = [v for v in result.verdicts if v.status == "verified" and v.claim.m == 1]
+    assert any(len(v.claim.assignment) == 2 for v in singles)  # b1's one man: block b1 and sex M, one column
+    assert all(problem.width(v.claim.assignment) == len(v.claim.assignment) - any(c == block for c, _ in v.claim.assignment)
+               for v in singles)
+    for kind, direct in (("derived", False), ("direct", True)):
+        by_columns = {int(k): n for k, n in summary["singletons_by_columns"][kind].items()}
+        assert by_columns == {k: n for k in (0, 1) if (n := sum(problem.width(v.claim.assignment) == k
+                                                               for v in singles if v.direct == direct))}
+    bad, _ = failing(result, Policy(derived=1, direct=1))
+    assert {v.claim for v in bad} == {v.claim for v in singles if problem.width(v.claim.assignment) >= 1}
+    full = sum(v.claim.m for v in result.verdicts if v.status == "verified" and problem.width(v.claim.assignment) == 1)
+    assert summary["full_records"] == full > 0

@@ -59,14 +59,15 @@ def prior_rows(frame: pd.DataFrame, inputs: Inputs, problem: Problem, cache: dic
 
 def unit_summary(result: UnitResult) -> dict:
     """Exact counts of one unit's verdicts: what every rule evaluates."""
-    ncols = len(result.problem.domains)
+    problem = result.problem
+    ncols = problem.n_attributes
     counts = {VERIFIED: 0, UNDECIDED: 0}
     by_columns: dict[bool, dict[int, int]] = {False: {}, True: {}}  # direct? -> columns -> singletons
     full = explained = minimal = 0
     for v in result.verdicts:
         counts[v.status] = counts.get(v.status, 0) + 1
         if v.status == VERIFIED:
-            k = len(v.claim.assignment)
+            k = problem.width(v.claim.assignment)
             if v.claim.m == 1:
                 by_columns[v.direct][k] = by_columns[v.direct].get(k, 0) + 1
                 if not v.direct:
@@ -85,9 +86,9 @@ def unit_summary(result: UnitResult) -> dict:
 def listed(result: UnitResult, cap: int) -> list:
     """The claims a unit lists, most telling first (most columns, then least likely under the
     baseline): the first ``cap`` derived singletons, full records and undecided claims."""
-    ncols = len(result.problem.domains)
+    ncols = result.problem.n_attributes
     verdicts = result.verdicts
-    width = [len(v.claim.assignment) for v in verdicts]
+    width = [result.problem.width(v.claim.assignment) for v in verdicts]
     kinds: tuple[list[int], list[int], list[int]] = ([], [], [])
     for i, v in enumerate(verdicts):
         if v.status == VERIFIED:

@@ -115,6 +115,7 @@ class Problem:
     proof_cells: object = field(default=None, compare=False)  # the cells behind that proof (audit.attacks.joint_trace.ProofCells)
     hidden: tuple[Constraint, ...] = ()  # suppressed sums, means and medians: unbounded, no constraint, asked for their intervals
     joint: object = field(default=None, compare=False)  # a coarser unit's open joint model (audit.attacks.joint_claims.JointSystem)
+    child: str = ""  # a coupled problem's child-unit column (audit.problem.coupled): where a person is, not what
 
     def __post_init__(self):
         lo, hi = self.n_rows
@@ -175,6 +176,20 @@ class Problem:
             bad.append("rows")
         return bad
 
+    @cached_property
+    def _child_column(self) -> int:
+        return next((i for i, d in enumerate(self.domains) if d.name == self.child), -1) if self.child else -1
+
+    @property
+    def n_attributes(self) -> int:
+        """Columns that describe the persons: every domain but a coupled problem's child-unit column."""
+        return len(self.domains) - (self._child_column >= 0)
+
+    def width(self, assignment) -> int:
+        """How many of a claim's columns describe the persons: a claim naming one block is that block's
+        claim over its own columns, one naming none the parent's."""
+        return sum(c != self._child_column for c, _ in assignment)
+
     def describe(self, row: np.ndarray) -> dict[str, str]:
         return {d.name: d.labels[int(v)] for d, v in zip(self.domains, row)}
 
@@ -187,7 +202,7 @@ class Problem:
                 for group in (self.constraints, self.hidden)]
         specs = tuple(tuple((name, tuple(sorted(atoms))) for name, atoms in p.clauses) for p in preds)
         return _restore, (self.level, self.geo, self.domains, self.n_rows, specs, rows[0], self.edits, self.truth,
-                          self.notes, self.proof, self.proof_cells, rows[1], self.joint)
+                          self.notes, self.proof, self.proof_cells, rows[1], self.joint, self.child)
 
 
 @lru_cache(maxsize=1 << 16)
@@ -224,12 +239,12 @@ def _interned(spec):
 
 
 def _restore(level, geo, domains, n_rows, specs, rows, edits, truth, notes, proof="", proof_cells=None,
-             hidden=(), joint=None) -> Problem:
+             hidden=(), joint=None, child="") -> Problem:
     preds = [_interned(("pred", spec)) for spec in specs]
     cons, hide = (tuple(Constraint(key, preds[i], _interned(("stat", stat)), None if lo is None else Fraction(*lo),
                                    None if hi is None else Fraction(*hi), lo_open, hi_open)
                         for key, i, stat, lo, hi, lo_open, hi_open in group) for group in (rows, hidden))
-    return Problem(level, geo, domains, n_rows, cons, edits, truth, notes, proof, proof_cells, hide, joint)
+    return Problem(level, geo, domains, n_rows, cons, edits, truth, notes, proof, proof_cells, hide, joint, child)
 
 
 def _to_atoms(pred: Predicate, domains: dict[str, Domain]) -> Predicate:

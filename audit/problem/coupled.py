@@ -108,5 +108,6 @@ def build_coupled_problems(frame: pd.DataFrame | None, schema: Schema, schedule:
                 n_rows, more = population(cons, None if sub is None else len(sub), f"unit {'/'.join(parent.geo)}")
                 notes += more
             edits = tuple(_to_atoms(e.forbid, by_name) for e in schema.edits)
-            out.append(Problem(level, parent.geo, domains, n_rows, tuple(cons), edits, truth, notes, hidden=tuple(hidden)))
+            out.append(Problem(level, parent.geo, domains, n_rows, tuple(cons), edits, truth, notes, hidden=tuple(hidden),
+                               child=child_level if child_dom else ""))
     return out

@@ -15,13 +15,11 @@ from ..findings.document import unit_json
 from ..policy.checks import evaluate
 from .options import Policy, ProtectOptions, cell_of
 
-def failing(result: UnitResult, policy: Policy, child: str | None = None) -> tuple[list, list]:
-    """(failing verified verdicts, undecided verdicts) of one attacked unit under the policy. ``child``:
-    the child-unit column of a coupled problem, not counted among a claim's columns (a claim naming
-    one block is that block's claim over its own columns, one naming none the parent's)."""
-    names = result.problem.names
-    skip = names.index(child) if child is not None else None
-    ncols = len(names) - (skip is not None)
+def failing(result: UnitResult, policy: Policy) -> tuple[list, list]:
+    """(failing verified verdicts, undecided verdicts) of one attacked unit under the policy; a claim's
+    columns are those that describe the persons (:meth:`audit.problem.build.Problem.width`)."""
+    problem = result.problem
+    ncols = problem.n_attributes
     out, undecided = [], []
     for v in result.verdicts:
         if v.status == UNDECIDED:
@@ -29,7 +27,7 @@ def failing(result: UnitResult, policy: Policy, child: str | None = None) -> tup
             continue
         if v.status != VERIFIED:
             continue
-        k = sum(c != skip for c, _ in v.claim.assignment)
+        k = problem.width(v.claim.assignment)
         if ((v.claim.singleton and not v.direct and policy.derived is not None and k >= policy.derived)
                 or (v.claim.singleton and v.direct and policy.direct is not None and k >= policy.direct)
                 or (policy.full_records and k == ncols)):

@@ -25,7 +25,7 @@ import numpy as np
 
 from ..inputs import Inputs
 from ..problem.build import Problem
-from ..problem.coupled import build_coupled_problems, coupled_levels, finest_level
+from ..problem.coupled import build_coupled_problems, coupled_levels
 from ..release.constraints import UnitRelease
 from ..release.tabulate import tabulate, units_of
 from .options import Policy, ProtectOptions, geo_key
@@ -41,7 +41,6 @@ class CoupledContext:
                  suppress: dict[str, frozenset]):
         self.inputs, self.level, self.geo = inputs, level, geo
         self.depth = inputs.schema.geography.index(level)
-        self.child = finest_level(inputs.schema, inputs.schedule)  # the coupled problem's child-unit column
         self.frame = inputs.frame.iloc[rows]
         self.base = {k: frozenset(v) for k, v in suppress.items()}
         self.schedule = replace(inputs.schedule, suppress={})

@@ -243,9 +243,9 @@ def suppress_unit(ctx, policy, options, log: Callable[[str], None] | None = None
         current = ctx.problem(chosen)[0] if chosen else problem
         if claims:
             result = audit_unit(current, exact)
-            bad, undecided = failing(result, policy, ctx.child)
+            bad, undecided = failing(result, policy)
             recon = policy.reconstructed and result.reconstructed
-            intervals, summary = result.intervals, _summary(result, policy, ctx.child)
+            intervals, summary = result.intervals, _summary(result, policy)
             if result.status != "done" or (undecided and policy.undecided):
                 out.status = "undecided"
                 out.reason = result.reason or f"{len(undecided)} claims undecided: no recommendation (fail closed)"

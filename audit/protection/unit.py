@@ -51,16 +51,14 @@ class UnitProtection:
                 "before": self.before, "after": self.after, "seconds": round(self.seconds, 3)}
 
 
-def _summary(result: UnitResult, policy: Policy, child: str | None = None) -> dict:
-    bad, undecided = failing(result, policy, child)
+def _summary(result: UnitResult, policy: Policy) -> dict:
+    bad, undecided = failing(result, policy)
     return {"verified": len(result.verified), "failing_claims": len(bad), "undecided": len(undecided),
             "reconstructed": result.reconstructed, "solutions": result.solutions}
 
 
 class UnitContext:
     """One unit's rows and the level's tables: re-tabulates and rebuilds its problem under a suppression."""
-
-    child = None  # no child-unit column (see :class:`audit.protection.levels.CoupledContext`)
 
     def __init__(self, inputs: Inputs, level: str, geo: tuple[str, ...], rows: np.ndarray):
         self.inputs, self.level, self.geo = inputs, level, geo
