@@ -27,6 +27,7 @@ import pandas as pd
 
 from .release import census_lp, census_lp_reader
 from .attacks.joint import as_proved, joint_proofs
+from .attacks.joint_claims import MIP_NODES, a_dataset
 from .problem.coupled import build_coupled_problems, coupled_levels
 from .errors import AuditError, InconsistentRelease
 from .attacks.exact import ExactOptions, UnitResult, audit_unit, make_engine
@@ -269,8 +270,23 @@ def published_problems(releases: list[UnitRelease], schema: Schema, schedule: Sc
     """
     coupled = coupled_levels(schema, schedule)
     proofs = joint_proofs(schema, schedule, releases) if coupled else {}
-    alone = [r for r in releases if r.level in coupled and max_rows is not None and proofs.get((r.level, r.geo), (0, None))[1]
-             is not None and int(proofs[(r.level, r.geo)][1][1].sum()) > max_rows]
+
+    def persons(r: UnitRelease) -> int:
+        """A coarser unit's persons: its proved histogram's, else at most its own tables' total."""
+        got = proofs.get((r.level, r.geo))
+        if got is None:
+            return 0
+        if got[1] is not None:
+            return int(got[1][1].sum())
+        try:
+            return build_problems(None, schema, schedule, [r])[0].n_rows[1]
+        except InconsistentRelease:
+            raise
+        except AuditError:  # no total of its own: the coupled problem counts it from its children's
+            return 0
+
+    # proved, or left open by the joint solve (then decided over the joint model): its own tables' problem
+    alone = [r for r in releases if r.level in coupled and max_rows is not None and persons(r) > max_rows]
     problems = build_problems(None, schema, schedule, [r for r in releases if r.level not in coupled] + alone)
     rest = [r for r in releases if r not in alone]
     if coupled and any(r.level in coupled for r in rest):
@@ -327,12 +343,18 @@ def attack_unit(problem: Problem, options: ExactOptions = ExactOptions()) -> Uni
         result.problem = replace(problem, truth=None)
         result.seconds = time.perf_counter() - start
         return result
-    if problem.n_rows[1] > options.max_rows:
+    if problem.n_rows[1] > options.max_rows and problem.joint is not None:  # a coarser unit the joint solve left open
+        first, engine = a_dataset(problem.joint, options.seed, options.unit_seconds), None
+        if first is None:
+            return _undecided(problem, "timeout", f"no dataset of the joint model found within {MIP_NODES:,} MIP nodes "
+                              f"or --unit-seconds {options.unit_seconds:g}", start)
+    elif problem.n_rows[1] > options.max_rows:
         return _undecided(problem, "too-large", f"{problem.n_rows[1]} rows > --max-rows {options.max_rows}", start)
-    try:
-        first, engine = first_dataset(problem, options)
-    except TimeoutError as err:
-        return _undecided(problem, "timeout", f"no consistent dataset found within the budget ({err})", start)
+    else:
+        try:
+            first, engine = first_dataset(problem, options)
+        except TimeoutError as err:
+            return _undecided(problem, "timeout", f"no consistent dataset found within the budget ({err})", start)
     if first is None:
         raise InconsistentRelease(f"no dataset reproduces the published values: conflicting cells "
                                   f"{engine.conflicting_cells()}", f"unit {'/'.join(problem.geo)}",

@@ -398,3 +398,37 @@ def test_audit_run_decides_an_open_tract_past_max_rows(tmp_path):
         assert unit["status"] == "done" and unit["summary"]["undecided"] == 0, unit
         assert unit["summary"]["verified"] > 0 and unit["summary"]["refuted"] > 0 and not unit["reconstructed"]
         assert any("joint model" in n for n in unit["notes"])
+
+
+def test_a_published_open_tract_past_max_rows_is_decided_as_from_microdata(tmp_path):
+    """`audit run --published`, no microdata: a tract past --max-rows that propagation leaves open takes a
+    dataset of its joint model as its first candidate and is decided over that model, with the same
+    verified claims as the microdata audit (a claim true in every dataset is true in any one), not too large."""
+    from audit.attacks.joint_claims import a_dataset
+    from audit.published import attack_unit, published_problems, run_published
+    from audit.release.tabulate import release_frame
+
+    (tmp_path / "schema.yaml").write_text(TRACT_SCHEMA)
+    tract = "{id: T4, geography: tract, cells: [{id: total, where: {}}, {id: f, where: {sex: [F]}}, {id: s, where: {age: [s]}}]}"
+    (tmp_path / "tables.yaml").write_text("tables:\n" + "".join(f"  - {s}\n" for s in (BLOCK_TABLES[0], tract)))
+    schema = load_schema(tmp_path / "schema.yaml")
+    schedule = load_schedule(tmp_path / "tables.yaml", schema)
+    frame = _frame([[("M", "a"), ("F", "s")], [("M", "c"), ("F", "c")]])
+    releases = tabulate(frame, schema, schedule)
+    options = ExactOptions(explain="none", max_rows=3)
+    truth = with_proofs(build_problems(frame, schema, schedule, [r for r in releases if r.level == "tract"]),
+                        joint_proofs(schema, schedule, releases))[0]
+    mine = audit_unit(truth, options)
+    assert mine.status == "done" and mine.refuted > 0
+    blind = next(p for p in published_problems(releases, schema, schedule, options.max_rows) if p.level == "tract")
+    assert blind.truth is None and blind.joint is not None and blind.n_rows[1] > options.max_rows
+    first = a_dataset(blind.joint, 0, 10.0)
+    assert first is not None and not blind.violations(first)  # a dataset of the tract's own release
+    result = attack_unit(blind, options)
+    assert result.status == "done" and result.problem.truth is None
+    assert {v.claim for v in result.verified} == {v.claim for v in mine.verified}
+    assert not [v for v in result.verdicts if v.status == "undecided"]
+    release_frame(releases, schema).to_csv(tmp_path / "release.csv", index=False)
+    doc = run_published(tmp_path / "release.csv", tmp_path / "schema.yaml", tmp_path / "tables.yaml", options)
+    unit = next(u for u in doc["units"] if u["level"] == "tract")
+    assert unit["status"] == "done" and unit["summary"]["undecided"] == 0 and unit["summary"]["verified"] == len(mine.verified)

@@ -214,11 +214,15 @@ def as_proved(problems, proofs: dict[tuple, tuple]) -> list:
 
     Sound without the truth: the proof shows every dataset that reproduces the published values has
     this histogram over the unit's own tables' atoms, so the claims true in it are the verified ones.
+    A unit left open carries its joint model instead (:func:`audit.published.attack_unit` draws its
+    first dataset from it).
     """
     out = []
     for p in problems:
         got = proofs.get((p.level, p.geo))
-        if got is not None and got[1] is not None and p.truth is None and got[1][0].shape[1:] == (len(p.domains),):
+        if got is not None and got[1] is None and p.truth is None and got[2].names == p.names:
+            p = replace(p, joint=got[2])  # left open: a dataset of its joint model is its first candidate
+        elif got is not None and got[1] is not None and p.truth is None and got[1][0].shape[1:] == (len(p.domains),):
             rows = np.repeat(got[1][0], got[1][1], axis=0)
             p = replace(p, truth=rows, n_rows=(len(rows), len(rows)), proof=got[0], notes=p.notes + (got[0],),
                         proof_cells=got[2])

@@ -196,6 +196,13 @@ class _Programs:
             h.deleteRows(1, np.array([h.getNumRow() - 1], dtype=np.int32))
 
 
+def a_dataset(system: JointSystem, seed: int, seconds: float) -> np.ndarray | None:
+    """The unit's rows in one integer dataset of its joint model (HiGHS MIP, checked exactly), or None when
+    none is found within :data:`MIP_NODES` nodes or ``seconds``: the first candidate of a published release."""
+    x = _Programs(system, seed, time.perf_counter() + seconds).point(np.zeros(system.n, np.int64), -np.inf, np.inf)
+    return None if x is None else np.repeat(system.rows, system.histogram(x), axis=0)
+
+
 def decide_open(problem: Problem, options: ExactOptions, start: float, why: str) -> UnitResult:
     """Every claim true in ``problem.truth``, decided over its joint system (``problem.joint``), see the module.
 
