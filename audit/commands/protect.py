@@ -7,6 +7,7 @@ from typing import Annotated, Optional
 import typer
 
 from ..attacks.exact import ExactOptions
+from ..protection.options import PROTECT_EXPLAIN_BUDGET
 from ..protection.protect import ProtectInterrupted, ProtectOptions, audit_pattern, protect as run_protect
 from ..policy.rules import load_rules
 from ..outputs.terminal import echo
@@ -41,7 +42,7 @@ def register(app: typer.Typer) -> None:
         inputs = inputs_from(data, schema, tables)
         policy = load_rules(rules)
         exact = ExactOptions(max_columns=max_columns, seed=seed, conflicts=conflicts, unit_seconds=unit_seconds,
-                             max_rows=max_rows)
+                             max_rows=max_rows, explain_budget=PROTECT_EXPLAIN_BUDGET)
         if audit_only:
             _audit_only(inputs, exact, policy, out, quiet)
             return
