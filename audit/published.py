@@ -270,24 +270,27 @@ def published_problems(releases: list[UnitRelease], schema: Schema, schedule: Sc
     """
     coupled = coupled_levels(schema, schedule)
     proofs = joint_proofs(schema, schedule, releases) if coupled else {}
+    problems = build_problems(None, schema, schedule, [r for r in releases if r.level not in coupled])
+    geo = list(schema.geography)
+    sums: dict[tuple, tuple[int, int]] = {}  # a coarser unit's rows from its children's totals (SF1's PCT12 has none)
+    for p in problems:
+        for lv in coupled:
+            key = p.geo[: geo.index(lv) + 1]
+            lo, hi = sums.get(key, (0, 0))
+            sums[key] = (lo + p.n_rows[0], hi + p.n_rows[1])
 
     def persons(r: UnitRelease) -> int:
-        """A coarser unit's persons: its proved histogram's, else at most its own tables' total."""
+        """A coarser unit's persons: its proved histogram's, else at most its own tables' total or its children's."""
         got = proofs.get((r.level, r.geo))
         if got is None:
             return 0
         if got[1] is not None:
             return int(got[1][1].sum())
-        try:
-            return build_problems(None, schema, schedule, [r])[0].n_rows[1]
-        except InconsistentRelease:
-            raise
-        except AuditError:  # no total of its own: the coupled problem counts it from its children's
-            return 0
+        return build_problems(None, schema, schedule, [r], sums)[0].n_rows[1]
 
     # proved, or left open by the joint solve (then decided over the joint model): its own tables' problem
     alone = [r for r in releases if r.level in coupled and max_rows is not None and persons(r) > max_rows]
-    problems = build_problems(None, schema, schedule, [r for r in releases if r.level not in coupled] + alone)
+    problems += build_problems(None, schema, schedule, alone, sums)
     rest = [r for r in releases if r not in alone]
     if coupled and any(r.level in coupled for r in rest):
         problems += build_coupled_problems(None, schema, schedule, rest, coupled)

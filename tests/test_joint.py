@@ -400,16 +400,19 @@ def test_audit_run_decides_an_open_tract_past_max_rows(tmp_path):
         assert any("joint model" in n for n in unit["notes"])
 
 
-def test_a_published_open_tract_past_max_rows_is_decided_as_from_microdata(tmp_path):
+@pytest.mark.parametrize("total", [True, False])
+def test_a_published_open_tract_past_max_rows_is_decided_as_from_microdata(tmp_path, total):
     """`audit run --published`, no microdata: a tract past --max-rows that propagation leaves open takes a
     dataset of its joint model as its first candidate and is decided over that model, with the same
-    verified claims as the microdata audit (a claim true in every dataset is true in any one), not too large."""
+    verified claims as the microdata audit (a claim true in every dataset is true in any one), not too large.
+    Without a total of its own (as SF1's PCT12), its blocks' published totals give its population."""
     from audit.attacks.joint_claims import a_dataset
     from audit.published import attack_unit, published_problems, run_published
     from audit.release.tabulate import release_frame
 
     (tmp_path / "schema.yaml").write_text(TRACT_SCHEMA)
-    tract = "{id: T4, geography: tract, cells: [{id: total, where: {}}, {id: f, where: {sex: [F]}}, {id: s, where: {age: [s]}}]}"
+    tract = ("{id: T4, geography: tract, cells: [" + ("{id: total, where: {}}, " if total else "")
+             + "{id: f, where: {sex: [F]}}, {id: s, where: {age: [s]}}]}")
     (tmp_path / "tables.yaml").write_text("tables:\n" + "".join(f"  - {s}\n" for s in (BLOCK_TABLES[0], tract)))
     schema = load_schema(tmp_path / "schema.yaml")
     schedule = load_schedule(tmp_path / "tables.yaml", schema)
@@ -421,7 +424,8 @@ def test_a_published_open_tract_past_max_rows_is_decided_as_from_microdata(tmp_p
     mine = audit_unit(truth, options)
     assert mine.status == "done" and mine.refuted > 0
     blind = next(p for p in published_problems(releases, schema, schedule, options.max_rows) if p.level == "tract")
-    assert blind.truth is None and blind.joint is not None and blind.n_rows[1] > options.max_rows
+    assert blind.truth is None and blind.joint is not None and blind.n_rows == (4, 4) and 4 > options.max_rows
+    assert total or "child units' published totals give 4 rows" in blind.notes[-1]
     first = a_dataset(blind.joint, 0, 10.0)
     assert first is not None and not blind.violations(first)  # a dataset of the tract's own release
     result = attack_unit(blind, options)

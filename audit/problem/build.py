@@ -258,10 +258,12 @@ def _to_atoms(pred: Predicate, domains: dict[str, Domain]) -> Predicate:
     return Predicate.of(clauses)
 
 
-def population(cons: list[Constraint], known: int | None, where: str) -> tuple[tuple[int, int], tuple[str, ...]]:
+def population(cons: list[Constraint], known: int | None, where: str, children: tuple[int, int] | None = None
+               ) -> tuple[tuple[int, int], tuple[str, ...]]:
     """A unit's number of rows and a note: its published exact total; else the defender's own count
-    (``known``, from the microdata); else, for a published release alone, the range of a total published
-    as an interval (rounded or suppressed with a bound)."""
+    (``known``, from the microdata); else, for a published release alone, its child units' published
+    totals summed (``children``), or the range of a total published as an interval (rounded or
+    suppressed with a bound)."""
     totals = [c for c in cons if c.statistic.kind == "count" and not c.predicate.clauses]
     exact = [c for c in totals if c.exact]
     if exact:
@@ -270,6 +272,9 @@ def population(cons: list[Constraint], known: int | None, where: str) -> tuple[t
     if known is not None:
         return (known, known), ("no total is published: the attacker is assumed to know the unit's population "
                                 "(as when totals are held invariant)",)
+    if children is not None:
+        return children, (f"no total of its own is published: its child units' published totals give "
+                          f"{children[0]}{'' if children[0] == children[1] else f' to {children[1]}'} rows",)
     ranges = [(max(int_lo(c.lo, c.lo_open) or 0, 0), int_hi(c.hi, c.hi_open)) for c in totals if c.hi is not None]
     if ranges:
         lo, hi = max(r[0] for r in ranges), min(r[1] for r in ranges)
@@ -290,9 +295,10 @@ def hidden_value(value: Value) -> list[Constraint]:
 
 
 def build_problems(frame: pd.DataFrame | None, schema: Schema, schedule: Schedule,
-                   releases: list[UnitRelease]) -> list[Problem]:
+                   releases: list[UnitRelease], populations: dict | None = None) -> list[Problem]:
     """One problem per published unit, holding the defender's true rows for generate-then-verify
-    (``frame`` None: a published release alone, no true rows)."""
+    (``frame`` None: a published release alone, no true rows). ``populations``: geo -> (lo, hi) rows of
+    units that publish no total of their own but whose child units' totals give it."""
     problems = []
     for level in (lv for lv in schedule.levels if any(r.level == lv for r in releases)):
         domains = cell_domains(schema, [c for t in schedule.tables if t.level == level for c in t.cells])
@@ -317,7 +323,7 @@ def build_problems(frame: pd.DataFrame | None, schema: Schema, schedule: Schedul
                         if pred is None:
                             pred = atoms_of[c.predicate] = _to_atoms(c.predicate, by_name)
                         group.append(Constraint(c.key, pred, c.statistic, c.lo, c.hi, c.lo_open, c.hi_open))
-            n_rows, notes = population(cons, known, f"unit {'/'.join(unit.geo)}")
+            n_rows, notes = population(cons, known, f"unit {'/'.join(unit.geo)}", (populations or {}).get(unit.geo))
             problems.append(Problem(level, unit.geo, domains, n_rows, tuple(cons), edits, truth, notes,
                                     hidden=tuple(hidden)))
     return problems
