@@ -76,3 +76,14 @@ def test_a_bad_option_is_an_audit_error_naming_it(bad, option):
     with pytest.raises(AuditError) as err:
         AuditOptions(**bad)
     assert err.value.where == option and err.value.fix
+
+
+def test_highs_writes_nothing_to_standard_output():
+    """HiGHS 1.16 prints a banner on stdout when a process makes its first solver; the package's one
+    maker of solvers keeps stdout clean, as JSON or CSV written there needs."""
+    code = ("from audit.attacks.highs import highs\n"
+            "h = highs(); h.addVar(0, 1); h.run(); highs().run()\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == ""

@@ -19,6 +19,7 @@ from ..problem.build import Problem
 from ..specs.query import Predicate
 from ..release.constraints import int_hi, int_lo
 from .integer_algebra import _rational, exact_product, rank_mod_p
+from .highs import highs
 
 MAX_SUPPORT = 50_000  # rows; past it (few zero cells over wide schemas) the linear pass stands aside
 BASIS_PRIME = 67_108_859  # below 2**26, so that a projection modulo it is one exact float product
@@ -283,8 +284,7 @@ class LinearProof:
         """A HiGHS model over the support's counts ``h >= 0`` with the cells of :attr:`lp_rows` (no objective)."""
         import highspy
 
-        h = highspy.Highs()
-        h.setOptionValue("output_flag", False)
+        h = highs()
         h.setOptionValue("threads", 1)
         h.setOptionValue("random_seed", 0)
         # primal simplex: callers mostly change the objective, which leaves the last basis primal

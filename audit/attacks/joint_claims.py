@@ -26,6 +26,7 @@ from ..problem.build import Problem
 from ..problem.claims import UNDECIDED, VERIFIED, ClaimTable, Verdict
 from .integer_algebra import _rational
 from .unit import ExactOptions, UnitResult
+from .highs import highs
 
 BIG = 2 ** 40  # no upper bound (as in audit.attacks.joint)
 LP_ITERATIONS = 200_000  # simplex iterations per linear program: past it, that bound is not improved
@@ -137,8 +138,8 @@ class _Programs:
         import highspy
 
         s = self.system
-        h = highspy.Highs()
-        for option, value in (("output_flag", False), ("threads", 1), ("random_seed", self.seed),
+        h = highs()
+        for option, value in (("threads", 1), ("random_seed", self.seed),
                               ("simplex_iteration_limit", LP_ITERATIONS), ("mip_max_nodes", MIP_NODES)):
             h.setOptionValue(option, value)
         inf = highspy.kHighsInf

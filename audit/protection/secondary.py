@@ -37,6 +37,7 @@ from ..policy.checks import protection_needed
 from .claims import claim_clauses, failing, twins
 from .options import geo_key
 from .unit import UnitProtection, _summary, cell_counts, forced_cells, information_loss
+from ..attacks.highs import highs
 
 SUPPORT = 50_000  # most rows the attacker LP holds; past it, no-goods alone (slower, still exact)
 TOLERANCE = 1e-6  # cuts are loosened by this much (relative to their size): floating-point duals never cut off a feasible pattern
@@ -153,10 +154,7 @@ class AttackerLP:
 
 def _highs():
     """A quiet, single-threaded, seeded HiGHS model."""
-    import highspy
-
-    h = highspy.Highs()
-    h.setOptionValue("output_flag", False)
+    h = highs()
     h.setOptionValue("threads", 1)
     h.setOptionValue("random_seed", 0)
     return h

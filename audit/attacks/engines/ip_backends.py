@@ -7,6 +7,7 @@ import logging
 import numpy as np
 
 from .ip_model import INF
+from ..highs import highs
 
 log = logging.getLogger("audit.attacks.engines.ip")
 
@@ -61,8 +62,7 @@ class _Backends:
     def _highs(self, rows, lb, ub, integer, objective, nodes=None):
         import highspy
 
-        h = highspy.Highs()
-        h.setOptionValue("output_flag", False)
+        h = highs()
         h.setOptionValue("time_limit", float(self.time_limit) if nodes is None else INF)
         if nodes is not None:
             h.setOptionValue("mip_max_nodes", int(nodes))

@@ -33,6 +33,7 @@ import pandas as pd
 from ...errors import AuditError
 from .linear_mitigations import Mitigation, answer_queries
 from .linear_target import NOTEBOOK_PUBLIC, Target, hashed_masks, prepare, random_predicates
+from ..highs import highs
 
 METHODS = ("lstsq", "lp")
 
@@ -67,8 +68,7 @@ def solve_lp(masks: np.ndarray, answers: np.ndarray, lo: float = 0.0, hi: float 
     lp.row_upper_ = np.concatenate([a, np.full(k, inf)])
     lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
     lp.a_matrix_.start_, lp.a_matrix_.index_, lp.a_matrix_.value_ = start, index, value
-    h = highspy.Highs()
-    h.setOptionValue("output_flag", False)
+    h = highs()
     h.setOptionValue("solver", solver)
     h.passModel(lp)
     h.run()

@@ -1,0 +1,39 @@
+"""HiGHS started quietly: the one place the package makes a ``highspy.Highs``."""
+from __future__ import annotations
+
+import os
+import sys
+
+_banner_done = False
+
+
+def highs():
+    """A ``highspy.Highs`` with ``output_flag`` off.
+
+    HiGHS 1.16 prints its banner to the process's standard output when the first solver is made,
+    before any option can be set; that would corrupt JSON or CSV written to stdout (``audit ... -o -``,
+    the library used from a script), so the first one is made with file descriptor 1 sent to /dev/null.
+    """
+    import highspy
+
+    global _banner_done
+    if _banner_done:
+        h = highspy.Highs()
+    else:
+        sys.stdout.flush()
+        try:
+            saved, null = os.dup(1), os.open(os.devnull, os.O_WRONLY)
+        except OSError:  # no standard output to protect
+            saved = null = None
+        try:
+            if null is not None:
+                os.dup2(null, 1)
+            h = highspy.Highs()
+        finally:
+            if saved is not None:
+                os.dup2(saved, 1)
+                os.close(saved)
+                os.close(null)
+        _banner_done = True
+    h.setOptionValue("output_flag", False)
+    return h
