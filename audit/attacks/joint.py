@@ -105,6 +105,7 @@ def prove_tract(schema: Schema, schedule: Schedule, releases: list[UnitRelease],
     system = None if top_fixed else JointSystem.of(
         top.space.names, model.arrays(), np.array(model.lo, np.int64), np.array(model.hi, np.int64), low, up, top.vars,
         top.space.rows[top.alive], all(_counts_only(r) for r in [parent, *releases]))
+    model.absent.clear()  # its layers refer to the model: free the cycle now, not at the next full collection
     return TractProof(parent.geo, tuple(r.geo for r in releases), unique, top_fixed, model.n_vars,
                       len(model.lo), time.perf_counter() - start, hists, top.histogram(low) if top_fixed else None,
                       explanations=why[:-1], parent_explanation=why[-1],

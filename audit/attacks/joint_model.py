@@ -183,7 +183,9 @@ class _Layer:
 
     def histogram(self, low: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The unit's rows (atom indices of its own tables) and their proved counts."""
-        return self.space.rows[self.alive], low[self.vars]
+        counts = low[self.vars]
+        held = counts > 0  # the atoms no person is on need no row (a proved block holds a few of its 10,000)
+        return self.space.rows[self.alive[held]], counts[held]
 
 def _terms(members: list[np.ndarray], preds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The rows inside each of ``preds``, concatenated, and the position in ``preds`` of each."""

@@ -147,15 +147,16 @@ class Trace:
             lost[j] = found is None
         dead = layer.killer >= 0
         used, index = np.unique(np.concatenate([layer.killer[dead], *walked]), return_inverse=True)
-        index = index.reshape(-1).astype(np.int32)
-        killer = np.full(len(layer.killer), -1, np.int32)
+        index = index.reshape(-1).astype(np.int16 if len(used) < 2 ** 15 else np.int32)
+        killer = np.full(len(layer.killer), -1, index.dtype)
         killer[dead] = index[:int(dead.sum())]
         start = np.concatenate([[0], np.cumsum([len(w) for w in walked])]).astype(np.int64)
         names = []
         for c in used:
             owner, key = self._ids[int(c)]
             names.append(key if owner in (unit, -1) else f"{rel[owner]}/{key}")
-        return ProofCells(self.rows_of(layer), killer, layer.alive, start, index[int(dead.sum()):], lost, tuple(names))
+        return ProofCells(self.rows_of(layer), killer, layer.alive, start, index[int(dead.sum()):].copy(), lost,
+                          tuple(names))
 
     def rows_of(self, layer: _Layer) -> np.ndarray:
         """The layer's atom rows in the smallest unsigned type (atoms per column are few), made once per space."""
