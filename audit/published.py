@@ -279,6 +279,8 @@ def published_problems(releases: list[UnitRelease], schema: Schema, schedule: Sc
             lo, hi = sums.get(key, (0, 0))
             sums[key] = (lo + p.n_rows[0], hi + p.n_rows[1])
 
+    own: dict[tuple, Problem] = {}  # an open coarser unit's own tables' problem, built once: to size it, then kept
+
     def persons(r: UnitRelease) -> int:
         """A coarser unit's persons: its proved histogram's, else at most its own tables' total or its children's."""
         got = proofs.get((r.level, r.geo))
@@ -286,11 +288,14 @@ def published_problems(releases: list[UnitRelease], schema: Schema, schedule: Sc
             return 0
         if got[1] is not None:
             return int(got[1][1].sum())
-        return build_problems(None, schema, schedule, [r], sums)[0].n_rows[1]
+        own[(r.level, r.geo)] = build_problems(None, schema, schedule, [r], sums)[0]
+        return own[(r.level, r.geo)].n_rows[1]
 
     # proved, or left open by the joint solve (then decided over the joint model): its own tables' problem
     alone = [r for r in releases if r.level in coupled and max_rows is not None and persons(r) > max_rows]
-    problems += build_problems(None, schema, schedule, alone, sums)
+    own.update(((p.level, p.geo), p) for p in
+               build_problems(None, schema, schedule, [r for r in alone if (r.level, r.geo) not in own], sums))
+    problems += [own[(r.level, r.geo)] for r in alone]
     rest = [r for r in releases if r not in alone]
     if coupled and any(r.level in coupled for r in rest):
         problems += build_coupled_problems(None, schema, schedule, rest, coupled)

@@ -7,8 +7,8 @@ import sys
 _banner_done = False
 
 
-def highs():
-    """A ``highspy.Highs`` with ``output_flag`` off.
+def highs(**options):
+    """A ``highspy.Highs`` with ``output_flag`` off and ``options`` set (``threads=1, random_seed=0``...).
 
     HiGHS 1.16 prints its banner to the process's standard output when the first solver is made,
     before any option can be set; that would corrupt JSON or CSV written to stdout (``audit ... -o -``,
@@ -36,4 +36,6 @@ def highs():
                 os.close(null)
         _banner_done = True
     h.setOptionValue("output_flag", False)
+    for name, value in options.items():
+        h.setOptionValue(name, value)
     return h

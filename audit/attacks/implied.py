@@ -284,9 +284,7 @@ class LinearProof:
         """A HiGHS model over the support's counts ``h >= 0`` with the cells of :attr:`lp_rows` (no objective)."""
         import highspy
 
-        h = highs()
-        h.setOptionValue("threads", 1)
-        h.setOptionValue("random_seed", 0)
+        h = highs(threads=1, random_seed=0)
         # primal simplex: callers mostly change the objective, which leaves the last basis primal
         # feasible (4x fewer iterations than the default dual simplex on household blocks)
         h.setOptionValue("simplex_strategy", 4)

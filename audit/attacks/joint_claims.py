@@ -138,10 +138,7 @@ class _Programs:
         import highspy
 
         s = self.system
-        h = highs()
-        for option, value in (("threads", 1), ("random_seed", self.seed),
-                              ("simplex_iteration_limit", LP_ITERATIONS), ("mip_max_nodes", MIP_NODES)):
-            h.setOptionValue(option, value)
+        h = highs(threads=1, random_seed=self.seed, simplex_iteration_limit=LP_ITERATIONS, mip_max_nodes=MIP_NODES)
         inf = highspy.kHighsInf
         h.addVars(s.n, s.low.astype(float), np.where(s.up >= BIG, inf, s.up).astype(float))
         order = np.argsort(s.r, kind="stable")

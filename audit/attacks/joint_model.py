@@ -106,12 +106,6 @@ class _Space:
         self.preds: dict = {}
         self._members: list[np.ndarray] = []
 
-    def member(self, p: int) -> np.ndarray:
-        """Which of the rows lie in predicate ``p`` (a mask)."""
-        out = np.zeros(len(self.rows), dtype=bool)
-        out[self.members(p + 1)[p]] = True
-        return out
-
     def members(self, n: int) -> list[np.ndarray]:
         """The rows inside each of the first ``n`` predicates (sorted indices), held for every unit."""
         if len(self._members) < n:

@@ -133,7 +133,7 @@ class Trace:
             fine = np.flatnonzero(self.top.space.inverse == p)
             atoms = np.unique(self.blocks[0].space.inverse[fine]) if self.blocks else np.zeros(0, np.int64)
             return np.unique(self._killers[:, atoms])
-        return np.unique(layer.killer[layer.space.member(p)])
+        return np.unique(layer.killer[layer.space.members(p + 1)[p]])
 
     def cells_of(self, layer: _Layer, unit: int, rel: list[str]) -> ProofCells:
         """What explains each atom row of a proved unit (``unit``: child index, or -1 for the parent)."""

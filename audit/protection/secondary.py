@@ -29,6 +29,7 @@ import numpy as np
 
 from ..attacks.exact import audit_unit, make_engine
 from ..attacks.implied import flat_mask, in_sets, support
+from ..attacks.highs import highs
 from ..attacks.implied import LinearProof
 from ..attacks.intervals import Interval, feasibility_intervals, hidden_cells
 from ..problem.build import Problem
@@ -37,7 +38,6 @@ from ..policy.checks import protection_needed
 from .claims import claim_clauses, failing, twins
 from .options import geo_key
 from .unit import UnitProtection, _summary, cell_counts, forced_cells, information_loss
-from ..attacks.highs import highs
 
 SUPPORT = 50_000  # most rows the attacker LP holds; past it, no-goods alone (slower, still exact)
 TOLERANCE = 1e-6  # cuts are loosened by this much (relative to their size): floating-point duals never cut off a feasible pattern
@@ -138,7 +138,7 @@ class AttackerLP:
         """Row duals and reduced costs of ``min c.h`` over ``lo <= A h <= hi``, ``0 <= h <= N``."""
         import highspy
 
-        h = _highs()
+        h = highs(threads=1, random_seed=0)
         m, n = self.a.shape
         h.addVars(n, np.zeros(n), np.full(n, float(self.n[1])))
         h.changeColsCost(n, np.arange(n, dtype=np.int32), c)
@@ -152,14 +152,6 @@ class AttackerLP:
         return y, c - y @ self.a
 
 
-def _highs():
-    """A quiet, single-threaded, seeded HiGHS model."""
-    h = highs()
-    h.setOptionValue("threads", 1)
-    h.setOptionValue("random_seed", 0)
-    return h
-
-
 def cheapest(variables: list[str], cost: Mapping[str, float], forced: set[str], clauses, cuts: list[Cut],
              tie: Mapping[str, float]) -> set[str] | None:
     """The cheapest pattern (``cost``, then ``tie``) meeting every claim clause (pos, neg) and cut, by a
@@ -170,9 +162,7 @@ def cheapest(variables: list[str], cost: Mapping[str, float], forced: set[str], 
     at = {k: i for i, k in enumerate(variables)}
     n = len(variables)
     scale = sum(tie.get(k, 0) for k in variables) + 1
-    h = _highs()
-    h.setOptionValue("mip_rel_gap", 0.0)
-    h.setOptionValue("mip_abs_gap", 1e-9)
+    h = highs(threads=1, random_seed=0, mip_rel_gap=0.0, mip_abs_gap=1e-9)
     h.addVars(n, np.array([1.0 if k in forced else 0.0 for k in variables]), np.ones(n))
     h.changeColsCost(n, np.arange(n, dtype=np.int32),
                      np.array([cost.get(k, 1.0) * scale + tie.get(k, 0) for k in variables], dtype=float))
