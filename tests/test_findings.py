@@ -139,7 +139,7 @@ def test_findings_json_reads_back_one_unit_at_a_time(listed):
     assert {k: v for k, v in lazy.items() if k not in ("units", "checks")} == \
         {k: v for k, v in doc.items() if k not in ("units", "checks")}
     lines = (out / "findings.json").read_text().splitlines()
-    assert lines[1] == ' "format": 2,' and sum(line.startswith('{"geo":') for line in lines) == len(doc["units"])
+    assert lines[1] == ' "format": 3,' and sum(line.startswith('{"geo":') for line in lines) == len(doc["units"])
 
 
 def test_old_formats_are_refused_with_exit_2(listed, tmp_path, capsys):
@@ -170,7 +170,8 @@ def test_docs_describe_the_real_output(listed, capped):
     unit = _documented("A unit")
     seen = {k for d in (doc, small) for u in d["units"] for k in u}
     # optional keys: units past their bounds; --published; units with counts not published exactly
-    assert seen <= unit and unit - seen <= {"not_stored", "claims_unknown", "intervals", "intervals_skipped", "grid"}
+    assert seen <= unit and unit - seen <= {"not_stored", "claims_unknown", "intervals", "interval_details",
+                                             "intervals_skipped", "grid"}
     claim = _documented("A claim")
     seen = {k for d in (doc, small) for u in d["units"] for c in u["claims"] for k in c}
     assert seen <= claim and claim - seen <= {"reason"}  # only undecided claims have a reason

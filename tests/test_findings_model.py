@@ -72,7 +72,7 @@ def test_the_rules_give_new_findings(block7):
 
 
 @pytest.mark.parametrize("change, words", [
-    ({"format": 3}, "findings file in format 3; this version of disclosure-audit reads format 2"),
+    ({"format": 2}, "findings file in format 2; this version of disclosure-audit reads format 3"),
     ({"surprise": 1}, "findings file with unknown key 'surprise'"),
     ({"tool": None, "summary": {"units": 1}}, "findings summary is not complete"),
 ])

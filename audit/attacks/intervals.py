@@ -24,7 +24,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, replace
 from fractions import Fraction
-from typing import Callable
+from typing import Callable, Mapping
 
 from .implied import LinearProof
 from ..problem.build import Problem
@@ -65,6 +65,14 @@ class Interval:
         if fractions:
             out["exact"] = fractions
         return out
+
+
+def intervals_json(intervals: Mapping[str, Interval]) -> tuple[dict, dict]:
+    """findings.json's ``intervals`` (key -> ``[lo, hi]``) and ``interval_details`` (key -> ``certified``,
+    ``value``, ``stat``, ``exact``); read back by :func:`audit.policy.checks.unit_intervals`."""
+    full = {k: iv.to_dict() for k, iv in intervals.items()}
+    return ({k: [d["lo"], d["hi"]] for k, d in full.items()},
+            {k: {f: v for f, v in d.items() if f not in ("lo", "hi")} for k, d in full.items()})
 
 
 def _number(v) -> int | float:

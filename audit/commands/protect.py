@@ -9,6 +9,7 @@ import typer
 from ..attacks.exact import ExactOptions
 from ..protection.options import PROTECT_EXPLAIN_BUDGET
 from ..protection.protect import ProtectInterrupted, ProtectOptions, audit_pattern, protect as run_protect
+from ..policy.checks import unit_intervals
 from ..policy.rules import load_rules
 from ..outputs.terminal import echo
 from . import DataArg, OutOpt, QuietOpt, SchemaOpt, SeedOpt, TablesOpt, inputs_from, output_folder
@@ -107,7 +108,7 @@ def _audit_only(inputs, exact, policy, out: Path, quiet: bool) -> None:
         for unit in doc["units"]:
             if unit.get("intervals_skipped"):
                 echo(f"{unit['geo']}: {unit['intervals_skipped']}")
-            for cell, iv in (unit.get("intervals") or {}).items():
+            for cell, iv in unit_intervals(unit).items():
                 mark = "" if iv["certified"] else " (outer bound, not certified)"
                 lo, hi = ({**iv, **iv.get("exact", {})}[k] for k in ("lo", "hi"))  # 110/3 rather than 36.666...
                 echo(f"{unit['geo']} {cell}: [{lo}, {hi}]{mark}")

@@ -1,7 +1,7 @@
 """Findings: the exact attack's results for every unit, as the JSON document the report and CI read.
 
-Format 2 (``"format": 2``): every count is exact (per unit and overall), each unit lists a bounded
-number of its most telling claims, and the full claim set lies beside the document in the claim
+Format 3 (``"format": 3``): every count is exact (per unit and overall), each unit lists a bounded
+number of its most telling claims and its hidden cells' intervals as ``[lo, hi]``, and the full claim set lies beside the document in the claim
 store (:mod:`audit.findings.claimstore`). findings.json is written with one unit and one check per line, so
 that large documents are read back one unit at a time (:class:`JsonLines`). The document is built
 and read as a :class:`audit.findings.model.Findings`.
@@ -23,6 +23,7 @@ from ..problem.claims import UNDECIDED, VERIFIED, candidates
 from .claimstore import FILE as STORE_FILE
 from .claimstore import StoreWriter, encode, store_columns
 from ..attacks.exact import ExactOptions, UnitResult, audit_unit
+from ..attacks.intervals import intervals_json
 from ..inputs import Inputs
 from ..problem.build import Problem
 from ..attacks.reidentify import section as reidentification_section, with_attacker
@@ -158,7 +159,7 @@ def unit_json(result: UnitResult, release: UnitRelease | None = None, cap: int =
     if result.reidentification is not None:
         out["reidentification"] = result.reidentification.counts
     if result.intervals:
-        out["intervals"] = {key: iv.to_dict() for key, iv in result.intervals.items()}
+        out["intervals"], out["interval_details"] = intervals_json(result.intervals)
     elif result.intervals_note:
         out["intervals_skipped"] = result.intervals_note
     if header is not None:

@@ -60,7 +60,7 @@ def _reading(path: Path, what: str) -> Iterator[None]:
 
 
 def read_findings(path: Path) -> Findings:
-    """Findings from their file (format 2); units and checks are read from the file as they are used."""
+    """Findings from their file (format 3); units and checks are read from the file as they are used."""
     path = Path(path)
     with _reading(path, "findings file"):
         fh = path.open("rb")

@@ -20,7 +20,7 @@ from .lines import JsonLines
 from ..policy.rules import Rules, judge
 from ..policy.verdict import VERDICTS, Check, Failing, Judgement
 
-FORMAT = 2
+FORMAT = 3
 NOTICE = ("CONFIDENTIAL: this file contains records reconstructed from confidential microdata. "
           "Handle it as the microdata itself.")
 TOTALS = ("verified", "undecided", "refuted", "verified_singletons", "derived_singletons", "explained_singletons",

@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Mapping
 
 from ..findings.model import Findings
+from ..policy.checks import unit_intervals
 
 
 GRID_STATUS = {"p": ("s-pub", "published"), "r": ("s-round", "rounded"), "n": ("s-noise", "noisy"),
@@ -39,7 +40,7 @@ def _grid_cell(code: str, interval: Mapping | None) -> dict:
 def _grid_tables(tables: list[Mapping], unit: Mapping, cell_labels: Mapping[str, str]) -> list[dict]:
     """The unit's published tables as grids: a cross-classified table as rows (every axis but the last)
     by columns (the last axis), any other table as one column per statistic."""
-    grid, intervals = unit.get("grid") or {}, unit.get("intervals") or {}
+    grid, intervals = unit.get("grid") or {}, unit_intervals(unit)
     out = []
     for t in tables:
         stats = t.get("stats") or ["count"]

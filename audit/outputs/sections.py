@@ -8,7 +8,7 @@ from markupsafe import Markup
 
 from .svg import line_chart
 from ..findings.model import Findings
-from ..policy.checks import rank_lift
+from ..policy.checks import rank_lift, unit_intervals
 
 TOP_UNITS = 200          # rows of the unit table
 DETAIL_UNITS = 20        # units whose claims are written out
@@ -152,7 +152,7 @@ def intervals_section(doc: Findings, cell_labels: Mapping[str, str]) -> dict | N
             continue
         total += 1
         if len(units) < DETAIL_UNITS:
-            cells = sorted(u["intervals"].items(), key=lambda kv: (kv[1]["hi"] - kv[1]["lo"], kv[0]))
+            cells = sorted(unit_intervals(u).items(), key=lambda kv: (kv[1]["hi"] - kv[1]["lo"], kv[0]))
             units.append({"geo": u["geo"], "cells": [dict(iv, cell=k, label=_interval_label(k, cell_labels)) for k, iv in cells]})
     if not total and not skipped:
         return None

@@ -103,9 +103,16 @@ def protection_needed(settings: Mapping, value: float, count: bool = True) -> tu
     return (min(below, value) if count else below), level(settings.get("upper"), settings.get("upper_share"))
 
 
+def unit_intervals(unit: Mapping) -> dict[str, dict]:
+    """A findings unit's hidden cells' intervals, each as one object: ``lo``, ``hi`` (from ``intervals``)
+    and its ``interval_details``."""
+    details = unit.get("interval_details") or {}
+    return {k: {"lo": lo, "hi": hi, **details.get(k, {})} for k, (lo, hi) in (unit.get("intervals") or {}).items()}
+
+
 def _protection_check(rule: Rule, unit: dict) -> Check:
-    geo, intervals = unit["geo"], unit.get("intervals")
-    if intervals is None:
+    geo, intervals = unit["geo"], unit_intervals(unit)
+    if not intervals:
         why = unit.get("intervals_skipped")
         return _check(rule, geo, None if why else False, why or "no cell is hidden")
     bad = []
