@@ -21,21 +21,25 @@ PEERS = Path(__file__).resolve().parent / "data" / "peers"
 LEVELS = {"upper": 1, "lower": 1}
 
 
+def _cross_table(folder, table, by, freq, primary):
+    """A frequency table as microdata (one row per person, one block), published as table ``T`` over
+    ``by`` with margins, the rows ``primary`` marks suppressed: the unit's context and those cells."""
+    table.loc[table.index.repeat(table[freq]), list(by)].assign(block="b1").to_csv(folder / "data.csv", index=False)
+    schema = {"unit": "person", "geography": ["block"], "columns": {
+        c: {"type": "categorical", "values": {v: v for v in sorted(table[c].unique())}} for c in by}}
+    (folder / "schema.yaml").write_text(yaml.safe_dump(schema))
+    cells = ["T:" + ",".join(row) for row in table.loc[primary, list(by)].itertuples(index=False)]
+    (folder / "tables.yaml").write_text(yaml.safe_dump({"tables": [{"id": "T", "by": list(by), "margins": True}],
+                                                       "suppress": {"b1": cells}}))
+    inputs = load_inputs(folder / "data.csv", folder / "schema.yaml", folder / "tables.yaml")
+    return unit_contexts(inputs)[0], cells
+
+
 @pytest.fixture(scope="module")
 def sdctable(tmp_path_factory):
     """sdcTable's SIMPLEHEURISTIC table as microdata (one row per person), its primaries suppressed."""
     table = pd.read_csv(PEERS / "sdctable_simpleheuristic.csv")
-    folder = tmp_path_factory.mktemp("sdctable")
-    rows = table.loc[table.index.repeat(table["freq"]), ["v1", "v2"]].assign(block="b1")
-    rows.to_csv(folder / "data.csv", index=False)
-    schema = {"unit": "person", "geography": ["block"], "columns": {
-        c: {"type": "categorical", "values": {v: v for v in sorted(table[c].unique())}} for c in ("v1", "v2")}}
-    (folder / "schema.yaml").write_text(yaml.safe_dump(schema))
-    primary = [f"T:{a},{b}" for a, b in table.loc[table["primary"] == 1, ["v1", "v2"]].itertuples(index=False)]
-    (folder / "tables.yaml").write_text(yaml.safe_dump({"tables": [{"id": "T", "by": ["v1", "v2"], "margins": True}],
-                                                       "suppress": {"b1": primary}}))
-    inputs = load_inputs(folder / "data.csv", folder / "schema.yaml", folder / "tables.yaml")
-    return unit_contexts(inputs)[0], primary
+    return _cross_table(tmp_path_factory.mktemp("sdctable"), table, ("v1", "v2"), "freq", table["primary"] == 1)
 
 
 def _intervals(ctx, extra=()):
@@ -112,3 +116,67 @@ def test_sdctable_linked_tables_our_secondary_suppression_also_hides_n_alone(lin
     rules = Rules("levels", (Rule("protection_levels", settings=LEVELS),))
     unit = suppress_unit(linked, Policy.from_rules(rules), ProtectOptions(exact=ExactOptions(explain="none")))
     assert unit.status == "protected" and unit.complementary == ["A:N", "B:N"]
+
+
+# GaussSuppression's output rows: region (Total, A..H) x hovedint (Total, then sorted), hovedint fastest.
+GAUSS_REGIONS = ["*", *"ABCDEFGH"]
+GAUSS_HOVEDINT = ["*", "annet", "arbeid", "soshjelp", "trygd"]
+GAUSS_SUPPRESSED = [12, 13, 22, 23, 42, 43]
+
+
+def _gauss_key(index: int) -> str:
+    """GaussSuppression's 1-based output row ``1 + h + 5 r`` as our cell key."""
+    r, h = divmod(index - 1, len(GAUSS_HOVEDINT))
+    return f"T:{GAUSS_REGIONS[r]},{GAUSS_HOVEDINT[h]}"
+
+
+@pytest.fixture(scope="module")
+def z1(tmp_path_factory):
+    """SSBtools' z1 (region x hovedint counts) as microdata, its primaries (``ant <= 3``, GaussSuppression's
+    default ``maxN``) suppressed."""
+    table = pd.read_csv(PEERS / "gausssuppression_z1.csv")
+    ctx, primary = _cross_table(tmp_path_factory.mktemp("z1"), table, ("region", "hovedint"), "ant", table["ant"] <= 3)
+    return ctx, primary, {f"T:{a},{b}": n for a, b, n in table.itertuples(index=False)}
+
+
+def test_gausssuppression_z1_primaries_alone_are_pinned_by_their_region_totals(z1):
+    """B, D and H x arbeid (1, 2, 3) are the only cells of at most 3; hidden alone, each is its region's
+    total less the region's three other published cells."""
+    ctx, primary, counts = z1
+    assert primary == ["T:B,arbeid", "T:D,arbeid", "T:H,arbeid"]
+    alone = _intervals(ctx)
+    assert {k: (iv.lo, iv.hi) for k, iv in alone.items()} == {k: (counts[k], counts[k]) for k in primary}
+    assert sorted(k for k, *_ in too_narrow(alone, LEVELS)) == sorted(primary * 2)
+
+
+def test_gausssuppression_z1_pattern_leaves_no_hidden_cell_too_narrow(z1):
+    """GaussSuppression's test expects output rows 12, 13, 22, 23, 42, 43 suppressed: with rows
+    region-major (SSBtools' ``CrossCodeFramesReOrder``: the first variable's code repeated ``each`` of the
+    second's, Total first) they are B, D, H x annet and arbeid, the three primaries (a hovedint-major
+    reading would miss B's and H's) and annet beside each. The hidden 3 x 2 block keeps its row sums
+    (8, 15, 12) and column sums (29, 6), so each arbeid cell is anywhere in [0, 6] and each annet cell its
+    row sum less that: the exact integer intervals are these, every one wide enough."""
+    ctx, primary, counts = z1
+    theirs = [_gauss_key(i) for i in GAUSS_SUPPRESSED]
+    assert set(primary) < set(theirs)
+    secondary = sorted(set(theirs) - set(primary))
+    assert secondary == ["T:B,annet", "T:D,annet", "T:H,annet"]
+    got = _intervals(ctx, secondary)
+    assert {k: (iv.lo, iv.hi) for k, iv in got.items()} == {
+        "T:B,arbeid": (0, 6), "T:D,arbeid": (0, 6), "T:H,arbeid": (0, 6),
+        "T:B,annet": (2, 8), "T:D,annet": (9, 15), "T:H,annet": (6, 12)}
+    assert all(iv.certified for iv in got.values()) and not too_narrow(got, LEVELS)
+
+
+@pytest.mark.parametrize("cost", ["cells", "persons"])
+def test_gausssuppression_z1_our_secondary_suppression_is_theirs(z1, cost):
+    """Each of rows B, D, H needs a second hidden cell, so 3 secondaries at least; the cheapest in each
+    row is annet (7, 13, 9; D's trygd 13 would need a partner in its column too): 29 persons, and
+    GaussSuppression's pattern is the cheapest by cells and by persons."""
+    ctx, _, counts = z1
+    rules = Rules("levels", (Rule("protection_levels", settings=LEVELS),))
+    unit = suppress_unit(ctx, Policy.from_rules(rules), ProtectOptions(exact=ExactOptions(explain="none"), cost=cost))
+    assert unit.status == "protected"
+    assert unit.complementary == ["T:B,annet", "T:D,annet", "T:H,annet"]
+    assert sum(counts[k] for k in unit.complementary) == 29
+    assert not too_narrow(_intervals(ctx, unit.complementary), LEVELS)
