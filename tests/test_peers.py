@@ -21,16 +21,20 @@ PEERS = Path(__file__).resolve().parent / "data" / "peers"
 LEVELS = {"upper": 1, "lower": 1}
 
 
-def _cross_table(folder, table, by, freq, primary):
+def _cross_table(folder, table, by, freq, primary, virtual=None):
     """A frequency table as microdata (one row per person, one block), published as table ``T`` over
-    ``by`` with margins, the rows ``primary`` marks suppressed: the unit's context and those cells."""
+    ``by`` with margins, the rows ``primary`` marks suppressed: the unit's context and those cells.
+    ``virtual`` (id -> where) adds suppressed cells ``V:id`` that publish nothing but must be protected."""
     table.loc[table.index.repeat(table[freq]), list(by)].assign(block="b1").to_csv(folder / "data.csv", index=False)
     schema = {"unit": "person", "geography": ["block"], "columns": {
         c: {"type": "categorical", "values": {v: v for v in sorted(table[c].unique())}} for c in by}}
     (folder / "schema.yaml").write_text(yaml.safe_dump(schema))
     cells = ["T:" + ",".join(row) for row in table.loc[primary, list(by)].itertuples(index=False)]
-    (folder / "tables.yaml").write_text(yaml.safe_dump({"tables": [{"id": "T", "by": list(by), "margins": True}],
-                                                       "suppress": {"b1": cells}}))
+    tables = [{"id": "T", "by": list(by), "margins": True}]
+    if virtual:
+        tables.append({"id": "V", "cells": [{"id": k, "where": w} for k, w in virtual.items()]})
+        cells = cells + [f"V:{k}" for k in virtual]
+    (folder / "tables.yaml").write_text(yaml.safe_dump({"tables": tables, "suppress": {"b1": cells}}))
     inputs = load_inputs(folder / "data.csv", folder / "schema.yaml", folder / "tables.yaml")
     return unit_contexts(inputs)[0], cells
 
@@ -180,3 +184,63 @@ def test_gausssuppression_z1_our_secondary_suppression_is_theirs(z1, cost):
     assert unit.complementary == ["T:B,annet", "T:D,annet", "T:H,annet"]
     assert sum(counts[k] for k in unit.complementary) == 29
     assert not too_narrow(_intervals(ctx, unit.complementary), LEVELS)
+
+
+def test_tauargus_audit_example_feasibility_interval_of_x11_is_3_to_6(tmp_path):
+    """tau-Argus manual 4.1, section 2.15 (Audit): a 3 x 2 table with X11, X12, X21, X22 suppressed; the
+    manual's LP bounds for X11 are [3, 6]. The manual gives no inner values, so every filling that
+    reproduces the published cells is taken (X11 = 3..6, found by trying every value up to its row total);
+    on each our exact interval of every hidden cell is its least and greatest value over the fillings."""
+    pub = pd.read_csv(PEERS / "tauargus_audit.csv", dtype={"row": str, "col": str})
+    value = {(r, c): int(v) for r, c, v in pub.dropna().itertuples(index=False)}
+    fillings = []
+    for x11 in range(value["1", "Total"] + 1):
+        x12, x21 = value["1", "Total"] - x11, value["Total", "1"] - value["3", "1"] - x11
+        x22 = value["2", "Total"] - x21
+        if min(x12, x21, x22) >= 0 and x12 + x22 == value["Total", "2"] - value["3", "2"]:
+            fillings.append({"1,1": x11, "1,2": x12, "2,1": x21, "2,2": x22})
+    assert [f["1,1"] for f in fillings] == [3, 4, 5, 6]
+    bounds = {f"T:{k}": (min(f[k] for f in fillings), max(f[k] for f in fillings)) for k in fillings[0]}
+    assert bounds["T:1,1"] == (3, 6)
+    for i, filling in enumerate(fillings):
+        inner = pub[(pub["row"] != "Total") & (pub["col"] != "Total")].copy()
+        inner["n"] = [int(filling.get(f"{r},{c}", v)) for r, c, v in inner.itertuples(index=False)]
+        (tmp_path / str(i)).mkdir()
+        ctx, _ = _cross_table(tmp_path / str(i), inner.reset_index(drop=True), ("row", "col"), "n",
+                              inner["value"].isna().to_numpy())
+        got = _intervals(ctx)
+        assert {k: (iv.lo, iv.hi) for k, iv in got.items()} == bounds and all(iv.certified for iv in got.values())
+
+
+@pytest.fixture(scope="module")
+def singleton(tmp_path_factory):
+    """The tau-Argus manual's singleton example (section 2.10) as counts: c12 = (A, X2) and c14 = (A, X4)
+    primary, and its virtual cell c12 + c14 as ``V:cv``, suppressed, to be protected like any hidden cell."""
+    table = pd.read_csv(PEERS / "tauargus_singleton.csv")
+    return _cross_table(tmp_path_factory.mktemp("singleton"), table, ("row", "col"), "value", table["primary"] == 1,
+                        virtual={"cv": {"row": ["A"], "col": ["X2", "X4"]}})[0]
+
+
+def test_tauargus_singleton_example_rectangle_passes_the_cells_but_pins_the_virtual_cell_at_32(singleton):
+    """With c22 and c24 added (the usual rectangle) every table cell's interval is wide (c14 in [0, 25]),
+    so an audit of the table's own cells passes, as the manual says its audit does ("only for the required
+    protection levels, but not for the additional singleton protection"); but c12 + c14 stays at the
+    manual's 32 (row A's total less its published cells), so the singleton, who knows c12 = 15, has c14 = 17."""
+    rectangle = _intervals(singleton, {"T:B,X2", "T:B,X4"})
+    assert {k: (iv.lo, iv.hi) for k, iv in rectangle.items()} == {
+        "T:A,X2": (7, 32), "T:A,X4": (0, 25), "T:B,X2": (1, 26), "T:B,X4": (0, 25), "V:cv": (32, 32)}
+    assert [k for k, *_ in too_narrow(rectangle, LEVELS)] == ["V:cv", "V:cv"]
+
+
+@pytest.mark.parametrize("cost", ["cells", "persons"])
+def test_tauargus_singleton_example_our_suppression_adds_a_third_cell_in_row_a(singleton, cost):
+    """The manual: protecting the virtual cell "forces a third suppression in the row". Ours adds A x X1
+    and B x X1, X2, X4: row A needs a third hidden cell, and each of its three columns a second one, so 6
+    cells at least; the cheapest third is X1 (52; X3 62) and B's cells (24 + 18 + 8) are cheaper than the
+    total row's: 102 persons."""
+    rules = Rules("levels", (Rule("protection_levels", settings=LEVELS),))
+    unit = suppress_unit(singleton, Policy.from_rules(rules),
+                         ProtectOptions(exact=ExactOptions(explain="none"), cost=cost))
+    assert unit.status == "protected" and unit.complementary == ["T:A,X1", "T:B,X1", "T:B,X2", "T:B,X4"]
+    got = _intervals(singleton, unit.complementary)
+    assert (got["V:cv"].lo, got["V:cv"].hi) == (8, 58) and not too_narrow(got, LEVELS)
