@@ -21,21 +21,29 @@ PEERS = Path(__file__).resolve().parent / "data" / "peers"
 LEVELS = {"upper": 1, "lower": 1}
 
 
+def _cross_table(folder, table, by, freq, primary, virtual=None):
+    """A frequency table as microdata (one row per person, one block), published as table ``T`` over
+    ``by`` with margins, the rows ``primary`` marks suppressed: the unit's context and those cells.
+    ``virtual`` (id -> where) adds suppressed cells ``V:id`` that publish nothing but must be protected."""
+    table.loc[table.index.repeat(table[freq]), list(by)].assign(block="b1").to_csv(folder / "data.csv", index=False)
+    schema = {"unit": "person", "geography": ["block"], "columns": {
+        c: {"type": "categorical", "values": {v: v for v in sorted(table[c].unique())}} for c in by}}
+    (folder / "schema.yaml").write_text(yaml.safe_dump(schema))
+    cells = ["T:" + ",".join(row) for row in table.loc[primary, list(by)].itertuples(index=False)]
+    tables = [{"id": "T", "by": list(by), "margins": True}]
+    if virtual:
+        tables.append({"id": "V", "cells": [{"id": k, "where": w} for k, w in virtual.items()]})
+        cells = cells + [f"V:{k}" for k in virtual]
+    (folder / "tables.yaml").write_text(yaml.safe_dump({"tables": tables, "suppress": {"b1": cells}}))
+    inputs = load_inputs(folder / "data.csv", folder / "schema.yaml", folder / "tables.yaml")
+    return unit_contexts(inputs)[0], cells
+
+
 @pytest.fixture(scope="module")
 def sdctable(tmp_path_factory):
     """sdcTable's SIMPLEHEURISTIC table as microdata (one row per person), its primaries suppressed."""
     table = pd.read_csv(PEERS / "sdctable_simpleheuristic.csv")
-    folder = tmp_path_factory.mktemp("sdctable")
-    rows = table.loc[table.index.repeat(table["freq"]), ["v1", "v2"]].assign(block="b1")
-    rows.to_csv(folder / "data.csv", index=False)
-    schema = {"unit": "person", "geography": ["block"], "columns": {
-        c: {"type": "categorical", "values": {v: v for v in sorted(table[c].unique())}} for c in ("v1", "v2")}}
-    (folder / "schema.yaml").write_text(yaml.safe_dump(schema))
-    primary = [f"T:{a},{b}" for a, b in table.loc[table["primary"] == 1, ["v1", "v2"]].itertuples(index=False)]
-    (folder / "tables.yaml").write_text(yaml.safe_dump({"tables": [{"id": "T", "by": ["v1", "v2"], "margins": True}],
-                                                       "suppress": {"b1": primary}}))
-    inputs = load_inputs(folder / "data.csv", folder / "schema.yaml", folder / "tables.yaml")
-    return unit_contexts(inputs)[0], primary
+    return _cross_table(tmp_path_factory.mktemp("sdctable"), table, ("v1", "v2"), "freq", table["primary"] == 1)
 
 
 def _intervals(ctx, extra=()):
@@ -112,3 +120,127 @@ def test_sdctable_linked_tables_our_secondary_suppression_also_hides_n_alone(lin
     rules = Rules("levels", (Rule("protection_levels", settings=LEVELS),))
     unit = suppress_unit(linked, Policy.from_rules(rules), ProtectOptions(exact=ExactOptions(explain="none")))
     assert unit.status == "protected" and unit.complementary == ["A:N", "B:N"]
+
+
+# GaussSuppression's output rows: region (Total, A..H) x hovedint (Total, then sorted), hovedint fastest.
+GAUSS_REGIONS = ["*", *"ABCDEFGH"]
+GAUSS_HOVEDINT = ["*", "annet", "arbeid", "soshjelp", "trygd"]
+GAUSS_SUPPRESSED = [12, 13, 22, 23, 42, 43]
+
+
+def _gauss_key(index: int) -> str:
+    """GaussSuppression's 1-based output row ``1 + h + 5 r`` as our cell key."""
+    r, h = divmod(index - 1, len(GAUSS_HOVEDINT))
+    return f"T:{GAUSS_REGIONS[r]},{GAUSS_HOVEDINT[h]}"
+
+
+@pytest.fixture(scope="module")
+def z1(tmp_path_factory):
+    """SSBtools' z1 (region x hovedint counts) as microdata, its primaries (``ant <= 3``, GaussSuppression's
+    default ``maxN``) suppressed."""
+    table = pd.read_csv(PEERS / "gausssuppression_z1.csv")
+    ctx, primary = _cross_table(tmp_path_factory.mktemp("z1"), table, ("region", "hovedint"), "ant", table["ant"] <= 3)
+    return ctx, primary, {f"T:{a},{b}": n for a, b, n in table.itertuples(index=False)}
+
+
+def test_gausssuppression_z1_primaries_alone_are_pinned_by_their_region_totals(z1):
+    """B, D and H x arbeid (1, 2, 3) are the only cells of at most 3; hidden alone, each is its region's
+    total less the region's three other published cells."""
+    ctx, primary, counts = z1
+    assert primary == ["T:B,arbeid", "T:D,arbeid", "T:H,arbeid"]
+    alone = _intervals(ctx)
+    assert {k: (iv.lo, iv.hi) for k, iv in alone.items()} == {k: (counts[k], counts[k]) for k in primary}
+    assert sorted(k for k, *_ in too_narrow(alone, LEVELS)) == sorted(primary * 2)
+
+
+def test_gausssuppression_z1_pattern_leaves_no_hidden_cell_too_narrow(z1):
+    """GaussSuppression's test expects output rows 12, 13, 22, 23, 42, 43 suppressed: with rows
+    region-major (SSBtools' ``CrossCodeFramesReOrder``: the first variable's code repeated ``each`` of the
+    second's, Total first) they are B, D, H x annet and arbeid, the three primaries (a hovedint-major
+    reading would miss B's and H's) and annet beside each. The hidden 3 x 2 block keeps its row sums
+    (8, 15, 12) and column sums (29, 6), so each arbeid cell is anywhere in [0, 6] and each annet cell its
+    row sum less that: the exact integer intervals are these, every one wide enough."""
+    ctx, primary, counts = z1
+    theirs = [_gauss_key(i) for i in GAUSS_SUPPRESSED]
+    assert set(primary) < set(theirs)
+    secondary = sorted(set(theirs) - set(primary))
+    assert secondary == ["T:B,annet", "T:D,annet", "T:H,annet"]
+    got = _intervals(ctx, secondary)
+    assert {k: (iv.lo, iv.hi) for k, iv in got.items()} == {
+        "T:B,arbeid": (0, 6), "T:D,arbeid": (0, 6), "T:H,arbeid": (0, 6),
+        "T:B,annet": (2, 8), "T:D,annet": (9, 15), "T:H,annet": (6, 12)}
+    assert all(iv.certified for iv in got.values()) and not too_narrow(got, LEVELS)
+
+
+@pytest.mark.parametrize("cost", ["cells", "persons"])
+def test_gausssuppression_z1_our_secondary_suppression_is_theirs(z1, cost):
+    """Each of rows B, D, H needs a second hidden cell, so 3 secondaries at least; the cheapest in each
+    row is annet (7, 13, 9; D's trygd 13 would need a partner in its column too): 29 persons, and
+    GaussSuppression's pattern is the cheapest by cells and by persons."""
+    ctx, _, counts = z1
+    rules = Rules("levels", (Rule("protection_levels", settings=LEVELS),))
+    unit = suppress_unit(ctx, Policy.from_rules(rules), ProtectOptions(exact=ExactOptions(explain="none"), cost=cost))
+    assert unit.status == "protected"
+    assert unit.complementary == ["T:B,annet", "T:D,annet", "T:H,annet"]
+    assert sum(counts[k] for k in unit.complementary) == 29
+    assert not too_narrow(_intervals(ctx, unit.complementary), LEVELS)
+
+
+def test_tauargus_audit_example_feasibility_interval_of_x11_is_3_to_6(tmp_path):
+    """tau-Argus manual 4.1, section 2.15 (Audit): a 3 x 2 table with X11, X12, X21, X22 suppressed; the
+    manual's LP bounds for X11 are [3, 6]. The manual gives no inner values, so every filling that
+    reproduces the published cells is taken (X11 = 3..6, found by trying every value up to its row total);
+    on each our exact interval of every hidden cell is its least and greatest value over the fillings."""
+    pub = pd.read_csv(PEERS / "tauargus_audit.csv", dtype={"row": str, "col": str})
+    value = {(r, c): int(v) for r, c, v in pub.dropna().itertuples(index=False)}
+    fillings = []
+    for x11 in range(value["1", "Total"] + 1):
+        x12, x21 = value["1", "Total"] - x11, value["Total", "1"] - value["3", "1"] - x11
+        x22 = value["2", "Total"] - x21
+        if min(x12, x21, x22) >= 0 and x12 + x22 == value["Total", "2"] - value["3", "2"]:
+            fillings.append({"1,1": x11, "1,2": x12, "2,1": x21, "2,2": x22})
+    assert [f["1,1"] for f in fillings] == [3, 4, 5, 6]
+    bounds = {f"T:{k}": (min(f[k] for f in fillings), max(f[k] for f in fillings)) for k in fillings[0]}
+    assert bounds["T:1,1"] == (3, 6)
+    for i, filling in enumerate(fillings):
+        inner = pub[(pub["row"] != "Total") & (pub["col"] != "Total")].copy()
+        inner["n"] = [int(filling.get(f"{r},{c}", v)) for r, c, v in inner.itertuples(index=False)]
+        (tmp_path / str(i)).mkdir()
+        ctx, _ = _cross_table(tmp_path / str(i), inner.reset_index(drop=True), ("row", "col"), "n",
+                              inner["value"].isna().to_numpy())
+        got = _intervals(ctx)
+        assert {k: (iv.lo, iv.hi) for k, iv in got.items()} == bounds and all(iv.certified for iv in got.values())
+
+
+@pytest.fixture(scope="module")
+def singleton(tmp_path_factory):
+    """The tau-Argus manual's singleton example (section 2.10) as counts: c12 = (A, X2) and c14 = (A, X4)
+    primary, and its virtual cell c12 + c14 as ``V:cv``, suppressed, to be protected like any hidden cell."""
+    table = pd.read_csv(PEERS / "tauargus_singleton.csv")
+    return _cross_table(tmp_path_factory.mktemp("singleton"), table, ("row", "col"), "value", table["primary"] == 1,
+                        virtual={"cv": {"row": ["A"], "col": ["X2", "X4"]}})[0]
+
+
+def test_tauargus_singleton_example_rectangle_passes_the_cells_but_pins_the_virtual_cell_at_32(singleton):
+    """With c22 and c24 added (the usual rectangle) every table cell's interval is wide (c14 in [0, 25]),
+    so an audit of the table's own cells passes, as the manual says its audit does ("only for the required
+    protection levels, but not for the additional singleton protection"); but c12 + c14 stays at the
+    manual's 32 (row A's total less its published cells), so the singleton, who knows c12 = 15, has c14 = 17."""
+    rectangle = _intervals(singleton, {"T:B,X2", "T:B,X4"})
+    assert {k: (iv.lo, iv.hi) for k, iv in rectangle.items()} == {
+        "T:A,X2": (7, 32), "T:A,X4": (0, 25), "T:B,X2": (1, 26), "T:B,X4": (0, 25), "V:cv": (32, 32)}
+    assert [k for k, *_ in too_narrow(rectangle, LEVELS)] == ["V:cv", "V:cv"]
+
+
+@pytest.mark.parametrize("cost", ["cells", "persons"])
+def test_tauargus_singleton_example_our_suppression_adds_a_third_cell_in_row_a(singleton, cost):
+    """The manual: protecting the virtual cell "forces a third suppression in the row". Ours adds A x X1
+    and B x X1, X2, X4: row A needs a third hidden cell, and each of its three columns a second one, so 6
+    cells at least; the cheapest third is X1 (52; X3 62) and B's cells (24 + 18 + 8) are cheaper than the
+    total row's: 102 persons."""
+    rules = Rules("levels", (Rule("protection_levels", settings=LEVELS),))
+    unit = suppress_unit(singleton, Policy.from_rules(rules),
+                         ProtectOptions(exact=ExactOptions(explain="none"), cost=cost))
+    assert unit.status == "protected" and unit.complementary == ["T:A,X1", "T:B,X1", "T:B,X2", "T:B,X4"]
+    got = _intervals(singleton, unit.complementary)
+    assert (got["V:cv"].lo, got["V:cv"].hi) == (8, 58) and not too_narrow(got, LEVELS)
