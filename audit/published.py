@@ -26,9 +26,10 @@ import numpy as np
 import pandas as pd
 
 from .release import census_lp, census_lp_reader
-from .attacks.joint import as_proved, joint_proofs
+from .attacks.joint import joint_proofs
+from .attacks.joint_problems import level_problems
 from .attacks.joint_claims import MIP_NODES, a_dataset
-from .problem.coupled import build_coupled_problems, coupled_levels
+from .problem.coupled import coupled_levels
 from .errors import AuditError, InconsistentRelease
 from .attacks.exact import ExactOptions, UnitResult, audit_unit, make_engine
 from .findings.cells import GridKeeper, grid_cap, grid_json
@@ -38,7 +39,7 @@ from .attacks.implied import LinearProof
 from .inputs import Inputs
 from .attacks.intervals import without_values
 from .data.microdata import read_table
-from .problem.build import Problem, build_problems
+from .problem.build import Problem
 from .release.constraints import EMPTY, PUBLISHED, STRUCTURAL, SUPPRESSED, UnitRelease, Value
 from .specs.schedule import Schedule, load_schedule
 from .specs.schema import Schema, load_schema
@@ -265,41 +266,12 @@ def published_problems(releases: list[UnitRelease], schema: Schema, schedule: Sc
 
     With coarser levels each of their units is first solved jointly with its children
     (:func:`audit.attacks.joint.joint_proofs`): a unit proved to have one dataset gets it as its rows
-    (:func:`audit.attacks.joint.as_proved`), and a proved coarser unit of more than ``max_rows`` persons is
-    its own tables' problem rather than the row-slot coupled one, as in a microdata run.
+    (:func:`audit.attacks.joint.as_proved`), and a coarser unit of more than ``max_rows`` persons is
+    its own tables' problem rather than the row-slot coupled one, as in a microdata run
+    (:func:`audit.attacks.joint_problems.level_problems`).
     """
-    coupled = coupled_levels(schema, schedule)
-    proofs = joint_proofs(schema, schedule, releases) if coupled else {}
-    problems = build_problems(None, schema, schedule, [r for r in releases if r.level not in coupled])
-    geo = list(schema.geography)
-    sums: dict[tuple, tuple[int, int]] = {}  # a coarser unit's rows from its children's totals (SF1's PCT12 has none)
-    for p in problems:
-        for lv in coupled:
-            key = p.geo[: geo.index(lv) + 1]
-            lo, hi = sums.get(key, (0, 0))
-            sums[key] = (lo + p.n_rows[0], hi + p.n_rows[1])
-
-    own: dict[tuple, Problem] = {}  # an open coarser unit's own tables' problem, built once: to size it, then kept
-
-    def persons(r: UnitRelease) -> int:
-        """A coarser unit's persons: its proved histogram's, else at most its own tables' total or its children's."""
-        got = proofs.get((r.level, r.geo))
-        if got is None:
-            return 0
-        if got[1] is not None:
-            return int(got[1][1].sum())
-        own[(r.level, r.geo)] = build_problems(None, schema, schedule, [r], sums)[0]
-        return own[(r.level, r.geo)].n_rows[1]
-
-    # proved, or left open by the joint solve (then decided over the joint model): its own tables' problem
-    alone = [r for r in releases if r.level in coupled and max_rows is not None and persons(r) > max_rows]
-    own.update(((p.level, p.geo), p) for p in
-               build_problems(None, schema, schedule, [r for r in alone if (r.level, r.geo) not in own], sums))
-    problems += [own[(r.level, r.geo)] for r in alone]
-    rest = [r for r in releases if r not in alone]
-    if coupled and any(r.level in coupled for r in rest):
-        problems += build_coupled_problems(None, schema, schedule, rest, coupled)
-    return as_proved(problems, proofs)
+    proofs = joint_proofs(schema, schedule, releases) if coupled_levels(schema, schedule) else {}
+    return level_problems(None, schema, schedule, releases, proofs, max_rows)
 
 
 def determined_dataset(problem: Problem) -> np.ndarray | None:

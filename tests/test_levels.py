@@ -106,7 +106,10 @@ def _proved_singletons(inputs, suppress: dict) -> set[tuple]:
 def test_a_claim_proved_only_with_the_tract_table_is_protected_jointly(tmp_path):
     inputs, rules = _claims_tract(tmp_path)
     report = protect(inputs, ProtectOptions(exact=ExactOptions(explain="none")), rules, tmp_path / "out")
-    assert report["before"]["verdict"] == "pass" and report["units"] == []  # every unit passes on its own tables
+    # the audit attacks the tract coupled with its blocks, so it fails from the start; on its own tables
+    # every unit passes, so the per-unit search adds nothing and the joint search protects it
+    assert report["before"]["failing"][0]["unit_list"] == ["t1"]
+    assert [(u["geo"], u["status"], u["cells"]) for u in report["units"]] == [("t1", "pass", [])]
     # the tract's one child is a girl (R1) and b1 has no child (B2): b2's child is a girl
     assert _proved_singletons(inputs, {}) == {(("age", "c"), ("block", "b2"), ("sex", "F"))}
     joint, = report["levels"]

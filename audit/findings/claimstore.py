@@ -27,10 +27,10 @@ LEAD = ("level", "geo", "status", "m", "direct", "columns")
 TAIL = ("cells", "minimal", "baseline", "reason")
 
 
-def store_columns(schema, schedule, coupled: bool) -> tuple[str, ...]:
+def store_columns(schema, schedule) -> tuple[str, ...]:
     """The header of a run's store: the schema's attributes, and the finest geography level when
-    coarser levels are attacked as coupled problems (which carry it as a column)."""
-    extra = (finest_level(schema, schedule),) if coupled and coupled_levels(schema, schedule) else ()
+    there are coarser levels, whose coupled problems carry it as a column."""
+    extra = (finest_level(schema, schedule),) if coupled_levels(schema, schedule) else ()
     return (*LEAD, *schema.names, *extra, *TAIL)
 
 

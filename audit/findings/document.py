@@ -29,7 +29,9 @@ from ..problem.build import Problem
 from ..attacks.reidentify import section as reidentification_section, with_attacker
 from ..release.constraints import UnitRelease
 from ..policy.rules import load_rules
-from ..attacks.joint import joint_proofs, with_proofs
+from ..attacks.joint import joint_proofs
+from ..attacks.joint_problems import level_problems
+from ..problem.coupled import coupled_levels
 from .model import NOTICE, Findings, Summary  # noqa: F401 (NOTICE: read from here by attacks/extras.py)
 from .cells import AUTO_CAP_UNITS, GridKeeper, ProofCounts, attach_cells, cells_json, grid_cap, tables_json
 
@@ -43,10 +45,14 @@ def listing_cap(units: int, cap: int | None = None) -> int:
 
 
 def prior_rows(frame: pd.DataFrame, inputs: Inputs, problem: Problem, cache: dict) -> np.ndarray | None:
-    """The parent unit's rows in the problem's atoms: the prior for baseline probabilities (eq. 17)."""
+    """The parent unit's rows in the problem's atoms: the prior for baseline probabilities (eq. 17).
+
+    None for a unit of the top geography level, and for one of a coarser published level than the
+    finest: a coupled problem's child column has no prior, and a run at scale holds whole tracts,
+    not whole counties."""
     geo_cols = inputs.schema.geography
     depth = geo_cols.index(problem.level)
-    if depth == 0:
+    if depth == 0 or problem.level in coupled_levels(inputs.schema, inputs.schedule):
         return None
     key = (problem.level, problem.geo[:depth])
     if key not in cache:
@@ -190,12 +196,12 @@ def run_exact(inputs: Inputs, options: ExactOptions, on_unit: Callable[[dict], N
     start = time.perf_counter()
     options = with_attacker(options, inputs.schema)
     releases = inputs.release()
-    problems = with_proofs(inputs.problems(releases), joint_proofs(inputs.schema, inputs.schedule, releases,
-                                                                          explain=options.explain != "none"))
+    proofs = joint_proofs(inputs.schema, inputs.schedule, releases, explain=options.explain != "none")
+    problems = level_problems(inputs.frame, inputs.schema, inputs.schedule, releases, proofs, options.max_rows)
     if on_total:
         on_total(len(problems))
     by_unit = {(r.level, r.geo): r for r in releases}
-    header = store_columns(inputs.schema, inputs.schedule, coupled=False)
+    header = store_columns(inputs.schema, inputs.schedule)
     writer = StoreWriter(Path(out) / STORE_FILE, header) if out is not None else None
     cap = listing_cap(len(problems), cap)
     keeper = GridKeeper(grid_cap(len(problems)))
@@ -219,10 +225,16 @@ def run_exact(inputs: Inputs, options: ExactOptions, on_unit: Callable[[dict], N
             record(unit_json(audit_unit(problem, options, prior), None, cap, stored, options.max_columns), release)
     else:
         run_units(tasks, options, record, stored, cap)
-    order = {(p.level, "/".join(p.geo)): i for i, p in enumerate(problems)}
-    units.sort(key=lambda u: order[(u["level"], u["geo"])])
+    key = unit_order(inputs.schedule)
+    units.sort(key=lambda u: key((u["level"], u["geo"])))
     store = writer.close() if writer is not None else None
     return document(inputs, options, units, time.perf_counter() - start, rules, store)
+
+
+def unit_order(schedule) -> Callable[[tuple[str, str]], tuple]:
+    """The sort key of a (level, geo) unit in findings: by the schedule's levels, then by geography codes."""
+    order = {lv: i for i, lv in enumerate(schedule.levels)}
+    return lambda key: (order.get(key[0], len(order)), key[1].split("/"))
 
 
 def schema_json(schema) -> dict:

@@ -17,7 +17,7 @@ from ..attacks.exact import ExactOptions
 from ..findings.claimstore import FILE as STORE_FILE
 from ..findings.claimstore import StoreWriter, store_columns
 from ..findings.cells import grid_cap
-from ..findings.document import document, listing_cap
+from ..findings.document import document, listing_cap, unit_order
 from ..findings.cells import grid_rank, kept_grids
 from ..findings.lines import JsonLines
 from ..findings.model import Findings
@@ -69,8 +69,7 @@ def finished_units(parts: Path) -> set[tuple[str, str]]:
     return {k for k, status in last.items() if status not in RETRIED}
 
 
-def fingerprint(source, schema: Schema, schedule: Schedule, options: ExactOptions, coupled: bool,
-                 claims_cap: int | None) -> dict:
+def fingerprint(source, schema: Schema, schedule: Schedule, options: ExactOptions, claims_cap: int | None) -> dict:
     """What a resumed run must share with the interrupted one (the data by path, size and time: cheap)."""
     if isinstance(source, pd.DataFrame):
         data = {"frame_rows": len(source)}
@@ -78,7 +77,7 @@ def fingerprint(source, schema: Schema, schedule: Schedule, options: ExactOption
         st = Path(source).stat()
         data = {"path": str(Path(source).resolve()), "bytes": st.st_size, "mtime": int(st.st_mtime)}
     return {"data": data, "schema": file_digest(schema.source), "tables": file_digest(schedule.source),
-            "options": asdict(options), "coupled": coupled, "claims_cap": claims_cap}
+            "options": asdict(options), "coupled": bool(coupled_levels(schema, schedule)), "claims_cap": claims_cap}
 
 
 class PartWriter:
@@ -143,10 +142,8 @@ def merge(parts: Path, schema: Schema, schedule: Schedule, options: ExactOptions
         ranks[unit_key(unit)] = grid_rank(unit)
     grids = kept_grids(ranks, grid_cap(len(ranks)))
     del ranks
-    order = {lv: i for i, lv in enumerate(schedule.levels)}
-    keys = sorted(latest, key=lambda k: (order.get(k[0], 99), k[1].split("/")))
-    coupled = bool(scale.coupled and coupled_levels(schema, schedule))
-    writer = StoreWriter(out / STORE_FILE, store_columns(schema, schedule, coupled))
+    keys = sorted(latest, key=unit_order(schedule))
+    writer = StoreWriter(out / STORE_FILE, store_columns(schema, schedule))
     files: dict[Path, Any] = {}
 
     def read(path: Path, at: int, size: int | None = None) -> bytes:

@@ -25,7 +25,6 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections import Counter
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures import TimeoutError as FutureTimeout
 from concurrent.futures.process import BrokenProcessPool
@@ -38,7 +37,8 @@ import pandas as pd
 
 from ..attacks.engines._explain import WORK_PER_SECOND
 from ..attacks.exact import ExactOptions
-from ..attacks.joint import joint_proofs, with_proofs
+from ..attacks.joint import joint_proofs
+from ..attacks.joint_problems import level_problems
 from ..attacks.reidentify import with_attacker
 from ..data.stream import DEFAULT_CHUNK_ROWS, _keys, count_units, stream_chunks
 from ..errors import AuditError, InternalError, Interrupted, OptionalDependencyMissing
@@ -48,8 +48,8 @@ from ..findings.document import listing_cap, prior_rows
 from ..findings.model import Findings
 from ..inputs import Inputs, inputs_from
 from ..outputs.progress import Progress
-from ..problem.build import Problem, build_problems, compact_atoms
-from ..problem.coupled import build_coupled_problems, coupled_levels
+from ..problem.build import Problem, compact_atoms
+from ..problem.coupled import coupled_levels, finest_level
 from ..release.tabulate import tabulate
 from ..specs.schedule import Schedule, load_schedule
 from ..specs.schema import Schema, load_schema
@@ -71,7 +71,6 @@ class ScaleOptions:
     chunk_rows: int = DEFAULT_CHUNK_ROWS
     memory_mb: int | None = None
     hard_seconds: float | None = None  # default: 2 x unit_seconds + 2 x explain_budget / WORK_PER_SECOND + 60
-    coupled: bool = True
     task: Callable | None = None  # the per-unit function (tests substitute one); default audit_task
 
     def __post_init__(self):
@@ -89,51 +88,45 @@ def _tasks(source, schema: Schema, schedule: Schedule, scale: ScaleOptions, done
     """(problem, prior rows, published-cells summary) for every unit not yet done, chunk by chunk.
 
     With coarser levels, each chunk's units are first solved jointly (:mod:`audit.attacks.joint`); a unit
-    proved to have one dataset carries the proof to its worker, which then needs no search.
+    proved to have one dataset carries the proof to its worker, which then needs no search. Each unit
+    is the problem :func:`audit.attacks.joint_problems.level_problems` makes of it, as in one process.
     """
-    coupled = coupled_levels(schema, schedule) if scale.coupled else []
-    finest = [lv for lv in schedule.levels if lv not in coupled]
-    finest_cols = list(schema.geography[: max(schema.geography.index(lv) for lv in finest) + 1]) if finest else []
+    coupled = coupled_levels(schema, schedule)
+    finest = finest_level(schema, schedule)
+    finest_cols = list(schema.geography[: schema.geography.index(finest) + 1])
     for chunk in stream_chunks(source, schema, schedule, scale.chunk_rows):
         stats["rows"] += len(chunk)
         light = Inputs(schema, schedule, chunk)
         cache: dict = {}
         whole = tabulate(chunk, schema, schedule) if coupled else []  # every level, whole tracts
         proofs = joint_proofs(schema, schedule, whole, explain) if coupled else {}
+        by_unit = {(r.level, r.geo): r for r in whole}
+        outside_of = ProofCounts(by_unit, schema, schedule)
+
+        def task(problem: Problem, release) -> tuple[Problem, np.ndarray | None, dict | None]:
+            outside = outside_of(problem) if problem.proof_cells is not None else None  # noqa: B023 (called at once)
+            prior = prior_rows(chunk, light, problem, cache)  # noqa: B023
+            return (problem, None if prior is None else compact_atoms(prior),
+                    cells_json(release, outside) if release is not None else None)
+
         # Problems are built PIECE_UNITS units at a time, so that the first ones go out at once and
         # memory holds a few dozen problems, not a chunk's worth (prior rows still come from the chunk).
         pieces = []
-        if finest_cols and len(chunk):
+        if len(chunk):
             keys = _keys(chunk, finest_cols)
             starts = np.concatenate([[0], np.flatnonzero(keys[1:] != keys[:-1]) + 1, [len(chunk)]])
             pieces = [chunk.iloc[starts[i]: starts[min(i + PIECE_UNITS, len(starts) - 1)]].reset_index(drop=True)
                       for i in range(0, len(starts) - 1, PIECE_UNITS)]
-        finest_of = {r.geo: r for r in whole if r.level in finest}  # the chunk's tabulation serves the pieces
-        outside_of = ProofCounts({(r.level, r.geo): r for r in whole}, schema, schedule)
         for piece in pieces:
-            releases = ([finest_of[g] for g in dict.fromkeys(zip(*(piece[c].astype(str) for c in finest_cols)))]
+            releases = ([by_unit[(finest, g)] for g in dict.fromkeys(zip(*(piece[c].astype(str) for c in finest_cols)))]
                         if coupled else tabulate(piece, schema, schedule))
-            todo = [r for r in releases if r.level in finest and (r.level, "/".join(r.geo)) not in done]
-            by_unit = {(r.level, r.geo): r for r in todo}
-            for problem in with_proofs(build_problems(piece, schema, schedule, todo) if todo else [], proofs):
-                release = by_unit.get((problem.level, problem.geo))
-                outside = outside_of(problem) if problem.proof_cells is not None else None
-                prior = prior_rows(chunk, light, problem, cache)
-                yield (problem, None if prior is None else compact_atoms(prior),
-                       cells_json(release, outside) if release is not None else None)
-        if coupled:
-            parents = [r for r in whole if r.level in coupled and (r.level, "/".join(r.geo)) not in done]
-            by_unit = {(r.level, r.geo): r for r in parents}
-            # too many rows for the row-slot coupled problem: the unit over its own tables' atoms (proved or too large)
-            size = {lv: Counter(zip(*(chunk[c].astype(str) for c in schema.geography[: schema.geography.index(lv) + 1])))
-                    for lv in coupled}
-            alone = [r for r in parents if size[r.level][r.geo] > max_rows]
-            rest = [r for r in parents if r not in alone]
-            children = [r for r in whole if r.level not in coupled]
-            for problem in [*with_proofs(build_problems(chunk, schema, schedule, alone) if alone else [], proofs),
-                            *(build_coupled_problems(chunk, schema, schedule, rest + children, coupled) if rest else [])]:
-                release = by_unit.get((problem.level, problem.geo))
-                yield problem, None, (cells_json(release) if release is not None else None)
+            todo = [r for r in releases if (r.level, "/".join(r.geo)) not in done]
+            mine = {(r.level, r.geo): r for r in todo}
+            for problem in level_problems(piece, schema, schedule, todo, proofs, max_rows) if todo else []:
+                yield task(problem, mine.get((problem.level, problem.geo)))
+        parents = [r for r in whole if r.level in coupled and (r.level, "/".join(r.geo)) not in done]
+        for problem in level_problems(chunk, schema, schedule, whole, proofs, max_rows, parents) if parents else []:
+            yield task(problem, by_unit.get((problem.level, problem.geo)))
 
 
 # -- running ------------------------------------------------------------------------------------------
@@ -151,8 +144,7 @@ def run_scaled(source, schema: Schema, schedule: Schedule, options: ExactOptions
     out = Path(out)
     parts = out / "parts"
     manifest = parts / "run.json"
-    coupled = bool(scale.coupled and coupled_levels(schema, schedule))
-    print_ = fingerprint(source, schema, schedule, options, coupled, scale.claims_cap)
+    print_ = fingerprint(source, schema, schedule, options, scale.claims_cap)
     if scale.resume and manifest.exists():
         old = json.loads(manifest.read_text(encoding="utf-8"))
         if old != json.loads(json.dumps(print_)):
@@ -173,7 +165,7 @@ def run_scaled(source, schema: Schema, schedule: Schedule, options: ExactOptions
     stats = {"rows": 0}
     tasks = _tasks(source, schema, schedule, scale, done, stats, options.max_rows, options.explain != "none")
     limits = Limits(scale.memory_mb, scale.hard_seconds or hard_limit(options), os.getpid(),
-                    listing_cap(total, scale.claims_cap), store_columns(schema, schedule, coupled))
+                    listing_cap(total, scale.claims_cap), store_columns(schema, schedule))
     writer = PartWriter(parts)
     finished = already
     keeper = GridKeeper(grid_cap(total))  # units written with their grid; merge keeps the final top's
