@@ -111,3 +111,30 @@ def build_coupled_problems(frame: pd.DataFrame | None, schema: Schema, schedule:
             out.append(Problem(level, parent.geo, domains, n_rows, tuple(cons), edits, truth, notes, hidden=tuple(hidden),
                                child=child_level if child_dom else ""))
     return out
+
+
+def child_total(problem: Problem, c: Constraint) -> int | None:
+    """The child unit whose person count ``c`` publishes exactly (a count whose only clause names one
+    child unit), else None."""
+    if not (c.statistic.kind == "count" and c.exact and len(c.predicate.clauses) == 1):
+        return None
+    name, atoms = c.predicate.clauses[0]
+    return next(iter(atoms)) if name == problem.child and len(atoms) == 1 and c.lo.denominator == 1 else None
+
+
+def child_sizes(problem: Problem) -> tuple[int, ...] | None:
+    """Each child unit's person count, when the coupled problem publishes every one exactly and they
+    add up to its exact population (SF1's P1 of every block); None otherwise (a total suppressed,
+    rounded or a range, a release of unknown block sizes, two totals of a block that differ, or a
+    single child). The engines may then place each child's persons in slots of their own."""
+    if not problem.child or problem.n_rows[0] != problem.n_rows[1] or problem.sizes[problem.index(problem.child)] < 2:
+        return None
+    sizes: dict[int, int] = {}
+    for c in problem.constraints:
+        j = child_total(problem, c)
+        if j is not None and sizes.setdefault(j, int(c.lo)) != int(c.lo):
+            return None
+    k = problem.sizes[problem.index(problem.child)]
+    if len(sizes) < k or sum(sizes.values()) != problem.n_rows[0]:
+        return None
+    return tuple(sizes[j] for j in range(k))

@@ -1,7 +1,8 @@
 """Explaining verified claims: the published cells that imply them, shared by the exact engines.
 
 An explanation of a claim is a set ``E`` of cells such that every dataset meeting ``E`` (with the
-edits and the population) has the claim's count. Every dataset that contradicts the claim breaks
+edits and the population, and the child units' populations a laid-out coupled problem fixes) has
+the claim's count. Every dataset that contradicts the claim breaks
 some cell of ``E``, so ``E`` is a hitting set of the cells such datasets break. One
 :class:`Explainer` per unit keeps a pool of datasets (the truth with a row or two changed, and every
 counterexample a solver returns), checked against the problem. A claim is explained by taking an
@@ -95,12 +96,16 @@ class Explainer:
     open_whole : callable, optional
         Claim -> :class:`Session` for the calls over every cell (a solver that holds them all), when
         ``open_claim``'s solver holds only the cells it has been asked about.
+    fixed : sequence of Constraint
+        Counts the engine's slots fix (the child units' populations of a laid-out coupled problem):
+        every dataset meets them, as it meets the population, and no explanation names them.
     """
 
     def __init__(self, problem: Problem, keys: Sequence[str], open_claim: Callable[[Claim], Session],
-                 budget: float, per_call: int, open_whole: Callable[[Claim], Session] | None = None):
+                 budget: float, per_call: int, open_whole: Callable[[Claim], Session] | None = None,
+                 fixed: Sequence = ()):
         base = problem.truth if problem.truth is not None else np.zeros((0, len(problem.sizes)), dtype=np.int64)
-        self.book = CellBook(problem, keys, base)
+        self.book = CellBook(problem, keys, base, fixed)
         self.pool = Pool(self.book)
         self.pool.seed_near()
         self.open_claim, self.open_whole, self.left, self.per_call = open_claim, open_whole, int(budget * 1e6), per_call

@@ -21,14 +21,17 @@ class CellBook:
     """The published cells of a problem, evaluated on datasets given as changes to a base dataset.
 
     ``keys`` are the cells an explanation may name (the engine's order); constraints of other cells
-    (the population, fixed by the engines) are not evaluated.
+    (the population, fixed by the engines) are not evaluated, but for the ``fixed`` counts (the child
+    units' populations of a laid-out coupled problem), which a dataset must meet.
     """
 
-    def __init__(self, problem: Problem, keys: Sequence[str], base: np.ndarray):
+    def __init__(self, problem: Problem, keys: Sequence[str], base: np.ndarray, fixed: Sequence = ()):
         self.problem, self.keys = problem, list(keys)
         self.bounds = np.cumsum((0,) + problem.sizes)
         index = {k: i for i, k in enumerate(self.keys)}
         counts = [c for c in problem.constraints if c.statistic.kind == "count" and c.key.rsplit(":", 1)[0] in index]
+        self.n_cells = len(counts)
+        counts += [c for c in fixed if c.key.rsplit(":", 1)[0] not in index]  # the last columns of the counts
         self.numeric = [(index[c.key.rsplit(":", 1)[0]], c) for c in problem.constraints
                         if c.statistic.kind != "count" and c.key.rsplit(":", 1)[0] in index]
         width = self.bounds[-1]
@@ -37,7 +40,7 @@ class CellBook:
         self.lo = np.array([int_lo(c.lo, c.lo_open) or 0 for c in counts], dtype=np.int64)
         self.hi = np.array([np.iinfo(np.int32).max if c.hi is None else int_hi(c.hi, c.hi_open) for c in counts],
                            dtype=np.int64)
-        self._cell = np.array([index[c.key.rsplit(":", 1)[0]] for c in counts], dtype=np.int64)
+        self._cell = np.array([index.get(c.key.rsplit(":", 1)[0], -1) for c in counts], dtype=np.int64)
         edits = np.array([flat_mask(problem, e) for e in problem.edits], dtype=np.int64).reshape(len(problem.edits), width)
         self._edit_by_atom = np.ascontiguousarray(edits.T.astype(bool))
         self.base = np.asarray(base, dtype=np.int64).reshape(-1, len(problem.sizes))
@@ -61,8 +64,9 @@ class CellBook:
             out &= by_atom[self.bounds[c] + rows[:, c]]
         return out
 
-    def broken(self, old: np.ndarray, new: np.ndarray) -> np.ndarray:
-        """Cells broken by each dataset ``base - base[old[k]] + new[k]`` (datasets x cells, bool)."""
+    def broken(self, old: np.ndarray, new: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Cells broken by each dataset ``base - base[old[k]] + new[k]`` (datasets x cells, bool), and
+        whether each meets the fixed counts."""
         k = len(old)
         if k == 1:  # one whole dataset
             counts = (self.base_counts - self.base_member[old[0]].sum(axis=0) + self.member(new[0]).sum(axis=0))[None]
@@ -73,11 +77,12 @@ class CellBook:
             for r in range(new.shape[1]):
                 counts += self.member(new[:, r])
         out = np.zeros((k, len(self.keys)), dtype=bool)
-        data, constraint = np.nonzero((counts < self.lo) | (counts > self.hi))
+        bad = (counts < self.lo) | (counts > self.hi)
+        data, constraint = np.nonzero(bad[:, :self.n_cells])
         out[data, self._cell[constraint]] = True
         for cell, c in self.numeric:
             out[:, cell] |= ~self._holds(c, old, new)
-        return out
+        return out, ~bad[:, self.n_cells:].any(axis=1)
 
     def _holds(self, c, old: np.ndarray, new: np.ndarray) -> np.ndarray:
         """Whether each dataset meets a sum, mean or median cell; each distinct value is checked once,
@@ -110,7 +115,7 @@ class CellBook:
 
 
 class Pool:
-    """Datasets that meet the edits and the population, each stored as changes to the base dataset
+    """Datasets that meet the edits and the population (and the fixed counts), each stored as changes to the base dataset
     (rows of it removed, rows added), with the cells it breaks; shared by every claim of a unit."""
 
     def __init__(self, book: CellBook):
@@ -145,9 +150,11 @@ class Pool:
         lo, hi = self.book.problem.n_rows
         size = len(self.book.base) - old.shape[1] + new.shape[1]
         ok = self.book.allowed(new.reshape(-1, new.shape[2])).reshape(len(new), -1).all(axis=1) & (lo <= size <= hi)
-        old, new = old[ok], new[ok]
+        broken, fits = self.book.broken(old[ok], new[ok])
+        ok[ok] = fits
+        old, new, broken = old[ok], new[ok], broken[fits]
         ids = self._size + np.arange(len(old))
-        self._parts.append((self.book.broken(old, new), np.repeat(ids, old.shape[1]), old.ravel(),
+        self._parts.append((broken, np.repeat(ids, old.shape[1]), old.ravel(),
                             np.repeat(ids, new.shape[1]), new.reshape(-1, new.shape[2])))
         self._size += len(old)
         self._joined = None
@@ -155,7 +162,7 @@ class Pool:
 
     def add_dataset(self, rows: np.ndarray) -> np.ndarray | None:
         """Add one whole dataset (a solver's model); returns the cells it breaks, or None if it breaks
-        an edit or the population."""
+        an edit, the population or a fixed count."""
         rows = np.asarray(rows, dtype=np.int64)
         if not self.add(np.arange(len(self.book.base))[None], rows[None])[0]:
             return None

@@ -20,6 +20,7 @@ from pysat.solvers import Solver
 
 from ...problem.claims import REFUTED, UNDECIDED, VERIFIED, Claim, Verdict
 from ...problem.build import Problem
+from ...problem.coupled import child_sizes, child_total
 from ...specs.query import Predicate, Statistic
 from ...release.constraints import Constraint
 from ._explain import EXPLAIN_BUDGET, LIMIT, SAT, UNSAT, Explainer
@@ -69,9 +70,14 @@ class SatEngine(SatEncoding, ExactEngine):
         self.n = problem.n_rows[1]
         self.sizes = [len(d) for d in problem.domains]
         self._m_cache: dict = {}
+        self._m_slot: dict = {}
         self._y_cache: dict = {}
-        shape = (self.n, tuple(self.sizes), problem.n_rows, problem.names, problem.edits, symmetry)
+        sizes = child_sizes(problem)
+        if sizes is not None:
+            self.child = problem.index(problem.child)
+        shape = (self.n, tuple(self.sizes), problem.n_rows, problem.names, problem.edits, symmetry, sizes, self.child)
         frame = _frame(*shape) if self.n <= FRAME_ROWS else _Frame(*shape)
+        self.layout = frame.layout
         self.pool = IDPool()
         self.pool.obj2id.update(frame.pool.obj2id)
         self.pool.id2obj.update(frame.pool.id2obj)
@@ -80,9 +86,12 @@ class SatEngine(SatEncoding, ExactEngine):
         self._clauses: list[list[int]] = list(frame._clauses)
         self.selectors: dict[str, int] = {}
         self._pending: dict[str, list[Constraint]] = {}  # cells not encoded yet (see :meth:`_encode`)
+        self.fixed: list[Constraint] = []  # the populations the slots fix: no cells of their own
         for c in problem.constraints:
-            if c.statistic.kind == "count" and not c.predicate.clauses and (c.lo, c.hi) == (problem.n_rows[0], problem.n_rows[1]) and c.exact:
-                continue  # the population, already fixed by the number of slots
+            if (c.statistic.kind == "count" and not c.predicate.clauses and (c.lo, c.hi) == (problem.n_rows[0], problem.n_rows[1])
+                    and c.exact) or (self.layout is not None and child_total(problem, c) is not None):
+                self.fixed.append(c)
+                continue  # the population (or a child unit's), already fixed by the slots
             sel = self.selectors.setdefault(cell_of(c.key), self.pool.id(("sel", cell_of(c.key))))
             if verifying:
                 self._constraint(c, sel)
@@ -254,9 +263,11 @@ class SatEngine(SatEncoding, ExactEngine):
         z = self.pool.id(("dir", self.negations, claim))
         clauses = []
         lits = []
-        for s in range(self.n):
+        where = dict(claim.assignment).get(self.child) if self.layout is not None else None
+        slots = range(self.n) if where is None else self.layout[where]  # the others are in another child
+        for s in slots:
             t = self.pool.id(("t", self.negations, claim, s))
-            xs = [self.x[s][c][v] for c, v in claim.assignment]
+            xs = [self.x[s][c][v] for c, v in claim.assignment if c != self.child]
             clauses += [[-g, -t, lit] for lit in xs]
             clauses.append([-g, t] + [-lit for lit in xs])
             lits.append(t)
@@ -267,8 +278,8 @@ class SatEngine(SatEncoding, ExactEngine):
                 self._card(lits, 0, claim.m - 1, [-g, -z])
             else:
                 self._add([-g, -z])
-            if claim.m + 1 <= self.n:
-                self._card(lits, claim.m + 1, self.n, [-g, z])
+            if claim.m + 1 <= len(lits):
+                self._card(lits, claim.m + 1, len(lits), [-g, z])
             else:
                 self._add([-g, z])
         finally:
@@ -306,13 +317,14 @@ class SatEngine(SatEncoding, ExactEngine):
         if self._explainer is None:
             whole = None if cores is None else (lambda claim: _Session(cores, claim))
             self._explainer = Explainer(self.problem, list(self.selectors), lambda claim: _Session(self, claim),
-                                        budget, self.explain_conflicts, whole)
+                                        budget, self.explain_conflicts, whole, self.fixed)
             # Counterexamples near the truth that keep every cell they can are the informative ones:
             # phases lean the guarded solver towards them.
             phases = list(self.selectors.values())
             truth = self.problem.truth
             if truth is not None and len(truth) == self.n:
-                rows = truth[np.lexsort(truth.T[::-1])]
+                keys = truth.T[::-1] if self.layout is None else np.vstack([truth.T[::-1], truth[:, self.child]])
+                rows = truth[np.lexsort(keys)]  # in the slots' order: by child first when laid out
                 phases += [self.x[s][c][v] if v == a else -self.x[s][c][v]
                            for s, row in enumerate(rows.tolist()) for c, a in enumerate(row) for v in range(self.sizes[c])]
             self.guarded.set_phases(phases)
@@ -324,13 +336,17 @@ class SatEngine(SatEncoding, ExactEngine):
 
 
 class _Frame(SatEncoding):
-    """The part of the encoding that depends only on the unit's shape (slots, columns, edits): row
-    slots, their one-hot and order literals, the edits and the lexicographic order. Read-only once
-    built; an engine starts from a copy of its variable pool and clause list."""
+    """The part of the encoding that depends only on the unit's shape (slots, columns, edits, and the
+    child units' sizes when laid out): row slots, their one-hot and order literals, the edits and the
+    lexicographic order. Read-only once built; an engine starts from a copy of its variable pool and
+    clause list."""
 
     def __init__(self, n: int, sizes: tuple[int, ...], n_rows: tuple[int, int], names: tuple[str, ...],
-                 edits: tuple[Predicate, ...], symmetry: bool):
+                 edits: tuple[Predicate, ...], symmetry: bool, children: tuple[int, ...] | None = None, child: int = -1):
         self.n, self.sizes, self.solver = n, list(sizes), None
+        if children is not None:
+            ends = np.cumsum((0,) + children).tolist()
+            self.layout, self.child = tuple(range(a, b) for a, b in zip(ends, ends[1:])), child
         self.problem = _Shape(n_rows, names)
         self.pool = IDPool()
         self._clauses: list[list[int]] = []
@@ -339,6 +355,8 @@ class _Frame(SatEncoding):
         self.o = [[[0] + [self.pool.id(("o", s, c, k)) for k in range(1, d)] for c, d in enumerate(sizes)]
                   for s in range(n)]
         self._rows()
+        if self.layout is not None:
+            self._place()
         for edit in edits:
             self._edit(edit)
         if symmetry:
@@ -357,10 +375,11 @@ class _Shape:
 
 @lru_cache(maxsize=64)
 def _frame(n: int, sizes: tuple[int, ...], n_rows: tuple[int, int], names: tuple[str, ...],
-           edits: tuple[Predicate, ...], symmetry: bool) -> _Frame:
+           edits: tuple[Predicate, ...], symmetry: bool, children: tuple[int, ...] | None = None,
+           child: int = -1) -> _Frame:
     """The shared :class:`_Frame` of units of one shape (blocks of one size): building it anew took
     a twentieth of the CPU of the Census extract's blocks."""
-    return _Frame(n, sizes, n_rows, names, edits, symmetry)
+    return _Frame(n, sizes, n_rows, names, edits, symmetry, children, child)
 
 
 class _Session:

@@ -1,5 +1,13 @@
 """The row-slot SAT encoding: one-hot rows, set membership, cardinality constraints, the lexicographic
-order of the slots and the published cells (a mixin of :class:`~audit.attacks.engines.sat.SatEngine`)."""
+order of the slots and the published cells (a mixin of :class:`~audit.attacks.engines.sat.SatEngine`).
+
+A coupled problem whose child units' person counts are all published exactly is *laid out*: the
+slots are split into one run per child unit (``layout[b]``: the slots of child ``b``), each slot's
+child column is fixed, and a cell restricted to some children is encoded over their slots alone (a
+block's zero cell: a clause per slot of the block, not per slot of the tract). Slots are
+interchangeable, so ordering them by child first and lexicographically within each child is the
+same symmetry breaking as the full lexicographic order with the child column first: each dataset
+still has exactly one model."""
 from __future__ import annotations
 
 
@@ -22,6 +30,9 @@ def integer_bounds(c: Constraint, n: int) -> tuple[int, int]:
 class SatEncoding:
     """Clause building for :class:`~audit.attacks.engines.sat.SatEngine`: clauses go to ``self.solver``
     once it exists, else to ``self._clauses`` (the formula being built)."""
+
+    layout: tuple[range, ...] | None = None  # the slots of each child unit, when laid out
+    child: int = -1  # the child column's index, when laid out
 
     def _add(self, clause: list[int]) -> None:
         if self.solver is None:
@@ -81,6 +92,24 @@ class SatEncoding:
                     else:
                         self._add([-os[k], xs[k]])
 
+    def _place(self) -> None:
+        """Fix each slot's child column to the child whose run holds it."""
+        for b, slots in enumerate(self.layout):
+            for s in slots:
+                self._add([self.x[s][self.child][b]])
+
+    def _local(self, pred: Predicate) -> tuple[range | list[int], tuple]:
+        """The slots that may satisfy ``pred`` and the clauses left to check on them: when laid out, a
+        clause on the child column keeps only its children's slots and is true on them."""
+        if self.layout is not None:
+            name = self.problem.names[self.child]
+            for i, (col, atoms) in enumerate(pred.clauses):
+                if col == name:
+                    slots = (self.layout[next(iter(atoms))] if len(atoms) == 1 else
+                             [s for b in sorted(atoms) for s in self.layout[b]])
+                    return slots, pred.clauses[:i] + pred.clauses[i + 1:]
+        return range(self.n), pred.clauses
+
     def _in_set(self, s: int, c: int, atoms: frozenset) -> list[int]:
         """Literals whose conjunction says slot ``s`` has an atom of ``atoms`` in column ``c`` (if active)."""
         if len(atoms) == 1:
@@ -99,12 +128,14 @@ class SatEncoding:
         return [self._y_cache[key]]
 
     def matches(self, pred: Predicate) -> list[int]:
-        """Per slot, a literal true iff the slot is an active row satisfying ``pred`` (cached per predicate)."""
+        """Per slot that may satisfy ``pred`` (see :meth:`_local`), a literal true iff the slot is an
+        active row satisfying it (cached per predicate): their sum is the count of ``pred``."""
         lits = self._m_cache.get(pred)
         if lits is None:
-            cols = [(self.problem.index(name), atoms) for name, atoms in pred.clauses]
+            slots, clauses = self._local(pred)
+            cols = [(self.problem.index(name), atoms) for name, atoms in clauses]
             lits = []
-            for s in range(self.n):
+            for s in slots:
                 conj = [self.act[s]]
                 for c, atoms in cols:
                     conj += self._in_set(s, c, atoms)
@@ -120,8 +151,19 @@ class SatEncoding:
         return lits
 
     def match(self, s: int, pred: Predicate) -> int:
-        """Literal true iff slot ``s`` is an active row satisfying ``pred``."""
-        return self.matches(pred)[s]
+        """Literal true iff slot ``s`` is an active row satisfying ``pred`` (a false one for a slot of
+        another child unit)."""
+        slots, _ = self._local(pred)
+        if isinstance(slots, range) and len(slots) == self.n:
+            return self.matches(pred)[s]
+        where = self._m_slot.get(pred)
+        if where is None:
+            where = self._m_slot[pred] = dict(zip(slots, self.matches(pred)))
+        if s in where:
+            return where[s]
+        if ("false",) not in self.pool.obj2id:
+            self._add([-self.pool.id(("false",))])
+        return self.pool.id(("false",))
 
     def _edit(self, edit: Predicate) -> None:
         for s in range(self.n):
@@ -132,14 +174,19 @@ class SatEncoding:
             self._add(clause)
 
     def _lex(self) -> None:
-        """Slot s <= slot s+1 lexicographically whenever slot s+1 is active."""
+        """Slot s <= slot s+1 lexicographically whenever slot s+1 is active (when laid out: within each
+        child's run, over the other columns)."""
+        starts = {r.start for r in self.layout} if self.layout is not None else set()
+        cols = [(c, d) for c, d in enumerate(self.sizes) if c != self.child]
         for s in range(self.n - 1):
+            if s + 1 in starts:
+                continue
             eq = self.act[s + 1]
-            for c, d in enumerate(self.sizes):
+            for i, (c, d) in enumerate(cols):
                 oa, ob = self.o[s][c], self.o[s + 1][c]
                 for k in range(1, d):
                     self._add([-eq, -oa[k], ob[k]])
-                if c + 1 < len(self.sizes):
+                if i + 1 < len(cols):
                     nxt = self.pool.id(("lexeq", s, c))
                     for v in range(d):
                         self._add([-eq, -self.x[s][c][v], -self.x[s + 1][c][v], nxt])
@@ -149,8 +196,9 @@ class SatEncoding:
         if c.statistic.kind == "count":
             lo, hi = integer_bounds(c, self.n)
             if hi == 0:  # most cells of a small unit: one clause per slot, no match literals
-                cols = [(self.problem.index(name), atoms) for name, atoms in c.predicate.clauses]
-                for s in range(self.n):
+                slots, clauses = self._local(c.predicate)
+                cols = [(self.problem.index(name), atoms) for name, atoms in clauses]
+                for s in slots:
                     conj = [self.act[s]] + [lit for col, atoms in cols for lit in self._in_set(s, col, atoms)]
                     self._add([-sel] + [-lit for lit in conj])
                 return
