@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import itertools
+from dataclasses import replace
 from fractions import Fraction
 
 import numpy as np
@@ -28,41 +29,74 @@ def random_problem(rng: np.random.Generator, max_rows: int = 4, numeric: bool = 
     shell = Problem("block", ("1",), tuple(domains), (n, n), ())
     cons = []
     for cell in range(n_cells if n_cells is not None else int(rng.integers(2, 6))):
-        clauses = {}
-        for d in domains:
-            if rng.random() < 0.45:
-                atoms = frozenset(int(a) for a in range(len(d)) if rng.random() < 0.5)
-                if d.numeric and rng.random() < 0.7:  # numeric predicates are ranges in schedules
-                    a = int(rng.integers(0, len(d)))
-                    atoms = frozenset(range(a, len(d))) if rng.random() < 0.5 else frozenset(range(0, a + 1))
-                if 0 < len(atoms) < len(d):
-                    clauses[d.name] = atoms
-        pred = Predicate.of(clauses)
-        kinds = ["count"] + (["sum", "mean", "median"] if numeric else [])
-        stats = [Statistic()] + [Statistic(k, "age", int(rng.integers(0, 2))) for k in kinds[1:] if rng.random() < 0.5]
-        count = int(shell.row_mask(truth, pred).sum())
-        mode = rng.choice(["exact", "interval", "suppress"], p=[0.5, 0.3, 0.2])
-        key = f"T:{cell}"
-        for stat in stats:
-            c = Constraint(f"{key}:{stat.name}", pred, stat, None, None)
-            value = shell.value(truth, c)
-            if value is None:  # a mean or median of nobody: published as empty, so the count is 0
-                cons.append(Constraint(f"{key}:count", pred, Statistic(), Fraction(0), Fraction(0)))
-                continue
-            if mode == "suppress" and count < 3:
-                if stat.kind == "count":
-                    cons.append(Constraint(c.key, pred, stat, Fraction(0), Fraction(2)))
-                continue
-            if stat.rounded and (mode == "interval" or value.denominator != 1):
-                v = round_half_up(value, stat.decimals)
-                half = Fraction(1, 2 * 10 ** stat.decimals)
-                cons.append(Constraint(c.key, pred, stat, v - half, v + half, hi_open=True))
-            elif mode == "interval":
-                low = value - 1 if stat.kind != "count" else max(value - 1, Fraction(0))
-                cons.append(Constraint(c.key, pred, stat, low, value + 1))
-            else:
-                cons.append(Constraint(c.key, pred, stat, value, value))
+        cons += published(rng, shell, truth, _random_predicate(rng, domains), f"T:{cell}", numeric)
     return Problem("block", ("1",), tuple(domains), (n, n), tuple(cons), (), truth)
+
+
+def _random_predicate(rng: np.random.Generator, domains) -> Predicate:
+    clauses = {}
+    for d in domains:
+        if rng.random() < 0.45:
+            atoms = frozenset(int(a) for a in range(len(d)) if rng.random() < 0.5)
+            if d.numeric and rng.random() < 0.7:  # numeric predicates are ranges in schedules
+                a = int(rng.integers(0, len(d)))
+                atoms = frozenset(range(a, len(d))) if rng.random() < 0.5 else frozenset(range(0, a + 1))
+            if 0 < len(atoms) < len(d):
+                clauses[d.name] = atoms
+    return Predicate.of(clauses)
+
+
+def published(rng: np.random.Generator, shell: Problem, truth: np.ndarray, pred: Predicate, key: str,
+              numeric: bool) -> list[Constraint]:
+    """A cell's constraints as published from ``truth``: exact, an interval, or suppressed (small counts)."""
+    cons = []
+    kinds = ["count"] + (["sum", "mean", "median"] if numeric else [])
+    stats = [Statistic()] + [Statistic(k, "age", int(rng.integers(0, 2))) for k in kinds[1:] if rng.random() < 0.5]
+    count = int(shell.row_mask(truth, pred).sum())
+    mode = rng.choice(["exact", "interval", "suppress"], p=[0.5, 0.3, 0.2])
+    for stat in stats:
+        c = Constraint(f"{key}:{stat.name}", pred, stat, None, None)
+        value = shell.value(truth, c)
+        if value is None:  # a mean or median of nobody: published as empty, so the count is 0
+            cons.append(Constraint(f"{key}:count", pred, Statistic(), Fraction(0), Fraction(0)))
+            continue
+        if mode == "suppress" and count < 3:
+            if stat.kind == "count":
+                cons.append(Constraint(c.key, pred, stat, Fraction(0), Fraction(2)))
+            continue
+        if stat.rounded and (mode == "interval" or value.denominator != 1):
+            v = round_half_up(value, stat.decimals)
+            half = Fraction(1, 2 * 10 ** stat.decimals)
+            cons.append(Constraint(c.key, pred, stat, v - half, v + half, hi_open=True))
+        elif mode == "interval":
+            low = value - 1 if stat.kind != "count" else max(value - 1, Fraction(0))
+            cons.append(Constraint(c.key, pred, stat, low, value + 1))
+        else:
+            cons.append(Constraint(c.key, pred, stat, value, value))
+    return cons
+
+
+def random_coupled_problem(rng: np.random.Generator, max_rows: int = 4, numeric: bool = True) -> Problem:
+    """A tract of 2-3 blocks (one may be empty) as a coupled problem: each block's exact total and
+    cells restricted to it (one to two blocks together too), and tract cells over every row."""
+    base = random_problem(rng, max_rows, numeric, n_cells=0)
+    k = int(rng.integers(2, 4))
+    blocks = Domain("block", tuple(frozenset([str(b)]) for b in range(k)), tuple(str(b) for b in range(k)))
+    domains = base.domains + (blocks,)
+    truth = np.column_stack([base.truth, rng.integers(0, k, size=len(base.truth))]).astype(np.int64)
+    n = len(truth)
+    shell = Problem("tract", ("1",), domains, (n, n), (), child="block")
+    cons = []
+    for b in range(k):
+        only = Predicate.of({"block": {b}})
+        cons.append(Constraint(f"{b}/B:total:count", only, Statistic(), *(Fraction(int((truth[:, -1] == b).sum())),) * 2))
+        for cell in range(int(rng.integers(1, 4))):
+            where = {b} | ({int(rng.integers(0, k))} if rng.random() < 0.2 else set())
+            pred = _random_predicate(rng, base.domains).conjoin(Predicate.of({"block": where}))
+            cons += published(rng, shell, truth, pred, f"{b}/B:{cell}", numeric)
+    for cell in range(int(rng.integers(1, 3))):
+        cons += published(rng, shell, truth, _random_predicate(rng, base.domains), f"T:{cell}", numeric)
+    return replace(shell, constraints=tuple(cons), truth=truth)
 
 
 def all_datasets(problem: Problem) -> list[np.ndarray]:
