@@ -8,6 +8,7 @@ import numpy as np
 
 from ..errors import AuditError
 from ..problem.build import Problem
+from ..problem.coupled import child_sizes, child_total
 from ..release.constraints import int_hi, int_lo
 from ..problem.claims import UNDECIDED, VERIFIED, Verdict, candidates, count_candidates, distinct_rows, n_subsets
 from .engines import engine_class, get_engine
@@ -122,8 +123,10 @@ def encoding_clauses(problem: Problem) -> int:
     """Clauses of the SAT encoding of ``problem`` (see :class:`~audit.attacks.engines.sat.SatEngine`), counted
     from the cells' bounds: one-hot and order literals and the lexicographic order per slot, one
     sequential counter per bound of a count cell (about 2 N min(k, N - k) clauses for a bound k), totalizers (N^2) for
-    the rows of a numeric cell and one per threshold of a median."""
+    the rows of a numeric cell and one per threshold of a median. A laid-out coupled problem
+    (:func:`~audit.problem.coupled.child_sizes`) counts a child's cells over its own slots."""
     n = problem.n_rows[1]
+    children = child_sizes(problem)
     per_slot = sum(1 + (d * (d - 1) // 2 if d <= 6 else 3 * d) + d + 3 * (d - 1) + 2 * d for d in problem.sizes)
     total = n * (per_slot + len(problem.edits))
     for c in problem.constraints:
@@ -134,16 +137,22 @@ def encoding_clauses(problem: Problem) -> int:
             if c.statistic.kind == "median":
                 total += d * n * (n // 2 + 1) + 2 * (n + 1) * d
             continue
+        m = n  # the slots the cell is encoded over
+        if children is not None:
+            if child_total(problem, c) is not None:
+                continue  # fixed by the slots
+            inside = c.predicate.as_dict().get(problem.child)
+            m = n if inside is None else sum(children[b] for b in inside)
         lo, hi = max(int_lo(c.lo, c.lo_open) or 0, 0), int_hi(c.hi, c.hi_open)
-        hi = n if hi is None else min(hi, n)
+        hi = m if hi is None else min(hi, m)
         if hi <= 0:
-            total += n
+            total += m
             continue
-        total += n * (len(c.predicate.clauses) + 2)
-        if 1 < lo < n:
-            total += 2 * n * min(lo, n - lo)
-        if 0 < hi < n:
-            total += 2 * n * min(hi, n - hi)
+        total += m * (len(c.predicate.clauses) + 2)
+        if 1 < lo < m:
+            total += 2 * m * min(lo, m - lo)
+        if 0 < hi < m:
+            total += 2 * m * min(hi, m - hi)
     return total
 
 
