@@ -46,6 +46,13 @@ def _narrow(inputs, suppress: dict) -> dict[str, tuple[int, int]]:
     return out
 
 
+def _persons_hidden(inputs, cells: dict) -> int:
+    """Persons in a recommended block cell (B1: by sex, B2: by age), counted from the rows, per block."""
+    f, by = inputs.frame, {"B1": "sex", "B2": "age"}
+    return sum(int(((f["block"] == geo.split("/")[1]) & pd.concat(
+        [f[by[k.split(":")[0]]] == k.split(":")[1] for k in ks], axis=1).any(axis=1)).sum()) for geo, ks in cells.items())
+
+
 def test_a_block_suppression_the_tract_table_undoes_is_protected_jointly(tmp_path):
     inputs, rules = _tract(tmp_path)
     report = protect(inputs, ProtectOptions(exact=ExactOptions(explain="none")), rules, tmp_path / "out")
@@ -57,6 +64,8 @@ def test_a_block_suppression_the_tract_table_undoes_is_protected_jointly(tmp_pat
     cells = report["recommendation"]["cells"]
     assert _narrow(inputs, {k: frozenset(v) for k, v in cells.items()}) == {}
     assert report["totals"]["cells_suppressed"] == 4 == sum(map(len, cells.values()))
+    # b1's 5 and b2's 8: the cells the coupled step adds count too (only b1's 5 did before)
+    assert report["totals"]["persons_in_suppressed_cells"] == _persons_hidden(inputs, cells) == 13
     assert "B1:M" in yaml.safe_load((tmp_path / "out" / "protected.yaml").read_text())["suppress"]["t1/b1"]
 
 
@@ -120,6 +129,7 @@ def test_a_claim_proved_only_with_the_tract_table_is_protected_jointly(tmp_path)
     assert {k: set(v) for k, v in cells.items()} == {k: set(v) for k, v in split.items()}
     assert _proved_singletons(inputs, {k: frozenset(v) for k, v in cells.items()}) == set()
     assert report["after"]["verdict"] == "pass" and report["totals"]["cells_suppressed"] == len(joint["cells"])
+    assert report["totals"]["persons_in_suppressed_cells"] == _persons_hidden(inputs, cells) > 0  # no unit's own search hid any
 
 
 def test_a_tract_past_max_rows_is_undecided_with_no_recommendation(tmp_path):

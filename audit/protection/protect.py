@@ -36,12 +36,13 @@ from ..attacks.reidentify import with_attacker
 from ..findings.document import cell_labels, run_exact
 from ..findings.files import write_json
 from ..outputs.progress import Progress
+from ..release.tabulate import units_of
 from .claims import rules_failed
 from .levels import protect_levels
 from .options import Policy, ProtectOptions, geo_key
 from .protected import write_schedule_yaml
 from .sweeps import _noise, _round_sweep, _sweep_failing
-from .unit import UnitContext, suppress_unit, unit_contexts
+from .unit import UnitContext, information_loss, suppress_unit, unit_contexts
 
 OUTPUTS = ("protected.yaml", "protection.json", "protection.partial.json", "findings.json")  # what a run writes: an earlier run's are removed first
 
@@ -77,6 +78,22 @@ def _still_failing(ctx: UnitContext, cells, options: ProtectOptions, rules) -> l
     """The rules a unit still fails with these cells suppressed (where the search stopped)."""
     problem, release = ctx.problem(set(cells))
     return rules_failed(audit_unit(problem, replace(options.exact, explain="none")), release, rules)
+
+
+def _persons_hidden(inputs: Inputs, suppress: dict[str, list[str]], units: list) -> int:
+    """Persons in a suppressed cell of their unit, summed over units, under the whole pattern: a unit's own
+    search's cells and the cells the coupled step added to it (a tract's, or a block that passed alone)."""
+    found = {geo_key(u.geo): u for u in units}
+    total = 0
+    for level in inputs.schedule.levels:
+        for geo, rows in units_of(inputs.frame, inputs.schema, level):
+            cells, u = set(suppress.get(geo_key(geo), ())), found.get(geo_key(geo))
+            if u is not None and set(u.cells) == cells:
+                total += u.loss.get("persons_in_suppressed_cells", 0)
+            elif cells:
+                problem, _ = UnitContext(inputs, level, geo, rows).problem()
+                total += information_loss(problem, sorted(cells), {})["persons_in_suppressed_cells"]
+    return total
 
 
 def protect(inputs: Inputs, options: ProtectOptions, rules, out: Path,
@@ -143,7 +160,7 @@ def protect(inputs: Inputs, options: ProtectOptions, rules, out: Path,
             "units_not_protected": [geo_key(u.geo) for u in units if u.status not in ("protected", "pass")]
             + [d["geo"] for d in report.get("levels", ()) if d["status"] not in ("protected", "pass")],
             "cells_suppressed": sum(len(u.cells) for u in units) + sum(len(d["cells"]) for d in report.get("levels", ())),
-            "persons_in_suppressed_cells": sum(u.loss.get("persons_in_suppressed_cells", 0) for u in units),
+            "persons_in_suppressed_cells": _persons_hidden(inputs, suppress, units),
         }
     elif options.strategy == "round":
         report["sweep"], base = _round_sweep(inputs, options, policy, failing_units, log, rules)
