@@ -8,7 +8,8 @@ import numpy as np
 
 from ..problem.claims import UNDECIDED, VERIFIED, Claim
 from ..attacks.engines import get_engine
-from ..attacks.exact import UnitResult
+from ..attacks.exact import UnitResult, certificate_cells
+from ..attacks.implied import LinearProof
 from ..problem.build import Problem
 from ..release.constraints import UnitRelease
 from ..findings.document import unit_json
@@ -77,15 +78,17 @@ def _to_explain(bad: list, truth: np.ndarray) -> list:
 CORES = 16  # explanations sought per explained claim and iteration
 
 
-def _explain(engine, claim: Claim, hidden: set[str]) -> frozenset:
-    cells, _ = engine.explain(claim)
-    if not cells:  # explanation budget spent: every published cell together still implies the claim
-        cells = tuple(engine.cells)
+def _explain(engine, claim: Claim, hidden: set[str], proof: tuple[str, ...] | None = None) -> frozenset:
+    """A minimal explanation, searched among a checked linear ``proof``'s cells when there is one; past
+    the budget, those cells (or every published cell: all of them still imply the claim)."""
+    cells, _ = engine.explainer().explain(claim, proof)
+    if not cells:
+        cells = proof or tuple(engine.cells)
     return frozenset(cells) - hidden
 
 
 def _cores(engine, claim: Claim, hidden: set[str], cheapest: Callable[[frozenset], set], seen: set,
-           most: int = CORES) -> list[frozenset]:
+           most: int = CORES, proof: tuple[str, ...] | None = None) -> list[frozenset]:
     """Explanations of a claim outside the hidden cells, the first over every cell (alone when ``seen``
     holds it already: claims about one record share their explanations), each next one among the
     cells the earlier ones leave aside: first whole explanations (disjoint ones), then only the
@@ -97,7 +100,7 @@ def _cores(engine, claim: Claim, hidden: set[str], cheapest: Callable[[frozenset
     loop crawls, one attack per copy. Each explanation is a valid clause (its cells alone imply the
     claim whatever else is hidden), so the minimum hitting set stays a lower bound.
     """
-    pos = _explain(engine, claim, hidden)
+    pos = _explain(engine, claim, hidden, proof)
     if pos in seen:
         return [pos]
     seen.add(pos)
@@ -120,19 +123,28 @@ def claim_clauses(result: UnitResult, bad: list, recon: bool, hidden: set[str], 
                   ) -> list[tuple[frozenset, frozenset]]:
     """Clauses (pos, neg) "suppress one of pos, or un-suppress one of neg" that every pattern defeating
     the failing claims (and a unique reconstruction, with ``recon``) meets: their explanations (with
-    ``cheapest``, several per claim, see :func:`_cores`)."""
+    ``cheapest``, several per claim, see :func:`_cores`).
+
+    A claim an exact linear combination of published counts proves is explained within that
+    combination's cells: over every cell, the unit's explanation budget can go on the first few
+    claims, and the claims after them would each give the clause "suppress any published cell",
+    which one more hidden cell meets without defeating anything (the sf1 tract with its own tables
+    gave up after 60 rounds that way, one cell a round)."""
     engine = get_engine("sat", result.problem, conflicts=options.exact.conflicts, seed=options.exact.seed)
     engine.explainer(options.exact.explain_budget)
+    todo = _to_explain(bad, result.problem.truth)
+    linear = LinearProof.of(result.problem)
+    proofs = certificate_cells(linear, [v.claim for v in todo if not v.direct], {}) if linear is not None else {}
     new, seen = [], set()
-    for v in _to_explain(bad, result.problem.truth):
+    for v in todo:
         if v.direct:
             new.append((frozenset(v.cells), frozenset()))
             continue
         neg = frozenset(k for k in direct_of.get((v.claim.assignment, v.claim.m), ()) if k in hidden)
         if cheapest is None:
-            new.append((_explain(engine, v.claim, hidden), neg))
+            new.append((_explain(engine, v.claim, hidden, proofs.get(v.claim)), neg))
         else:
-            new += [(pos, neg) for pos in _cores(engine, v.claim, hidden, cheapest, seen)]
+            new += [(pos, neg) for pos in _cores(engine, v.claim, hidden, cheapest, seen, proof=proofs.get(v.claim))]
     if recon:  # unique solution: every full record is implied; hit the union of their explanations
         truth = result.problem.truth
         union: set = set()
