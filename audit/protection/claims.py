@@ -79,9 +79,9 @@ CORES = 16  # explanations sought per explained claim and iteration
 
 
 def _explain(engine, claim: Claim, hidden: set[str], proof: tuple[str, ...] | None = None) -> frozenset:
-    """A minimal explanation, searched among a checked linear ``proof``'s cells when there is one; past
-    the budget, those cells (or every published cell: all of them still imply the claim)."""
-    cells, _ = engine.explainer().explain(claim, proof)
+    """A minimal explanation; where the solver finds none within the budget, the cells of a checked
+    linear ``proof`` (sound, not minimal), else every published cell (all of them imply the claim)."""
+    cells, _ = engine.explainer().explain(claim, None, (lambda: proof) if proof else None)
     if not cells:
         cells = proof or tuple(engine.cells)
     return frozenset(cells) - hidden
@@ -125,11 +125,11 @@ def claim_clauses(result: UnitResult, bad: list, recon: bool, hidden: set[str], 
     the failing claims (and a unique reconstruction, with ``recon``) meets: their explanations (with
     ``cheapest``, several per claim, see :func:`_cores`).
 
-    A claim an exact linear combination of published counts proves is explained within that
-    combination's cells: over every cell, the unit's explanation budget can go on the first few
-    claims, and the claims after them would each give the clause "suppress any published cell",
-    which one more hidden cell meets without defeating anything (the sf1 tract with its own tables
-    gave up after 60 rounds that way, one cell a round)."""
+    Where the explanation budget runs out (it is the unit's, and the first few claims can spend it),
+    a claim an exact linear combination of published counts proves gets that combination's cells:
+    without them it gave the clause "suppress any published cell", which one more hidden cell meets
+    without defeating anything (the sf1 tract with its own tables gave up after 60 rounds that way,
+    one cell a round)."""
     engine = get_engine("sat", result.problem, conflicts=options.exact.conflicts, seed=options.exact.seed)
     engine.explainer(options.exact.explain_budget)
     todo = _to_explain(bad, result.problem.truth)
