@@ -341,7 +341,10 @@ def test_explanations_of_a_later_round_come_from_the_first_rounds_solver(tmp_pat
     bad = [v for v in failing(result, policy)[0] if not v.direct]
     assert bad
     clauses = claim_clauses(result, bad, False, hidden, twins(problem), options, lambda pos: {min(pos)}, explanations)
-    assert explanations.engine is engine
+    assert explanations.engine is engine and explanations(later, hidden)[0] is engine
+    other = Explanations(options)
+    made, _ = other(later, hidden)
+    assert other(problem, set())[0] is not made  # a round publishing a cell the first one hid gets its own
     published = set(engine.selectors) - hidden
     for pos, _ in clauses:
         assert pos and not pos & hidden

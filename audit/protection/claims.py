@@ -80,30 +80,31 @@ CORES = 16  # explanations sought per explained claim and iteration
 
 class Explanations:
     """A unit's explanation solver for every round of its search: made on the first problem it is given
-    (the fewest cells hidden, the forced ones, which every later pattern hides too) and asked, in each
-    later round, among the cells published then. Building it was most of a round's explaining on the
-    sf1 tract (8 of 10 s); its pool of counterexamples carries over, its work budget is renewed."""
+    (in the unit loop the forced cells hidden, which every later pattern hides too) and asked, in a
+    later round hiding at least those cells, among the cells published then. Building it was most of
+    a round's explaining on the sf1 tract (8 of 10 s); its pool of counterexamples carries over, its
+    work budget is renewed. A round that publishes one of the first problem's hidden cells gets a
+    solver of its own (the first one holds that cell as [0, N])."""
 
     def __init__(self, options: ProtectOptions):
-        self.options, self.engine, self.first = options, None, None
+        self.options, self.engine, self.hidden = options, None, frozenset()
 
-    def __call__(self, problem: Problem):
-        budget = self.options.exact.explain_budget
+    def _make(self, problem: Problem):
+        engine = get_engine("sat", problem, conflicts=self.options.exact.conflicts, seed=self.options.exact.seed,
+                            main=False)
+        engine.explainer(self.options.exact.explain_budget)
+        return engine
+
+    def __call__(self, problem: Problem, hidden: set[str]) -> tuple[object, list[str] | None]:
+        """The solver for a round's ``problem`` (its ``hidden`` cells), and the cells explanations may
+        name (None: every cell of the solver's own problem)."""
         if self.engine is None:
-            self.engine = get_engine("sat", problem, conflicts=self.options.exact.conflicts,
-                                     seed=self.options.exact.seed, main=False)
-            self.engine.explainer(budget)
-            self.first = problem
-        else:
-            self.engine.explainer().renew(budget)
-        return self.engine
-
-    def among(self, problem: Problem, leave: set[str]) -> list[str] | None:
-        """The cells an explanation may name in this round's ``problem``, but those in ``leave`` (None:
-        every cell of the problem the solver was made on)."""
-        if problem is self.first:  # its hidden cells are [0, N]: they imply nothing
-            return None
-        return [k for k in self.engine.cells if k not in leave]
+            self.engine, self.hidden = self._make(problem), frozenset(hidden)
+            return self.engine, None
+        if not self.hidden <= hidden:
+            return self._make(problem), None
+        self.engine.explainer().renew(self.options.exact.explain_budget)
+        return self.engine, [k for k in self.engine.cells if k not in hidden]
 
 
 def _explain(engine, claim: Claim, hidden: set[str], proof: tuple[str, ...] | None = None,
@@ -162,9 +163,7 @@ def claim_clauses(result: UnitResult, bad: list, recon: bool, hidden: set[str], 
     without them it gave the clause "suppress any published cell", which one more hidden cell meets
     without defeating anything (the sf1 tract with its own tables gave up after 60 rounds that way,
     one cell a round)."""
-    explanations = explanations or Explanations(options)
-    engine = explanations(result.problem)
-    among = explanations.among(result.problem, hidden)
+    engine, among = (explanations or Explanations(options))(result.problem, hidden)
     todo = _to_explain(bad, result.problem.truth)
     linear = LinearProof.of(result.problem)
     proofs = certificate_cells(linear, [v.claim for v in todo if not v.direct], {}) if linear is not None else {}

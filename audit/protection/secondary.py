@@ -225,7 +225,7 @@ def suppress_unit(ctx, policy, options, log: Callable[[str], None] | None = None
     direct_of = twins(problem)
     clauses: list = []
     cuts: list[Cut] = []
-    explanations = Explanations(options)  # made on the first pattern (the primary cells, hidden in every later one)
+    explanations = Explanations(options)
     chosen = set(out.primary)
     while True:
         out.iterations += 1
