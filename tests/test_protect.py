@@ -290,3 +290,62 @@ def test_protect_prints_labels_and_a_failed_round_search_exits_1(tmp_path, capsy
                      tmp_path / "r")
     assert report["round_to"] is None and report["recommendation"] is None
     assert report["failing_units"] == {"b1": ["derived_singletons"]} and not (tmp_path / "r" / "protected.yaml").exists()
+
+
+def _implies_alone(ctx, exact, claim, cells, published) -> bool:
+    """The exact attack still proves ``claim`` with every published cell but ``cells`` suppressed."""
+    p, _ = ctx.problem(published - set(cells))
+    return claim in {w.claim for w in audit_unit(p, exact).verified}
+
+
+def test_a_spent_explanation_budget_gives_the_linear_proofs_cells(tmp_path):
+    """With no explanation budget left a claim's clause is its checked linear proof's cells (not every
+    published cell, which one more hidden cell would meet), and those cells alone still prove it."""
+    from dataclasses import replace
+
+    from audit.attacks.engines.sat import SatEngine
+    from audit.protection.claims import claim_clauses, failing, twins
+
+    inputs, rules = _case(tmp_path, *REDUNDANT)
+    exact = ExactOptions(explain="none")
+    ctx = unit_contexts(inputs)[0]
+    problem, _ = ctx.problem()
+    result = audit_unit(problem, exact)
+    bad = [v for v in failing(result, Policy.from_rules(rules))[0] if not v.direct]
+    published = set(SatEngine(problem).selectors)
+    spent = ProtectOptions(exact=replace(exact, explain_budget=1e-9))
+    clauses = claim_clauses(result, bad, False, set(), twins(problem), spent)
+    assert bad and len(clauses) == len(bad)
+    for v, (pos, _) in zip(bad, clauses):
+        assert pos and len(pos) < len(published), (v.claim, sorted(pos))
+        assert _implies_alone(ctx, exact, v.claim, pos, published), (v.claim, sorted(pos))
+
+
+def test_explanations_of_a_later_round_come_from_the_first_rounds_solver(tmp_path):
+    """One solver per unit: made on the first round's problem, asked among the cells a later round
+    publishes; its clauses name no hidden cell and each alone proves its claim there."""
+    from audit.protection.claims import Explanations, claim_clauses, failing, twins
+
+    inputs, rules = _case(tmp_path, *REDUNDANT)
+    exact = ExactOptions(explain="none")
+    policy, options = Policy.from_rules(rules), ProtectOptions(exact=exact)
+    ctx = unit_contexts(inputs)[0]
+    problem, _ = ctx.problem()
+    first = audit_unit(problem, exact)
+    explanations = Explanations(options)
+    bad = failing(first, policy)[0]
+    hidden = set(claim_clauses(first, bad, False, set(), twins(problem), options, None, explanations)[0][0])
+    engine = explanations.engine
+    later, _ = ctx.problem(hidden)
+    result = audit_unit(later, exact)
+    bad = [v for v in failing(result, policy)[0] if not v.direct]
+    assert bad
+    clauses = claim_clauses(result, bad, False, hidden, twins(problem), options, lambda pos: {min(pos)}, explanations)
+    assert explanations.engine is engine and explanations(later, hidden)[0] is engine
+    other = Explanations(options)
+    made, _ = other(later, hidden)
+    assert other(problem, set())[0] is not made  # a round publishing a cell the first one hid gets its own
+    published = set(engine.selectors) - hidden
+    for pos, _ in clauses:
+        assert pos and not pos & hidden
+        assert any(_implies_alone(ctx, exact, v.claim, pos, published) for v in bad), sorted(pos)

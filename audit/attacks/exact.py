@@ -319,7 +319,7 @@ def _explain(engine, result: UnitResult, options: ExactOptions, linear: LinearPr
         engine.deadline = None  # explanations are bounded by solver work, so they do not depend on the clock
     if engine is None:  # one dataset: every claim is a combination of exact counts, found in one pass
         engine = make_engine(result.problem, options, verifying=False)
-        known = _certificate_cells(linear, claims, certificates)
+        known = certificate_cells(linear, claims, certificates)
         explainer = engine.explainer(options.explain_budget)
     elif options.engine == "sat":  # small checks on a solver that holds only the cells they assume
         explainer = make_engine(result.problem, options, verifying=False).explainer(options.explain_budget, engine)
@@ -327,14 +327,14 @@ def _explain(engine, result: UnitResult, options: ExactOptions, linear: LinearPr
         explainer = engine.explainer(options.explain_budget)
     stalled = []
     for i, claim in zip(targets, claims):
-        lazy = (lambda c=claim: _certificate_cells(linear, [c], certificates).get(c)) if linear else None
+        lazy = (lambda c=claim: certificate_cells(linear, [c], certificates).get(c)) if linear else None
         cells, minimal = explainer.explain(claim, known.get(claim), lazy)
         if cells:
             result.verdicts[i] = replace(result.verdicts[i], cells=cells, minimal=minimal)
         else:
             stalled.append(i)
     if stalled and linear is not None:  # the budget ran out: the cells of a linear proof, when there is one
-        found = known or _certificate_cells(linear, [result.verdicts[i].claim for i in stalled], certificates)
+        found = known or certificate_cells(linear, [result.verdicts[i].claim for i in stalled], certificates)
         for i in stalled:
             cells = found.get(result.verdicts[i].claim)
             if cells:
@@ -353,7 +353,7 @@ def _explain_proved(result: UnitResult, options: ExactOptions) -> None:
             result.verdicts[i] = replace(result.verdicts[i], cells=cells, minimal=False)
 
 
-def _certificate_cells(linear: LinearProof, claims: list[Claim], certificates: dict) -> dict[Claim, tuple[str, ...]]:
+def certificate_cells(linear: LinearProof, claims: list[Claim], certificates: dict) -> dict[Claim, tuple[str, ...]]:
     """Cells of a checked linear proof of each claim that has one (the search's, else a combination)."""
     missing = [c for c in claims if c not in certificates]
     found = {**certificates, **{c: u for c, u in zip(missing, linear.combine(missing)) if u is not None}}

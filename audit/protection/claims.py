@@ -8,7 +8,8 @@ import numpy as np
 
 from ..problem.claims import UNDECIDED, VERIFIED, Claim
 from ..attacks.engines import get_engine
-from ..attacks.exact import UnitResult
+from ..attacks.exact import UnitResult, certificate_cells
+from ..attacks.implied import LinearProof
 from ..problem.build import Problem
 from ..release.constraints import UnitRelease
 from ..findings.document import unit_json
@@ -77,15 +78,49 @@ def _to_explain(bad: list, truth: np.ndarray) -> list:
 CORES = 16  # explanations sought per explained claim and iteration
 
 
-def _explain(engine, claim: Claim, hidden: set[str]) -> frozenset:
-    cells, _ = engine.explain(claim)
-    if not cells:  # explanation budget spent: every published cell together still implies the claim
-        cells = tuple(engine.cells)
+class Explanations:
+    """A unit's explanation solver for every round of its search: made on the first problem it is given
+    (in the unit loop the forced cells hidden, which every later pattern hides too) and asked, in a
+    later round hiding at least those cells, among the cells published then. Building it was most of
+    a round's explaining on the sf1 tract (8 of 10 s); its pool of counterexamples carries over, its
+    work budget is renewed. A round that publishes one of the first problem's hidden cells gets a
+    solver of its own (the first one holds that cell as [0, N])."""
+
+    def __init__(self, options: ProtectOptions):
+        self.options, self.engine, self.hidden = options, None, frozenset()
+
+    def _make(self, problem: Problem):
+        engine = get_engine("sat", problem, conflicts=self.options.exact.conflicts, seed=self.options.exact.seed,
+                            main=False)
+        engine.explainer(self.options.exact.explain_budget)
+        return engine
+
+    def __call__(self, problem: Problem, hidden: set[str]) -> tuple[object, list[str] | None]:
+        """The solver for a round's ``problem`` (its ``hidden`` cells), and the cells explanations may
+        name (None: every cell of the solver's own problem)."""
+        if self.engine is None:
+            self.engine, self.hidden = self._make(problem), frozenset(hidden)
+            return self.engine, None
+        if not self.hidden <= hidden:
+            return self._make(problem), None
+        self.engine.explainer().renew(self.options.exact.explain_budget)
+        return self.engine, [k for k in self.engine.cells if k not in hidden]
+
+
+def _explain(engine, claim: Claim, hidden: set[str], proof: tuple[str, ...] | None = None,
+             among: list[str] | None = None) -> frozenset:
+    """A minimal explanation (among the cells ``among`` when given); where the solver finds none within
+    the budget, the cells of a checked linear ``proof`` (sound, not minimal), else every published cell
+    (all of them imply the claim)."""
+    found = engine.explainer().explain(claim, None, (lambda: proof) if proof else None, among)
+    cells = found[0] if found else ()
+    if not cells:
+        cells = proof or tuple(engine.cells)
     return frozenset(cells) - hidden
 
 
 def _cores(engine, claim: Claim, hidden: set[str], cheapest: Callable[[frozenset], set], seen: set,
-           most: int = CORES) -> list[frozenset]:
+           most: int = CORES, proof: tuple[str, ...] | None = None, among: list[str] | None = None) -> list[frozenset]:
     """Explanations of a claim outside the hidden cells, the first over every cell (alone when ``seen``
     holds it already: claims about one record share their explanations), each next one among the
     cells the earlier ones leave aside: first whole explanations (disjoint ones), then only the
@@ -97,7 +132,7 @@ def _cores(engine, claim: Claim, hidden: set[str], cheapest: Callable[[frozenset
     loop crawls, one attack per copy. Each explanation is a valid clause (its cells alone imply the
     claim whatever else is hidden), so the minimum hitting set stays a lower bound.
     """
-    pos = _explain(engine, claim, hidden)
+    pos = _explain(engine, claim, hidden, proof, among)
     if pos in seen:
         return [pos]
     seen.add(pos)
@@ -107,7 +142,7 @@ def _cores(engine, claim: Claim, hidden: set[str], cheapest: Callable[[frozenset
         pos = out[0]
         while pos and len(out) < most:
             aside |= set(pos) if whole else cheapest(pos)
-            found = engine.explainer().explain(claim, among=[k for k in engine.cells if k not in aside])
+            found = engine.explainer().explain(claim, among=[k for k in among or engine.cells if k not in aside])
             if found is None or found == ((), False):  # gone without the cells set aside, or the budget is spent
                 break
             pos = frozenset(found[0]) - hidden
@@ -116,29 +151,39 @@ def _cores(engine, claim: Claim, hidden: set[str], cheapest: Callable[[frozenset
 
 
 def claim_clauses(result: UnitResult, bad: list, recon: bool, hidden: set[str], direct_of: dict,
-                  options: ProtectOptions, cheapest: Callable[[frozenset], set] | None = None
-                  ) -> list[tuple[frozenset, frozenset]]:
+                  options: ProtectOptions, cheapest: Callable[[frozenset], set] | None = None,
+                  explanations: Explanations | None = None) -> list[tuple[frozenset, frozenset]]:
     """Clauses (pos, neg) "suppress one of pos, or un-suppress one of neg" that every pattern defeating
     the failing claims (and a unique reconstruction, with ``recon``) meets: their explanations (with
-    ``cheapest``, several per claim, see :func:`_cores`)."""
-    engine = get_engine("sat", result.problem, conflicts=options.exact.conflicts, seed=options.exact.seed)
-    engine.explainer(options.exact.explain_budget)
+    ``cheapest``, several per claim, see :func:`_cores`); ``explanations``: the unit's solver across
+    rounds (one made for this round when not given).
+
+    Where the explanation budget runs out (it is the unit's, and the first few claims can spend it),
+    a claim an exact linear combination of published counts proves gets that combination's cells:
+    without them it gave the clause "suppress any published cell", which one more hidden cell meets
+    without defeating anything (the sf1 tract with its own tables gave up after 60 rounds that way,
+    one cell a round)."""
+    engine, among = (explanations or Explanations(options))(result.problem, hidden)
+    todo = _to_explain(bad, result.problem.truth)
+    linear = LinearProof.of(result.problem)
+    proofs = certificate_cells(linear, [v.claim for v in todo if not v.direct], {}) if linear is not None else {}
     new, seen = [], set()
-    for v in _to_explain(bad, result.problem.truth):
+    for v in todo:
         if v.direct:
             new.append((frozenset(v.cells), frozenset()))
             continue
         neg = frozenset(k for k in direct_of.get((v.claim.assignment, v.claim.m), ()) if k in hidden)
         if cheapest is None:
-            new.append((_explain(engine, v.claim, hidden), neg))
+            new.append((_explain(engine, v.claim, hidden, proofs.get(v.claim), among), neg))
         else:
-            new += [(pos, neg) for pos in _cores(engine, v.claim, hidden, cheapest, seen)]
+            new += [(pos, neg) for pos in _cores(engine, v.claim, hidden, cheapest, seen, proof=proofs.get(v.claim),
+                                                 among=among)]
     if recon:  # unique solution: every full record is implied; hit the union of their explanations
         truth = result.problem.truth
         union: set = set()
         for row in {tuple(r) for r in truth.tolist()}:
             m = int((truth == np.array(row)).all(axis=1).sum())
-            union |= _explain(engine, Claim(tuple(enumerate(row)), m), hidden)
+            union |= _explain(engine, Claim(tuple(enumerate(row)), m), hidden, among=among)
         new.append((frozenset(union), frozenset()))
     return new
 

@@ -14,7 +14,10 @@ Suppression is *reconstruction-aware* (an implicit-hitting-set loop, per geograp
 
 Every explanation stays valid when other cells are suppressed, so the loop only ever excludes
 sets that fail: with the exact hitting set the result is a minimum number of cells (for the
-claims the attack considers, i.e. up to ``--max-columns``). A recommendation is only offered after
+claims the attack considers, i.e. up to ``--max-columns``). That holds too for the clauses that are
+not minimal explanations (past the explanation budget, a checked linear proof's cells, else every
+published cell: sets that imply the claim, only weaker); one explanation solver serves all of a
+unit's rounds (:class:`audit.protection.claims.Explanations`). A recommendation is only offered after
 re-auditing the protected schedule through the ordinary path (tabulate, problems, attack, rules).
 
 Noise is evaluated in an *attacker-at-confidence* model, not a proof: a count published with

@@ -35,7 +35,7 @@ from ..attacks.intervals import Interval, feasibility_intervals, hidden_cells
 from ..problem.build import Problem
 from ..release.constraints import PUBLISHED, SUPPRESSED, UnitRelease
 from ..policy.checks import protection_needed
-from .claims import claim_clauses, failing, twins
+from .claims import Explanations, claim_clauses, failing, twins
 from .options import geo_key
 from .unit import UnitProtection, _summary, cell_counts, forced_cells, information_loss
 
@@ -225,6 +225,7 @@ def suppress_unit(ctx, policy, options, log: Callable[[str], None] | None = None
     direct_of = twins(problem)
     clauses: list = []
     cuts: list[Cut] = []
+    explanations = Explanations(options)
     chosen = set(out.primary)
     while True:
         out.iterations += 1
@@ -261,7 +262,7 @@ def suppress_unit(ctx, policy, options, log: Callable[[str], None] | None = None
             break
         hidden = chosen | set(ctx.already)
         if bad or recon:
-            clauses += claim_clauses(result, bad, recon, hidden, direct_of, options)
+            clauses += claim_clauses(result, bad, recon, hidden, direct_of, options, explanations=explanations)
         for cell, sense, target in short:
             cut = lp.cut(cell, sense, target, chosen, set(variables)) if lp is not None else None
             if cut is None:  # suppressing more only widens intervals: one more cell, or not this one

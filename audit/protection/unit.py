@@ -16,7 +16,7 @@ from ..problem.build import Problem, build_problems
 from ..release.constraints import PUBLISHED, SUPPRESSED, UnitRelease
 from ..specs.schedule import Schedule
 from ..release.tabulate import tabulate, units_of
-from .claims import claim_clauses, failing, twins
+from .claims import Explanations, claim_clauses, failing, twins
 from .options import Policy, ProtectOptions, cell_of, geo_key
 
 @dataclass
@@ -177,6 +177,7 @@ def suppress_unit(ctx: UnitContext, policy: Policy, options: ProtectOptions,
     cheapest = lambda pos: members.get(rep.get(c := min(pos, key=lambda k: (  # noqa: E731  (the hitting set's order)
         size.get(rep.get(k, k), 1), rcost.get(rep.get(k, k), 0), k)), c), {c})
     clauses: list[tuple[frozenset, frozenset]] = []
+    explanations = Explanations(options)
     chosen: set[str] = set(forced)
     result = first
     while True:
@@ -196,7 +197,8 @@ def suppress_unit(ctx: UnitContext, policy: Policy, options: ProtectOptions,
         if out.iterations > options.max_iterations:
             out.status, out.reason = "gave-up", f"no protection within {options.max_iterations} iterations"
             break
-        new = claim_clauses(result, bad, recon, chosen | set(ctx.already), direct_of, options, cheapest)
+        new = claim_clauses(result, bad, recon, chosen | set(ctx.already), direct_of, options, cheapest,
+                             explanations)
         if any(not pos and not (neg - forced) for pos, neg in new):
             out.status = "unfixable"
             out.reason = "a failing claim follows from the population and the structural edits alone"

@@ -116,6 +116,10 @@ class Explainer:
     def keys(self) -> list[str]:
         return self.book.keys
 
+    def renew(self, budget: float) -> None:
+        """A fresh work budget (millions of propagations) for a new round of questions; the pool stays."""
+        self.left = int(budget * 1e6)
+
     def explain(self, claim: Claim, sufficient: Sequence[str] | None = None,
                 certificate: Callable[[], Sequence[str] | None] | None = None,
                 among: Sequence[str] | None = None) -> tuple[tuple[str, ...], bool] | None:
