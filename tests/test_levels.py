@@ -47,10 +47,18 @@ def _narrow(inputs, suppress: dict) -> dict[str, tuple[int, int]]:
 
 
 def _persons_hidden(inputs, cells: dict) -> int:
-    """Persons in a recommended block cell (B1: by sex, B2: by age), counted from the rows, per block."""
-    f, by = inputs.frame, {"B1": "sex", "B2": "age"}
-    return sum(int(((f["block"] == geo.split("/")[1]) & pd.concat(
-        [f[by[k.split(":")[0]]] == k.split(":")[1] for k in ks], axis=1).any(axis=1)).sum()) for geo, ks in cells.items())
+    """Persons in a recommended cell of their unit (a block's B1 by sex, B2 by age; the tract's R1 by
+    sex and age), counted from the rows, summed over units."""
+    f, by = inputs.frame, {"B1": ["sex"], "B2": ["age"], "R1": ["sex", "age"]}
+    total = 0
+    for geo, keys in cells.items():
+        rows = f[f["block"] == geo.split("/")[1]] if "/" in geo else f
+        hit = pd.Series(False, index=rows.index)
+        for key in keys:
+            table, cell = key.split(":")
+            hit |= pd.concat([rows[c] == v for c, v in zip(by[table], cell.split(","))], axis=1).all(axis=1)
+        total += int(hit.sum())
+    return total
 
 
 def test_a_block_suppression_the_tract_table_undoes_is_protected_jointly(tmp_path):
