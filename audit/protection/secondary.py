@@ -227,6 +227,8 @@ def suppress_unit(ctx, policy, options, log: Callable[[str], None] | None = None
     cuts: list[Cut] = []
     explanations = Explanations(options)
     chosen = set(out.primary)
+    out.lower_bound = sum(cost.get(k, 1.0) for k in chosen)
+    exact_rounds, monotone = 0, False
     while True:
         out.iterations += 1
         current = ctx.problem(chosen)[0] if chosen else problem
@@ -270,7 +272,10 @@ def suppress_unit(ctx, policy, options, log: Callable[[str], None] | None = None
                 cut = Cut({k: 1.0 for k in variables if k not in chosen and k != owner}, 1.0,
                           owner if owner in cost else None)
             cuts.append(cut)
-        picked = cheapest(variables, cost, set(out.primary), clauses, cuts, tie)
+        picked = cheapest(variables, cost, chosen if monotone else set(out.primary), clauses, cuts, tie)
+        if picked is None and monotone:  # only un-suppressing meets the new constraints: exact rounds again
+            monotone, exact_rounds = False, 0
+            picked = cheapest(variables, cost, set(out.primary), clauses, cuts, tie)
         if picked is None:
             out.status = "unfixable"
             stuck = sorted({cell for cell, _, _ in short})
@@ -279,12 +284,18 @@ def suppress_unit(ctx, policy, options, log: Callable[[str], None] | None = None
                            "the population pins, or a threshold suppression the attacker knows is below t)"
                            if stuck else ""))
             break
+        if not monotone:
+            exact_rounds += 1
+            out.lower_bound = max(out.lower_bound, sum(cost.get(k, 1.0) for k in picked))
+            monotone = exact_rounds >= options.exact_rounds
         chosen = picked
         if log:
             log(f"unit {geo_key(ctx.geo)}: iteration {out.iterations}, {len(bad)} failing claims, {len(short)} "
                 f"intervals too narrow, {len(clauses)} clauses and {len(cuts)} cuts, trying {len(chosen)} cells")
     out.clauses = len(clauses) + len(cuts)
     out.complementary = sorted(chosen - set(out.primary))
+    out.minimal = out.status == "pass" or (out.status == "protected"
+                                           and sum(cost.get(k, 1.0) for k in chosen) <= out.lower_bound + 1e-9)
     out.after = summary
     out.loss = information_loss(problem, out.cells, cell_counts(problem))
     out.seconds = time.perf_counter() - start

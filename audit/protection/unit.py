@@ -37,6 +37,8 @@ class UnitProtection:
     seconds: float = 0.0
     loss: dict = field(default_factory=dict)
     reason: str = ""
+    minimal: bool = True          # the cells are a proved minimum (False: the monotone completion's, or greedy)
+    lower_bound: float | None = 0  # least cost any passing pattern has: the last exact optimum (None: greedy)
 
     @property
     def cells(self) -> list[str]:
@@ -47,7 +49,8 @@ class UnitProtection:
                 "reason": self.reason, "cells": self.cells, "suppressed": len(self.cells),
                 "primary": self.primary, "complementary": self.complementary,
                 "reconstruction": self.reconstruction, "iterations": self.iterations,
-                "explanations": self.clauses, "information_loss": self.loss,
+                "explanations": self.clauses, "minimal": self.minimal, "lower_bound": self.lower_bound,
+                "information_loss": self.loss,
                 "before": self.before, "after": self.after, "seconds": round(self.seconds, 3)}
 
 
@@ -152,7 +155,19 @@ def information_loss(problem: Problem, cells: list[str], counts: dict[str, int])
 def suppress_unit(ctx: UnitContext, policy: Policy, options: ProtectOptions,
                   log: Callable[[str], None] | None = None) -> UnitProtection:
     """The implicit-hitting-set loop for one unit (see the module docstring); with protection levels
-    in the policy, or a cost other than cells, the joint search of :mod:`audit.protection.secondary`."""
+    in the policy, or a cost other than cells, the joint search of :mod:`audit.protection.secondary`.
+
+    After ``options.exact_rounds`` rounds of minimum hitting sets without a pass, a *monotone
+    completion*: the failing pattern is kept and only cells are added (a minimum hitting set of the
+    clauses with the pattern's cells forced). Each such round adds at least one cell (every new
+    clause's cells are published in the pattern it explains), so it ends within as many rounds as
+    the unit has cells, or at ``max_iterations``. It need not pass the first time: suppressing more
+    proves no more (a hidden cell is [0, N], weaker than its value), but it can turn a claim a
+    published count states directly (under ``direct_singletons``) into a derived one. A new clause
+    only un-suppressing can meet sends the search back to exact rounds. The result is then
+    ``minimal=False`` with ``lower_bound`` the last exact optimum's cells, which every passing pattern
+    needs.
+    """
     if policy.protection is not None or options.cost != "cells":
         from .secondary import suppress_unit as joint
 
@@ -180,6 +195,9 @@ def suppress_unit(ctx: UnitContext, policy: Policy, options: ProtectOptions,
     explanations = Explanations(options)
     chosen: set[str] = set(forced)
     result = first
+    exact_hitting = options.hitting == "exact"
+    out.lower_bound = len(forced) if exact_hitting else None
+    exact_rounds, monotone = 0, False
     while True:
         out.iterations += 1
         if chosen:
@@ -203,15 +221,27 @@ def suppress_unit(ctx: UnitContext, policy: Policy, options: ProtectOptions,
             out.status = "unfixable"
             out.reason = "a failing claim follows from the population and the structural edits alone"
             break
-        clauses += [(frozenset(rep.get(k, k) for k in pos), frozenset(rep.get(k, k) for k in neg)) for pos, neg in new]
-        picked = hitting_set(clauses, rcost, {rep.get(k, k) for k in forced}, exact=options.hitting == "exact",
-                             size=size)
+        new = [(frozenset(rep.get(k, k) for k in pos), frozenset(rep.get(k, k) for k in neg)) for pos, neg in new]
+        clauses += new
+        kept = {rep.get(k, k) for k in chosen}
+        if monotone and not all(pos - kept for pos, _ in new):  # only un-suppressing meets it: exact rounds again
+            monotone, exact_rounds = False, 0
+        picked = hitting_set(clauses, rcost, kept if monotone else {rep.get(k, k) for k in forced},
+                             exact=exact_hitting, size=size)
         chosen = expand(picked) | forced
+        if not monotone:
+            exact_rounds += 1
+            if exact_hitting:
+                out.lower_bound = max(out.lower_bound, len(chosen))
+            monotone = exact_rounds >= options.exact_rounds
         if log:
             log(f"unit {geo_key(ctx.geo)}: iteration {out.iterations}, {len(bad)} failing claims, "
-                f"{len(clauses)} explanations, trying {len(chosen)} cells")
+                f"{len(clauses)} explanations, trying {len(chosen)} cells"
+                + (f" (adding to the last pattern; at least {out.lower_bound} needed)" if monotone else ""))
     out.clauses = len(clauses)
     out.reconstruction = sorted(chosen - forced)
+    out.minimal = out.status == "pass" or (out.status == "protected" and exact_hitting
+                                            and len(out.cells) <= (out.lower_bound or 0))
     out.after = _summary(result, policy)
     out.loss = information_loss(problem, out.cells, counts)
     out.seconds = time.perf_counter() - start
