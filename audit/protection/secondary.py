@@ -210,7 +210,13 @@ def cell_costs(problem: Problem, release: UnitRelease, kind: str) -> dict[str, f
 def suppress_unit(ctx, policy, options, log: Callable[[str], None] | None = None):
     """The cheapest suppression of one unit (``options.cost``) that passes the policy's claim rules and
     protection levels, re-audited exactly (see the module docstring); a
-    :class:`~audit.protection.unit.UnitProtection` whose ``complementary`` cells are the secondary ones."""
+    :class:`~audit.protection.unit.UnitProtection` whose ``complementary`` cells are the secondary ones.
+
+    After ``options.exact_rounds`` cheapest patterns without a pass, the monotone completion of
+    :func:`audit.protection.unit.suppress_unit` without its widening: the cheapest pattern containing the
+    last one. Suppressing more only widens intervals and proves no more, and every new constraint is one
+    the last pattern breaks, so each round adds a cell; a round no superset meets goes back to exact
+    rounds. The result is then not proved cheapest (``minimal``), above ``lower_bound``."""
     start = time.perf_counter()
     exact = replace(options.exact, explain="none", intervals=options.exact.intervals and policy.protection is not None)
     claims = any(v not in (None, False) for v in (policy.derived, policy.direct, policy.full_records, policy.reconstructed,

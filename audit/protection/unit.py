@@ -157,16 +157,19 @@ def suppress_unit(ctx: UnitContext, policy: Policy, options: ProtectOptions,
     """The implicit-hitting-set loop for one unit (see the module docstring); with protection levels
     in the policy, or a cost other than cells, the joint search of :mod:`audit.protection.secondary`.
 
-    After ``options.exact_rounds`` rounds of minimum hitting sets without a pass, a *monotone
-    completion*: the failing pattern is kept and only cells are added (a minimum hitting set of the
-    clauses with the pattern's cells forced). Each such round adds at least one cell (every new
-    clause's cells are published in the pattern it explains), so it ends within as many rounds as
-    the unit has cells, or at ``max_iterations``. It need not pass the first time: suppressing more
-    proves no more (a hidden cell is [0, N], weaker than its value), but it can turn a claim a
-    published count states directly (under ``direct_singletons``) into a derived one. A new clause
-    only un-suppressing can meet sends the search back to exact rounds. The result is then
-    ``minimal=False`` with ``lower_bound`` the last exact optimum's cells, which every passing pattern
-    needs.
+    After ``options.exact_rounds`` minimum hitting sets without a pass, a *monotone completion*: the
+    failing pattern is kept and only cells are added, a minimum hitting set of the clauses with the
+    pattern's cells forced, widened to at least 1, 2, 4, ... new classes in successive rounds (those
+    in most of the round's new clauses). Past the explanation budget a clause is a linear proof or
+    every published cell, which one cell meets: added one at a time, the block 1001 of the households
+    sample crawled a cell a round. Each round adds at least one cell (a new clause's cells are
+    published in the pattern it explains), and the doubling ends it within log2(cells) + 1 rounds, or
+    at ``max_iterations`` (gave-up, fail closed). Suppressing more proves no more (a hidden cell is
+    [0, N], weaker than its value), but it can turn a claim a published count states directly
+    (judged by ``direct_singletons``) into a derived one, so a completed pattern is attacked again
+    like any other; a new clause only un-suppressing meets sends the search back to exact rounds.
+    The result is then ``minimal=False``, with ``lower_bound`` the last exact optimum's cells, which
+    every passing pattern needs.
     """
     if policy.protection is not None or options.cost != "cells":
         from .secondary import suppress_unit as joint
@@ -197,7 +200,7 @@ def suppress_unit(ctx: UnitContext, policy: Policy, options: ProtectOptions,
     result = first
     exact_hitting = options.hitting == "exact"
     out.lower_bound = len(forced) if exact_hitting else None
-    exact_rounds, monotone = 0, False
+    exact_rounds, monotone, step = 0, False, 1
     while True:
         out.iterations += 1
         if chosen:
@@ -225,9 +228,12 @@ def suppress_unit(ctx: UnitContext, policy: Policy, options: ProtectOptions,
         clauses += new
         kept = {rep.get(k, k) for k in chosen}
         if monotone and not all(pos - kept for pos, _ in new):  # only un-suppressing meets it: exact rounds again
-            monotone, exact_rounds = False, 0
+            monotone, exact_rounds, step = False, 0, 1
         picked = hitting_set(clauses, rcost, kept if monotone else {rep.get(k, k) for k in forced},
                              exact=exact_hitting, size=size)
+        if monotone:
+            picked |= _widen(new, picked, step - len(picked - kept), size, rcost)
+            step *= 2
         chosen = expand(picked) | forced
         if not monotone:
             exact_rounds += 1
@@ -246,6 +252,16 @@ def suppress_unit(ctx: UnitContext, policy: Policy, options: ProtectOptions,
     out.loss = information_loss(problem, out.cells, counts)
     out.seconds = time.perf_counter() - start
     return out
+
+
+def _widen(new: list, picked: set, more: int, size: dict, rcost: dict) -> set:
+    """``more`` further classes (representatives) for a monotone round: those in most of the round's new
+    clauses first, then in the hitting set's order."""
+    tally: dict[str, int] = {}
+    for pos, _ in new:
+        for r in pos - picked:
+            tally[r] = tally.get(r, 0) + 1
+    return set(sorted(tally, key=lambda r: (-tally[r], size.get(r, 1), rcost.get(r, 0), r))[:max(0, more)])
 
 
 def unit_contexts(inputs: Inputs) -> list[UnitContext]:
