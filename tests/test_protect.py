@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from audit.cli import run as cli
+from audit.commands.protect import _bound_note
 from audit.errors import AuditError
 from audit.attacks.exact import ExactOptions, audit_unit
 from audit.findings.document import unit_json
@@ -106,6 +107,7 @@ def test_monotone_completion_passes_with_an_honest_lower_bound(tmp_path, seed):
     least = brute_force_minimum(ctx, rules, exact)
     assert result.lower_bound <= least < len(result.cells) and not result.minimal
     assert result.to_dict()["lower_bound"] == result.lower_bound and result.to_dict()["minimal"] is False
+    assert _bound_note(result.to_dict()) == f" (not proved minimal; at least {result.lower_bound} needed)"
 
 
 def test_simple_heuristic_protects_primary_cells_in_a_table_with_margins(tmp_path):
