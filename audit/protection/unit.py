@@ -168,7 +168,6 @@ def suppress_unit(ctx: UnitContext, policy: Policy, options: ProtectOptions,
     [0, N], weaker than its value), but it can turn a claim a published count states directly
     (judged by ``direct_singletons``) into a derived one, so a completed pattern is attacked again
     like any other; a new clause only un-suppressing meets sends the search back to exact rounds.
-    The last round's added cells are then cut to the shortest prefix that still passes (:func:`_trim`).
     The result is then ``minimal=False``, with ``lower_bound`` the last exact optimum's cells, which
     every passing pattern needs.
     """
@@ -201,7 +200,7 @@ def suppress_unit(ctx: UnitContext, policy: Policy, options: ProtectOptions,
     result = first
     exact_hitting = options.hitting == "exact"
     out.lower_bound = len(forced) if exact_hitting else None
-    exact_rounds, monotone, step, tail = 0, False, 1, None
+    exact_rounds, monotone, step = 0, False, 1
     while True:
         out.iterations += 1
         if chosen:
@@ -232,11 +231,8 @@ def suppress_unit(ctx: UnitContext, policy: Policy, options: ProtectOptions,
             monotone, exact_rounds, step = False, 0, 1
         picked = hitting_set(clauses, rcost, kept if monotone else {rep.get(k, k) for k in forced},
                              exact=exact_hitting, size=size)
-        tail = None
         if monotone:
-            extra = _widen(new, picked, step - len(picked - kept), size, rcost)
-            tail = (chosen, sorted(picked - kept) + extra)  # the last failing pattern, and the classes added in order
-            picked |= set(extra)
+            picked |= _widen(new, picked, step - len(picked - kept), size, rcost)
             step *= 2
         chosen = expand(picked) | forced
         if not monotone:
@@ -248,9 +244,6 @@ def suppress_unit(ctx: UnitContext, policy: Policy, options: ProtectOptions,
             log(f"unit {geo_key(ctx.geo)}: iteration {out.iterations}, {len(bad)} failing claims, "
                 f"{len(clauses)} explanations, trying {len(chosen)} cells"
                 + (f" (adding to the last pattern; at least {out.lower_bound} needed)" if monotone else ""))
-    if out.status == "protected" and tail is not None and len(tail[1]) > 1:
-        chosen, result = _trim(ctx, exact, policy, out, tail[0] | forced, [expand({r}) for r in tail[1]],
-                               chosen, result)
     out.clauses = len(clauses)
     out.reconstruction = sorted(chosen - forced)
     out.minimal = out.status == "pass" or (out.status == "protected" and exact_hitting
@@ -261,32 +254,14 @@ def suppress_unit(ctx: UnitContext, policy: Policy, options: ProtectOptions,
     return out
 
 
-def _trim(ctx: UnitContext, exact, policy: Policy, out: UnitProtection, base: set, added: list[set],
-          chosen: set, result: UnitResult) -> tuple[set, UnitResult]:
-    """The shortest prefix of the last monotone round's ``added`` classes that, on top of the failing
-    ``base``, still passes (bisection; every pattern kept is one the exact attack passed)."""
-    lo, hi = 0, len(added)
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        trial = base.union(*added[:mid])
-        out.iterations += 1
-        found = audit_unit(ctx.problem(trial)[0], exact)
-        bad, undecided = failing(found, policy)
-        if found.status == "done" and not bad and not undecided and not (policy.reconstructed and found.reconstructed):
-            hi, chosen, result = mid, trial, found
-        else:
-            lo = mid
-    return chosen, result
-
-
-def _widen(new: list, picked: set, more: int, size: dict, rcost: dict) -> list[str]:
+def _widen(new: list, picked: set, more: int, size: dict, rcost: dict) -> set:
     """``more`` further classes (representatives) for a monotone round: those in most of the round's new
     clauses first, then in the hitting set's order."""
     tally: dict[str, int] = {}
     for pos, _ in new:
         for r in pos - picked:
             tally[r] = tally.get(r, 0) + 1
-    return sorted(tally, key=lambda r: (-tally[r], size.get(r, 1), rcost.get(r, 0), r))[:max(0, more)]
+    return set(sorted(tally, key=lambda r: (-tally[r], size.get(r, 1), rcost.get(r, 0), r))[:max(0, more)])
 
 
 def unit_contexts(inputs: Inputs) -> list[UnitContext]:
