@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from audit.cli import run as cli
+from audit.commands.protect import _bound_note
 from audit.errors import AuditError
 from audit.attacks.exact import ExactOptions, audit_unit
 from audit.findings.document import unit_json
@@ -90,7 +91,23 @@ def test_suppression_is_brute_force_minimal(tmp_path, i):
     result = suppress_unit(ctx, Policy.from_rules(rules), ProtectOptions(exact=exact))
     assert result.status in ("pass", "protected"), result.reason
     assert not _fails(ctx, result.cells, rules, exact)
-    assert len(result.cells) == brute_force_minimum(ctx, rules, exact)
+    assert len(result.cells) == brute_force_minimum(ctx, rules, exact) == result.lower_bound and result.minimal
+
+
+@pytest.mark.parametrize("seed", [103, 148])
+def test_monotone_completion_passes_with_an_honest_lower_bound(tmp_path, seed):
+    """One exact hitting set, then only cells added: the pattern re-audits clean, and is reported not
+    minimal, with a lower bound at most the true minimum (brute force)."""
+    inputs, rules = _case(tmp_path, *_random_case(np.random.default_rng(seed)))
+    exact = ExactOptions(explain="none")
+    ctx = unit_contexts(inputs)[0]
+    result = suppress_unit(ctx, Policy.from_rules(rules), ProtectOptions(exact=exact, exact_rounds=1))
+    assert result.status == "protected", result.reason
+    assert not _fails(ctx, result.cells, rules, exact)
+    least = brute_force_minimum(ctx, rules, exact)
+    assert result.lower_bound <= least < len(result.cells) and not result.minimal
+    assert result.to_dict()["lower_bound"] == result.lower_bound and result.to_dict()["minimal"] is False
+    assert _bound_note(result.to_dict()) == f" (not proved minimal; at least {result.lower_bound} needed)"
 
 
 def test_simple_heuristic_protects_primary_cells_in_a_table_with_margins(tmp_path):

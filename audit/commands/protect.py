@@ -26,6 +26,7 @@ def register(app: typer.Typer) -> None:
         strategy: Annotated[str, typer.Option("--strategy", help="suppress (reconstruction-aware cell suppression), round (smallest base), or noise (smallest Laplace scale).")] = "suppress",
         max_columns: Annotated[Optional[int], typer.Option("--max-columns", min=1, help="Largest number of columns in a claim (default: all).")] = None,
         hitting: Annotated[str, typer.Option("--hitting", help="Hitting set: exact (MaxSAT, fewest cells) or greedy.")] = "exact",
+        exact_rounds: Annotated[int, typer.Option("--exact-rounds", min=1, help="Suppress: exact minimum hitting sets tried per unit before the search only adds cells to its last pattern (the result is then not proved minimal).")] = 20,
         cost: Annotated[str, typer.Option("--cost", help="Suppress: what a suppressed cell costs, cells, persons (its count) or values (its sum(col), else count); any but cells, or protection_levels in the rules, runs the joint secondary-suppression search.")] = "cells",
         primary: Annotated[bool, typer.Option("--primary/--no-primary", help="Suppress the published counts the small_cells rule fails.")] = True,
         complementary: Annotated[bool, typer.Option("--complementary/--no-complementary", help="Complementary suppression around them in tables with margins.")] = True,
@@ -47,8 +48,8 @@ def register(app: typer.Typer) -> None:
         if audit_only:
             _audit_only(inputs, exact, policy, out, quiet)
             return
-        options = ProtectOptions(strategy=strategy, exact=exact, hitting=hitting, cost=cost, primary=primary,
-                                 complementary=complementary, alpha=alpha, rank=rank)
+        options = ProtectOptions(strategy=strategy, exact=exact, hitting=hitting, exact_rounds=exact_rounds, cost=cost,
+                                 primary=primary, complementary=complementary, alpha=alpha, rank=rank)
         log = None if quiet else (lambda msg: echo(msg, err=True))
         try:
             report = run_protect(inputs, options, policy, out, log, progress=not quiet)
@@ -63,12 +64,12 @@ def register(app: typer.Typer) -> None:
             if strategy == "suppress":
                 labels = report["cell_labels"]
                 for u in report["units"]:
-                    echo(f"{u['geo']}: {u['status']}, {len(u['cells'])} cells to suppress")
+                    echo(f"{u['geo']}: {u['status']}, {len(u['cells'])} cells to suppress{_bound_note(u)}")
                     for cell in u["cells"]:
                         echo(f"  {labels.get(cell, cell)} ({cell})")
                 for d in report.get("levels", ()):  # a tract with its blocks (BLOCK/TABLE:CELL)
                     echo(f"{d['geo']} ({d['level']}, with its child units): {d['status']}, {len(d['cells'])} more cells to "
-                         f"suppress ({_joint_note(d)})")
+                         f"suppress{_bound_note(d)} ({_joint_note(d)})")
                     for cell in d["cells"]:
                         echo(f"  {labels.get(cell.rpartition('/')[2], cell)} ({cell})")
                 t = report["totals"]
@@ -89,6 +90,14 @@ def register(app: typer.Typer) -> None:
                      f"written): {out / 'protection.json'}, {out / 'findings.json'}")
         if rec is None:
             raise typer.Exit(1)
+
+
+def _bound_note(unit: dict) -> str:
+    """Where a protected unit's pattern is not a proved minimum: the least cost any passing one has."""
+    if unit["status"] != "protected" or unit.get("minimal", True):
+        return ""
+    bound = unit.get("lower_bound")
+    return " (not proved minimal" + (f"; at least {bound:g} needed)" if bound is not None else ")")
 
 
 def _joint_note(entry: dict) -> str:

@@ -131,7 +131,8 @@ def protect_levels(inputs: Inputs, suppress: dict[str, list[str]], policy: Polic
                 log(f"{level} {geo_key(geo)}: protecting jointly with its child units")
             found = joint(ctx, joint_policy, options, log)
             entry.update(status=found.status, cells=found.cells, reason=found.reason, before=found.before,
-                         after=found.after, iterations=found.iterations, seconds=round(found.seconds, 3))
+                         after=found.after, iterations=found.iterations, minimal=found.minimal,
+                         lower_bound=found.lower_bound, seconds=round(found.seconds, 3))
             if found.status not in ("protected", "pass"):
                 entry["failing_rules"] = _failing_rules(policy, found.status, found.after)
             else:

@@ -210,7 +210,13 @@ def cell_costs(problem: Problem, release: UnitRelease, kind: str) -> dict[str, f
 def suppress_unit(ctx, policy, options, log: Callable[[str], None] | None = None):
     """The cheapest suppression of one unit (``options.cost``) that passes the policy's claim rules and
     protection levels, re-audited exactly (see the module docstring); a
-    :class:`~audit.protection.unit.UnitProtection` whose ``complementary`` cells are the secondary ones."""
+    :class:`~audit.protection.unit.UnitProtection` whose ``complementary`` cells are the secondary ones.
+
+    After ``options.exact_rounds`` cheapest patterns without a pass, the monotone completion of
+    :func:`audit.protection.unit.suppress_unit` without its widening: the cheapest pattern containing the
+    last one. Suppressing more only widens intervals and proves no more, and every new constraint is one
+    the last pattern breaks, so each round adds a cell; a round no superset meets goes back to exact
+    rounds. The result is then not proved cheapest (``minimal``), above ``lower_bound``."""
     start = time.perf_counter()
     exact = replace(options.exact, explain="none", intervals=options.exact.intervals and policy.protection is not None)
     claims = any(v not in (None, False) for v in (policy.derived, policy.direct, policy.full_records, policy.reconstructed,
@@ -227,6 +233,8 @@ def suppress_unit(ctx, policy, options, log: Callable[[str], None] | None = None
     cuts: list[Cut] = []
     explanations = Explanations(options)
     chosen = set(out.primary)
+    out.lower_bound = sum(cost.get(k, 1.0) for k in chosen)
+    exact_rounds, monotone = 0, False
     while True:
         out.iterations += 1
         current = ctx.problem(chosen)[0] if chosen else problem
@@ -270,7 +278,10 @@ def suppress_unit(ctx, policy, options, log: Callable[[str], None] | None = None
                 cut = Cut({k: 1.0 for k in variables if k not in chosen and k != owner}, 1.0,
                           owner if owner in cost else None)
             cuts.append(cut)
-        picked = cheapest(variables, cost, set(out.primary), clauses, cuts, tie)
+        picked = cheapest(variables, cost, chosen if monotone else set(out.primary), clauses, cuts, tie)
+        if picked is None and monotone:  # only un-suppressing meets the new constraints: exact rounds again
+            monotone, exact_rounds = False, 0
+            picked = cheapest(variables, cost, set(out.primary), clauses, cuts, tie)
         if picked is None:
             out.status = "unfixable"
             stuck = sorted({cell for cell, _, _ in short})
@@ -279,12 +290,18 @@ def suppress_unit(ctx, policy, options, log: Callable[[str], None] | None = None
                            "the population pins, or a threshold suppression the attacker knows is below t)"
                            if stuck else ""))
             break
+        if not monotone:
+            exact_rounds += 1
+            out.lower_bound = max(out.lower_bound, sum(cost.get(k, 1.0) for k in picked))
+            monotone = exact_rounds >= options.exact_rounds
         chosen = picked
         if log:
             log(f"unit {geo_key(ctx.geo)}: iteration {out.iterations}, {len(bad)} failing claims, {len(short)} "
                 f"intervals too narrow, {len(clauses)} clauses and {len(cuts)} cuts, trying {len(chosen)} cells")
     out.clauses = len(clauses) + len(cuts)
     out.complementary = sorted(chosen - set(out.primary))
+    out.minimal = out.status == "pass" or (out.status == "protected"
+                                           and sum(cost.get(k, 1.0) for k in chosen) <= out.lower_bound + 1e-9)
     out.after = summary
     out.loss = information_loss(problem, out.cells, cell_counts(problem))
     out.seconds = time.perf_counter() - start

@@ -37,6 +37,8 @@ class UnitProtection:
     seconds: float = 0.0
     loss: dict = field(default_factory=dict)
     reason: str = ""
+    minimal: bool = True          # the cells are a proved minimum (False: the monotone completion's, or greedy)
+    lower_bound: float | None = 0  # least cost any passing pattern has: the last exact optimum (None: greedy)
 
     @property
     def cells(self) -> list[str]:
@@ -47,7 +49,8 @@ class UnitProtection:
                 "reason": self.reason, "cells": self.cells, "suppressed": len(self.cells),
                 "primary": self.primary, "complementary": self.complementary,
                 "reconstruction": self.reconstruction, "iterations": self.iterations,
-                "explanations": self.clauses, "information_loss": self.loss,
+                "explanations": self.clauses, "minimal": self.minimal, "lower_bound": self.lower_bound,
+                "information_loss": self.loss,
                 "before": self.before, "after": self.after, "seconds": round(self.seconds, 3)}
 
 
@@ -152,7 +155,22 @@ def information_loss(problem: Problem, cells: list[str], counts: dict[str, int])
 def suppress_unit(ctx: UnitContext, policy: Policy, options: ProtectOptions,
                   log: Callable[[str], None] | None = None) -> UnitProtection:
     """The implicit-hitting-set loop for one unit (see the module docstring); with protection levels
-    in the policy, or a cost other than cells, the joint search of :mod:`audit.protection.secondary`."""
+    in the policy, or a cost other than cells, the joint search of :mod:`audit.protection.secondary`.
+
+    After ``options.exact_rounds`` minimum hitting sets without a pass, a *monotone completion*: the
+    failing pattern is kept and only cells are added, a minimum hitting set of the clauses with the
+    pattern's cells forced, widened to at least 1, 2, 4, ... new classes in successive rounds (those
+    in most of the round's new clauses). Past the explanation budget a clause is a linear proof or
+    every published cell, which one cell meets: added one at a time, the block 1001 of the households
+    sample crawled a cell a round. Each round adds at least one cell (a new clause's cells are
+    published in the pattern it explains), and the doubling ends it within log2(cells) + 1 rounds, or
+    at ``max_iterations`` (gave-up, fail closed). Suppressing more proves no more (a hidden cell is
+    [0, N], weaker than its value), but it can turn a claim a published count states directly
+    (judged by ``direct_singletons``) into a derived one, so a completed pattern is attacked again
+    like any other; a new clause only un-suppressing meets sends the search back to exact rounds.
+    The result is then ``minimal=False``, with ``lower_bound`` the last exact optimum's cells, which
+    every passing pattern needs.
+    """
     if policy.protection is not None or options.cost != "cells":
         from .secondary import suppress_unit as joint
 
@@ -180,6 +198,9 @@ def suppress_unit(ctx: UnitContext, policy: Policy, options: ProtectOptions,
     explanations = Explanations(options)
     chosen: set[str] = set(forced)
     result = first
+    exact_hitting = options.hitting == "exact"
+    out.lower_bound = len(forced) if exact_hitting else None
+    exact_rounds, monotone, step = 0, False, 1
     while True:
         out.iterations += 1
         if chosen:
@@ -203,19 +224,44 @@ def suppress_unit(ctx: UnitContext, policy: Policy, options: ProtectOptions,
             out.status = "unfixable"
             out.reason = "a failing claim follows from the population and the structural edits alone"
             break
-        clauses += [(frozenset(rep.get(k, k) for k in pos), frozenset(rep.get(k, k) for k in neg)) for pos, neg in new]
-        picked = hitting_set(clauses, rcost, {rep.get(k, k) for k in forced}, exact=options.hitting == "exact",
-                             size=size)
+        new = [(frozenset(rep.get(k, k) for k in pos), frozenset(rep.get(k, k) for k in neg)) for pos, neg in new]
+        clauses += new
+        kept = {rep.get(k, k) for k in chosen}
+        if monotone and not all(pos - kept for pos, _ in new):  # only un-suppressing meets it: exact rounds again
+            monotone, exact_rounds, step = False, 0, 1
+        picked = hitting_set(clauses, rcost, kept if monotone else {rep.get(k, k) for k in forced},
+                             exact=exact_hitting, size=size)
+        if monotone:
+            picked |= _widen(new, picked, step - len(picked - kept), size, rcost)
+            step *= 2
         chosen = expand(picked) | forced
+        if not monotone:
+            exact_rounds += 1
+            if exact_hitting:
+                out.lower_bound = max(out.lower_bound, len(chosen))
+            monotone = exact_rounds >= options.exact_rounds
         if log:
             log(f"unit {geo_key(ctx.geo)}: iteration {out.iterations}, {len(bad)} failing claims, "
-                f"{len(clauses)} explanations, trying {len(chosen)} cells")
+                f"{len(clauses)} explanations, trying {len(chosen)} cells"
+                + (f" (adding to the last pattern; at least {out.lower_bound} needed)" if monotone else ""))
     out.clauses = len(clauses)
     out.reconstruction = sorted(chosen - forced)
+    out.minimal = out.status == "pass" or (out.status == "protected" and exact_hitting
+                                            and len(out.cells) <= (out.lower_bound or 0))
     out.after = _summary(result, policy)
     out.loss = information_loss(problem, out.cells, counts)
     out.seconds = time.perf_counter() - start
     return out
+
+
+def _widen(new: list, picked: set, more: int, size: dict, rcost: dict) -> set:
+    """``more`` further classes (representatives) for a monotone round: those in most of the round's new
+    clauses first, then in the hitting set's order."""
+    tally: dict[str, int] = {}
+    for pos, _ in new:
+        for r in pos - picked:
+            tally[r] = tally.get(r, 0) + 1
+    return set(sorted(tally, key=lambda r: (-tally[r], size.get(r, 1), rcost.get(r, 0), r))[:max(0, more)])
 
 
 def unit_contexts(inputs: Inputs) -> list[UnitContext]:
