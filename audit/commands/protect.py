@@ -26,7 +26,7 @@ def register(app: typer.Typer) -> None:
         strategy: Annotated[str, typer.Option("--strategy", help="suppress (reconstruction-aware cell suppression), round (smallest base), or noise (smallest Laplace scale).")] = "suppress",
         max_columns: Annotated[Optional[int], typer.Option("--max-columns", min=1, help="Largest number of columns in a claim (default: all).")] = None,
         hitting: Annotated[str, typer.Option("--hitting", help="Hitting set: exact (MaxSAT, fewest cells) or greedy.")] = "exact",
-        exact_rounds: Annotated[int, typer.Option("--exact-rounds", min=1, help="Suppress: exact minimum hitting sets tried per unit before the search only adds cells to its last pattern (the result is then not proved minimal).")] = 20,
+        exact_rounds: Annotated[int, typer.Option("--exact-rounds", min=1, help="Suppress: exact minimum hitting sets tried per unit before the search only adds cells to its last pattern (the result is then not proved minimal).")] = 40,
         cost: Annotated[str, typer.Option("--cost", help="Suppress: what a suppressed cell costs, cells, persons (its count) or values (its sum(col), else count); any but cells, or protection_levels in the rules, runs the joint secondary-suppression search.")] = "cells",
         primary: Annotated[bool, typer.Option("--primary/--no-primary", help="Suppress the published counts the small_cells rule fails.")] = True,
         complementary: Annotated[bool, typer.Option("--complementary/--no-complementary", help="Complementary suppression around them in tables with margins.")] = True,

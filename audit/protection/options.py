@@ -60,7 +60,7 @@ class ProtectOptions:
     # Rounds of exact minimum hitting sets before the search only adds cells to its last pattern (see
     # audit.protection.unit.suppress_unit). sf1's slowest block converges in 11 (19 before one explanation
     # solver served a unit); on the households sample the lower bound rose 9 cells in 45 rounds, 3 s each.
-    exact_rounds: int = 20
+    exact_rounds: int = 40
     round_bases: tuple[int, ...] = ROUND_BASES
     noise_scales: tuple[float, ...] = NOISE_SCALES
     alpha: float = ALPHA
