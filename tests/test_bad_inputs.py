@@ -276,7 +276,7 @@ CASES: list[Case] = [
     ("published-file-missing", lambda d: pub(d, name="nowhere.csv"), ("nowhere.csv", "not found")),
     ("neither-data-nor-published", lambda d: ["run", "-s", str(d / "schema.yaml"), "-t", str(d / "tables.yaml"),
                                               "-o", str(d / "out")], ("DATA", "--published")),
-    ("lp-bad-variable", lambda d: lp(d, f"_C_P0010001_291839800001156_1: C_2918_female = 1 \n"),
+    ("lp-bad-variable", lambda d: lp(d, "_C_P0010001_291839800001156_1: C_2918_female = 1 \n"),
      ("x.lp", "_C_P0010001_291839800001156_1", "variable 'C_2918_female'")),
     ("lp-term-outside-its-cell", lambda d: lp(d, f"_C_P0060003_291839800001156_1: {PERSON} = 1 \n"),
      ("x.lp", "black = N", "outside cell P6:P0060003")),

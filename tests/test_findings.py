@@ -105,7 +105,7 @@ def test_claims_command_gives_every_claim_the_attack_decided(two_blocks, listed,
 
 
 def test_rules_on_listed_claims_agree_with_the_full_store(listed, capped):
-    (out, doc), (capped_out, small) = listed, capped
+    (_, doc), (capped_out, small) = listed, capped
     assert [len([c for c in u["claims"] if c["m"] == 1 and not c["direct"]]) for u in small["units"]] == [1, 1]
     assert small["checks"] == doc["checks"] and small["summary"] == doc["summary"]
     store = list(ClaimStore(capped_out / "claims.csv.gz").claims())
@@ -162,7 +162,7 @@ def _documented(section: str) -> set[str]:
 
 
 def test_docs_describe_the_real_output(listed, capped):
-    (out, doc), (_, small) = listed, capped
+    (_, doc), (_, small) = listed, capped
     top = _documented("Top level")
     assert set(doc) <= top and set(small) <= top
     # present only in some runs: at scale; with a stale extra beside the findings; with --published
