@@ -93,6 +93,7 @@ class PartWriter:
         self.synced = time.monotonic()
 
     def write(self, unit: dict) -> None:
+        unit.pop("_certificates", None)  # interval certificates are written by runs in one process only
         block = unit.pop("_store", None)
         if block is not None:
             unit = {**unit, "block": [self.claims.tell(), len(block[0]), block[1]]}
