@@ -55,9 +55,15 @@ def unit_certificates(problem: Problem, intervals: dict[str, Interval]) -> dict 
     cells = list(problem.constraints) + list(problem.hidden)
     at = {id(c): i for i, c in enumerate(cells)}
     datasets: dict[bytes, int] = {}
+    seen: dict[int, int] = {}  # most ends share one dataset object (the true rows): histogram it once
     out_sets: list = []
 
     def dataset(rows: np.ndarray) -> int:
+        if id(rows) not in seen:
+            seen[id(rows)] = histogram(rows)
+        return seen[id(rows)]
+
+    def histogram(rows: np.ndarray) -> int:
         rows = np.asarray(rows, dtype=np.int64).reshape(-1, len(problem.domains))
         distinct, counts = np.unique(rows, axis=0, return_counts=True)
         hist = np.column_stack([distinct, counts]).astype(np.int64)
