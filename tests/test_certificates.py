@@ -118,6 +118,10 @@ def test_check_certificates_exit_codes(tmp_path, capsys):
     assert json.loads((out / "findings.json").read_text())["outputs"]["interval_certificates"].endswith(FILE)
     assert run(["check-certificates", str(out)]) == 0
     assert " 0 failing" in capsys.readouterr().out
+    parts = tmp_path / "parts"  # a run at scale carries the certificates through its parts to the same file
+    assert run(["run", str(BLOCK7 / "data.csv"), "-s", str(BLOCK7 / "schema.yaml"), "-t", str(BLOCK7 / "tables.yaml"),
+                "-o", str(parts), "--no-report", "--quiet", "--workers", "2"]) == 1
+    assert gzip.decompress((parts / FILE).read_bytes()) == gzip.decompress((out / FILE).read_bytes())
     with gzip.open(out / FILE, "rt", encoding="utf-8") as fh:
         header, unit = [json.loads(line) for line in fh]
     key, side, end = _ends(unit)[0]
