@@ -165,9 +165,9 @@ def feasibility_intervals(problem: Problem, linear: LinearProof | None, sat: Cal
                 by = "sat" if asked is not None else "range" if sense * safe >= best else "dual"
                 proof = Proof(rows, by, _portable(linear, certificates) if by == "dual" else (), asked)
             ends.append((sense * bound, proof))
-        (lo, lo_ok), (hi, hi_ok) = ends
+        (lo, lo_proof), (hi, hi_proof) = ends
         value = int(problem.row_mask(problem.truth, c.predicate).sum()) if problem.truth is not None else None
-        out[key] = Interval(lo, hi, lo_ok is not None and hi_ok is not None, value, proofs=(lo_ok, hi_ok))
+        out[key] = Interval(lo, hi, lo_proof is not None and hi_proof is not None, value, proofs=(lo_proof, hi_proof))
     return out
 
 
@@ -216,9 +216,10 @@ def value_interval(problem: Problem, c: Constraint, sat: Callable[[], object] | 
         seed = problem.value(rows, c) if rows is not None and rows is not False and not problem.violations(rows) else None
     if seed is None or engine is None:
         return Interval(lo, hi, False, value, c.statistic.name)
-    (low, low_ok), (high, high_ok) = (_search(engine, problem, c, sense, sense * seed, sense * end, step, queries, budget, rows)
-                                      for sense, end in ((-1, lo), (1, hi)))
-    return Interval(-low, high, low_ok is not None and high_ok is not None, value, c.statistic.name, (low_ok, high_ok))
+    (low, low_proof), (high, high_proof) = (_search(engine, problem, c, sense, sense * seed, sense * end, step, queries,
+                                                    budget, rows) for sense, end in ((-1, lo), (1, hi)))
+    return Interval(-low, high, low_proof is not None and high_proof is not None, value, c.statistic.name,
+                    (low_proof, high_proof))
 
 
 @dataclass
