@@ -93,13 +93,17 @@ def unit_certificates(problem: Problem, intervals: dict[str, Interval]) -> dict 
                      for key, iv in intervals.items()}
     return {
         "level": problem.level, "geo": "/".join(problem.geo),
-        "columns": [{"name": d.name, "atoms": [sorted(a, key=str) for a in d.atoms], "numeric": d.numeric}
+        "columns": [{"name": d.name, "atoms": [sorted(map(_code, a), key=str) for a in d.atoms], "numeric": d.numeric}
                     for d in problem.domains],
         "rows": list(problem.n_rows),
         "edits": [_where(e) for e in problem.edits],
         "cells": [_cell(c) | ({"hidden": True} if i >= len(problem.constraints) else {}) for i, c in enumerate(cells)],
         "datasets": out_sets, "intervals": intervals_out,
     }
+
+
+def _code(code) -> int | str:
+    return int(code) if isinstance(code, (int, np.integer)) else str(code)
 
 
 def _num(v) -> int | str | None:
