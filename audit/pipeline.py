@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from .attacks.base import ExactAttack
+from .findings.certfile import FILE as CERTIFICATES_FILE
 from .findings.claimstore import store_beside
 from .attacks.engines._explain import EXPLAIN_BUDGET
 from .attacks.engines.rank_options import RankOptions, resolve_device
@@ -33,7 +34,7 @@ from .outputs.report import extras_beside, write_report
 from .policy.rules import load_rules
 from .scale.runner import ScaleOptions, bounded_runner, run_cli
 
-OUTPUTS = ("findings.json", "junit.xml", "report.html")
+OUTPUTS = ("findings.json", "junit.xml", "report.html", CERTIFICATES_FILE)
 
 
 @dataclass(frozen=True)
@@ -169,6 +170,8 @@ def run_audit(data: Optional[Path], schema: Optional[Path], tables: Path, out: P
     outputs = {"findings": out / "findings.json", "claims": out / "claims.csv.gz", "junit": out / "junit.xml"}
     if options.report:
         outputs["report"] = out / "report.html"
+    if (out / CERTIFICATES_FILE).is_file():
+        outputs["interval_certificates"] = out / CERTIFICATES_FILE
     doc = replace(doc, reidentification=section["reidentification"],
                   attacks=["exact", *[k for k in ("rank", "linear") if k in extras]],
                   inputs={**doc.inputs, "fingerprint": made_from}, extras_left_out=left_out or None,

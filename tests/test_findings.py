@@ -171,7 +171,7 @@ def test_docs_describe_the_real_output(listed, capped):
     seen = {k for d in (doc, small) for u in d["units"] for k in u}
     # optional keys: units past their bounds; --published; units with counts not published exactly
     assert seen <= unit and unit - seen <= {"not_stored", "claims_unknown", "intervals", "interval_details",
-                                             "intervals_skipped", "grid"}
+                                             "intervals_skipped", "grid", "certificates"}
     claim = _documented("A claim")
     seen = {k for d in (doc, small) for u in d["units"] for c in u["claims"] for k in c}
     assert seen <= claim and claim - seen <= {"reason"}  # only undecided claims have a reason

@@ -129,6 +129,8 @@ class LinearProof:
             self.hi.append(hi_)
             keep.append(i)
         self.a = member[keep].astype(np.int64).reshape(len(keep), len(self.rows))
+        # each kept cell's constraint (None: the population), for certificates written out
+        self.sources = [counts[i] if i < len(counts) else None for i in keep]
         self._cell_flat = flats[keep]
         self._exact = [i for i in range(len(keep)) if self.lo[i] == self.hi[i]]
         self.basis = self._basis(self._exact)
@@ -323,6 +325,13 @@ class LinearProof:
         With ``d = c - y.A``: ``c.h = y.(A h) + d.h >= sum(y_i * (lo_i if y_i > 0 else hi_i))
         + sum(d_j * (lower_j if d_j > 0 else upper_j))``, all in integers after scaling.
         """
+        proof = self.dual_proof(dual, c, past, lower, upper)
+        return None if proof is None else proof[1]
+
+    def dual_proof(self, dual: np.ndarray, c: np.ndarray, past: int, lower: np.ndarray | None = None,
+                   upper: np.ndarray | None = None) -> tuple[int, np.ndarray] | None:
+        """:meth:`certificate` with its scale: ``(scale, multipliers)``, the multipliers over :attr:`keys`
+        divided by ``scale`` being the rationalised dual (what :mod:`audit.attacks.certificates` writes)."""
         for y in (dual, -dual):
             cert = _rational(y)
             if cert is None:
@@ -342,7 +351,7 @@ class LinearProof:
                 low = int(np.where(d > 0, d * lower, d * upper) @ np.ones(len(d), dtype=np.int64))
             low += sum(int(coef[i]) * (self.lo[i] if coef[i] > 0 else self.hi[i]) for i in nonzero)
             if low > scale * past:
-                return coef
+                return int(scale), coef
         return None
 
     def explain(self, claims: list[Claim], used: np.ndarray) -> list[tuple[str, ...]]:

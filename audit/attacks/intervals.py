@@ -18,13 +18,18 @@ taken over *integer* datasets, zeros included, not over a continuous relaxation.
 An end not settled within the budget is replaced by a proved outer bound (the relaxation's, the last
 bound the search proved, or the cell's own published range) and the interval is marked
 ``certified: false``: wider than the truth, never narrower.
+
+Each exact end keeps its :class:`Proof` (what was computed anyway: the dataset, the certificates or
+the solver call), which :mod:`audit.attacks.certificates` writes out for re-checking.
 """
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Callable, Mapping
+
+import numpy as np
 
 from .implied import LinearProof
 from ..problem.build import Problem
@@ -34,6 +39,24 @@ from .engines.histogram import HistogramEngine
 NODES = 64  # certified branch-and-bound boxes per cell and end
 QUERIES = 64  # SAT calls per end of a sum, mean or median's bound search
 CONFLICTS = 100_000  # solver conflicts the bound searches of one unit share (work, not time: deterministic)
+
+
+@dataclass(frozen=True)
+class Proof:
+    """Why one end of an interval is exact: ``rows``, a checked dataset whose value is the end, and
+    ``by``: ``"range"`` (the cell's published range, the population or the column's values stop there),
+    ``"dual"`` (``certificates``: :meth:`~audit.attacks.engines.histogram.HistogramEngine.extreme`'s,
+    the root's or every closed box's) or ``"sat"`` (``asked``: the cell past the end, which the
+    row-slot SAT engine proved no dataset meets)."""
+
+    rows: np.ndarray
+    by: str
+    certificates: tuple = ()
+    asked: Constraint | None = None
+
+    def __post_init__(self):
+        if self.by not in ("range", "dual", "sat") or (self.by == "sat") != (self.asked is not None):
+            raise ValueError(f"bad proof {self.by!r}")
 
 
 @dataclass(frozen=True)
@@ -47,6 +70,7 @@ class Interval:
     certified: bool
     value: int | Fraction | None = None
     stat: str = ""
+    proofs: tuple = field(default=(None, None), compare=False, repr=False)  # (lo's, hi's) Proof where exact
 
     def __post_init__(self):
         if not self.lo <= self.hi or (not self.stat and self.lo < 0):
@@ -113,7 +137,6 @@ def feasibility_intervals(problem: Problem, linear: LinearProof | None, sat: Cal
             return None
     else:
         engine = HistogramEngine(problem, linear, None, nodes)
-    most = problem.n_rows[1]
     solver: list = []  # the SAT engine, made when first needed
     budget = Budget(conflicts, deadline)  # what the numeric bound searches have left
 
@@ -131,16 +154,48 @@ def feasibility_intervals(problem: Problem, linear: LinearProof | None, sat: Cal
         vec = linear.cell_vector(c.predicate)
         # the cell's own published range and the population bound it whatever the solvers say
         ends = []
-        for sense, safe in ((1, max(int_lo(c.lo, c.lo_open) or 0, 0)), (-1, most if c.hi is None else min(most, int_hi(c.hi, c.hi_open)))):
-            bound, best, _ = engine.extreme(sense * vec)
-            bound = sense * safe if bound is None else max(bound, sense * safe)
+        for sense, safe in zip((1, -1), map(int, outer_range(problem, c))):
+            certificates: list = []  # what proves the histogram search's bound
+            bound, best, rows = engine.extreme(sense * vec, proof=certificates)
+            bound, asked = sense * safe if bound is None else max(bound, sense * safe), None
             if best is not None and bound < best and sat is not None:
-                bound, best = _tighten(solver_(), problem, c.predicate, sense, bound, best)
-            ends.append((sense * bound, best is not None and bound == best))
-        (lo, lo_ok), (hi, hi_ok) = ends
+                bound, best, rows, asked = _tighten(solver_(), problem, c, sense, bound, best, rows)
+            proof = None
+            if best is not None and bound == best:
+                by = "sat" if asked is not None else "range" if sense * safe >= best else "dual"
+                proof = Proof(rows, by, _portable(linear, certificates) if by == "dual" else (), asked)
+            ends.append((sense * bound, proof))
+        (lo, lo_proof), (hi, hi_proof) = ends
         value = int(problem.row_mask(problem.truth, c.predicate).sum()) if problem.truth is not None else None
-        out[key] = Interval(lo, hi, lo_ok and hi_ok, value)
+        out[key] = Interval(lo, hi, lo_proof is not None and hi_proof is not None, value, proofs=(lo_proof, hi_proof))
     return out
+
+
+def outer_range(problem: Problem, c: Constraint) -> tuple[Fraction, Fraction]:
+    """The least and greatest value of ``c``'s statistic before any search: its published range, the
+    population, and the values its column allows (a count or sum is whole: an open or fractional end
+    of the published range rounds inwards)."""
+    most, kind = problem.n_rows[1], c.statistic.kind
+    if kind == "count":
+        lo, hi = 0, most
+    else:
+        col = problem.index(c.statistic.column)
+        allowed = c.predicate.as_dict().get(c.statistic.column, frozenset(range(problem.sizes[col])))
+        values = [problem.domains[col].values[a] for a in sorted(allowed)]
+        lo, hi = (most * min(min(values), 0), most * max(max(values), 0)) if kind == "sum" else (min(values), max(values))
+    whole = kind in ("count", "sum")
+    lo = Fraction(lo if c.lo is None else max(lo, int_lo(c.lo, c.lo_open) if whole else c.lo))
+    hi = Fraction(hi if c.hi is None else min(hi, int_hi(c.hi, c.hi_open) if whole else c.hi))
+    return lo, hi
+
+
+def _portable(linear: LinearProof, certificates: list) -> tuple:
+    """:meth:`HistogramEngine.extreme`'s certificates by rows and constraints rather than positions:
+    ``(box, scale, multipliers, past)``, box ``((row, lo, hi), ...)`` (hi None for none), multipliers
+    ``((constraint or None for the population, y, lo, hi), ...)`` with the whole numbers each cell allows."""
+    return tuple((tuple((tuple(linear.rows[j].tolist()), lo, None if hi < 0 else hi) for j, (lo, hi) in sorted(box.items())),
+                  scale, tuple((linear.sources[i], int(coef[i]), linear.lo[i], linear.hi[i]) for i in np.flatnonzero(coef).tolist()),
+                  past) for box, scale, coef, past in certificates)
 
 
 def value_interval(problem: Problem, c: Constraint, sat: Callable[[], object] | None,
@@ -149,28 +204,22 @@ def value_interval(problem: Problem, c: Constraint, sat: Callable[[], object] | 
     docstring); without it, or where the search stops (``queries`` calls per end, or the conflicts left
     in ``budget``, shared and spent), the ends are proved outer bounds."""
     budget = Budget(CONFLICTS) if budget is None else budget
-    col = problem.index(c.statistic.column)
-    allowed = c.predicate.as_dict().get(c.statistic.column, frozenset(range(problem.sizes[col])))
-    values = [problem.domains[col].values[a] for a in sorted(allowed)]
     most, kind = problem.n_rows[1], c.statistic.kind
-    if kind == "sum":
-        lo, hi, step = most * min(min(values), 0), most * max(max(values), 0), Fraction(1)
-    else:  # two means differ by 1/(k k') or more, two medians (halves of integer sums) by 1/2
-        lo, hi, step = min(values), max(values), Fraction(1, max(most, 1) ** 2) if kind == "mean" else Fraction(1, 2)
-    whole = kind == "sum"  # whole numbers: an open or fractional end of the published range rounds inwards
-    lo = Fraction(lo if c.lo is None else max(lo, int_lo(c.lo, c.lo_open) if whole else c.lo))
-    hi = Fraction(hi if c.hi is None else min(hi, int_hi(c.hi, c.hi_open) if whole else c.hi))
+    # two sums differ by 1 or more, two means by 1/(k k'), two medians (halves of integer sums) by 1/2
+    step = Fraction(1) if kind == "sum" else Fraction(1, max(most, 1) ** 2) if kind == "mean" else Fraction(1, 2)
+    lo, hi = outer_range(problem, c)
     value = None if problem.truth is None else problem.value(problem.truth, c)
     engine = sat() if sat is not None else None
-    seed = value
+    seed, rows = value, problem.truth
     if seed is None and engine is not None:
         rows = _within(engine, replace(c, lo=None, hi=None, lo_open=False, hi_open=False), budget)
         seed = problem.value(rows, c) if rows is not None and rows is not False and not problem.violations(rows) else None
     if seed is None or engine is None:
         return Interval(lo, hi, False, value, c.statistic.name)
-    (low, low_ok), (high, high_ok) = (_search(engine, problem, c, sense, sense * seed, sense * end, step, queries, budget)
-                                      for sense, end in ((-1, lo), (1, hi)))
-    return Interval(-low, high, low_ok and high_ok, value, c.statistic.name)
+    (low, low_proof), (high, high_proof) = (_search(engine, problem, c, sense, sense * seed, sense * end, step, queries,
+                                                    budget, rows) for sense, end in ((-1, lo), (1, hi)))
+    return Interval(-low, high, low_proof is not None and high_proof is not None, value, c.statistic.name,
+                    (low_proof, high_proof))
 
 
 @dataclass
@@ -199,43 +248,45 @@ def _within(engine, c: Constraint, budget: Budget):
 
 
 def _search(engine, problem: Problem, c: Constraint, sense: int, best: Fraction, bound: Fraction, step: Fraction,
-            queries: int, budget: Budget) -> tuple[Fraction, bool]:
-    """The greatest ``sense * value`` of ``c``'s statistic from a dataset's ``best`` and a proved ``bound``
-    (``open``: the value stays below it): (that value, True), or (a proved bound, False) when the
-    budget runs out first. The first call asks for any value past ``best``: a value the release pins
-    (the common case for a hidden mean or median) is settled by one call, not a halving per bit."""
+            queries: int, budget: Budget, rows: np.ndarray) -> tuple[Fraction, Proof | None]:
+    """The greatest ``sense * value`` of ``c``'s statistic from a dataset's (``rows``) ``best`` and a proved
+    ``bound`` (``open``: the value stays below it): (that value, its :class:`Proof`), or (a proved bound,
+    None) when the budget runs out first. The first call asks for any value past ``best``: a value the
+    release pins (the common case for a hidden mean or median) is settled by one call, not a halving per bit."""
     open_ = False
     for i in range(queries):
         if best == bound and not open_:
-            return best, True
+            return best, Proof(rows, "range")
         past = i == 0 or bound - best <= step  # (later: no value fits strictly between) any past the best
         mid = best if past else (best + (bound - best) / 2 if c.statistic.kind != "sum" else best + -((best - bound) // 2))
         wanted = (replace(c, lo=mid, hi=None, lo_open=past, hi_open=False) if sense == 1
                   else replace(c, lo=None, hi=-mid, lo_open=False, hi_open=past))
-        rows = _within(engine, wanted, budget)
-        if rows is None or (rows is not False and problem.violations(rows)):
+        found = _within(engine, wanted, budget)
+        if found is None or (found is not False and problem.violations(found)):
             break  # out of budget, or a dataset that does not check out: the bound stands
-        if rows is False:
+        if found is False:
             if past:
-                return best, True
+                return best, Proof(rows, "sat", asked=wanted)
             bound, open_ = mid, True
-        else:
-            best = max(best, sense * problem.value(rows, c))
-    return bound, False
+        elif sense * problem.value(found, c) > best:
+            best, rows = sense * problem.value(found, c), found
+    return bound, None
 
 
-def _tighten(sat, problem: Problem, predicate, sense: int, bound: int, best: int) -> tuple[int, int]:
-    """Close the gap between a proved bound and the best dataset on ``sense * count``: ask the SAT engine
-    for a dataset past the best one until it proves there is none or its budget runs out."""
+def _tighten(sat, problem: Problem, c: Constraint, sense: int, bound: int, best: int,
+             rows: np.ndarray) -> tuple[int, int, np.ndarray, Constraint | None]:
+    """Close the gap between a proved bound and the best dataset (``rows``) on ``sense * count``: ask the
+    SAT engine for a dataset past the best one until it proves there is none or its budget runs out.
+    Returns the bound, the best value, its rows and the constraint proved unsatisfiable (None: none was)."""
     while bound < best:
         wanted = (0, sense * (best - 1)) if sense == 1 else (-(best - 1), problem.n_rows[1])
-        rows = sat.count_in(predicate, *wanted)
-        if rows is False:
-            return best, best
-        if rows is None or problem.violations(rows):
+        found = sat.count_in(c.predicate, *wanted)
+        if found is False:
+            return best, best, rows, Constraint(c.key, c.predicate, c.statistic, *map(Fraction, wanted))
+        if found is None or problem.violations(found):
             break  # out of budget, or a dataset that does not check out: the outer bound stands
-        best = sense * int(problem.row_mask(rows, predicate).sum())
-    return bound, best
+        best, rows = sense * int(problem.row_mask(found, c.predicate).sum()), found
+    return bound, best, rows, None
 
 
 def without_values(intervals: dict[str, Interval] | None) -> dict[str, Interval] | None:

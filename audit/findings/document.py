@@ -23,7 +23,10 @@ from ..problem.claims import UNDECIDED, VERIFIED, candidates
 from .claimstore import FILE as STORE_FILE
 from .claimstore import StoreWriter, encode, store_columns
 from ..attacks.exact import ExactOptions, UnitResult, audit_unit
+from ..attacks.certificates import unit_certificates
 from ..attacks.intervals import intervals_json
+from .certfile import FILE as CERTIFICATES_FILE
+from .certfile import CertificateWriter
 from ..inputs import Inputs
 from ..problem.build import Problem
 from ..attacks.reidentify import section as reidentification_section, with_attacker
@@ -146,7 +149,8 @@ def unit_json(result: UnitResult, release: UnitRelease | None = None, cap: int =
     """One unit's entry in findings.json: exact counts and up to ``cap`` claims of each kind.
 
     With a store ``header``, the unit's every claim (verified, undecided, refuted) is attached as a
-    gzip member under ``"_store"`` (bytes, claims) for the writer to move into the claim store.
+    gzip member under ``"_store"`` (bytes, claims) for the writer to move into the claim store, and
+    its interval certificates (:mod:`audit.attacks.certificates`) under ``"_certificates"``.
     """
     p = result.problem
     out = {
@@ -169,16 +173,24 @@ def unit_json(result: UnitResult, release: UnitRelease | None = None, cap: int =
     elif result.intervals_note:
         out["intervals_skipped"] = result.intervals_note
     if header is not None:
+        certificates = unit_certificates(p, result.intervals) if result.intervals else None
+        if certificates is not None:
+            out["_certificates"] = certificates
         refuted = refuted_claims(result, max_columns)
         out["_store"] = (encode(result, header, refuted), len(result.verdicts) + len(refuted))
     return out
 
 
-def store_unit(unit: dict, writer: StoreWriter | None) -> dict:
-    """Move a unit's claims (``"_store"``) into the claim store and record where they lie."""
+def store_unit(unit: dict, writer: StoreWriter | None, certificates: CertificateWriter | None = None) -> dict:
+    """Move a unit's claims (``"_store"``) into the claim store and record where they lie, and its
+    interval certificates (``"_certificates"``) into their file (findings.json names it per unit)."""
     block = unit.pop("_store", None)
     if writer is not None and block is not None:
         unit["store"] = writer.add(*block)
+    certs = unit.pop("_certificates", None)
+    if certificates is not None and certs is not None:
+        certificates.add(certs)
+        unit["certificates"] = CERTIFICATES_FILE
     return unit
 
 
@@ -203,6 +215,7 @@ def run_exact(inputs: Inputs, options: ExactOptions, on_unit: Callable[[dict], N
     by_unit = {(r.level, r.geo): r for r in releases}
     header = store_columns(inputs.schema, inputs.schedule)
     writer = StoreWriter(Path(out) / STORE_FILE, header) if out is not None else None
+    certificates = CertificateWriter(Path(out) / CERTIFICATES_FILE) if out is not None else None
     cap = listing_cap(len(problems), cap)
     keeper = GridKeeper(grid_cap(len(problems)))
     cache: dict = {}
@@ -215,7 +228,7 @@ def run_exact(inputs: Inputs, options: ExactOptions, on_unit: Callable[[dict], N
     def record(unit: dict, release: UnitRelease | None) -> None:
         if release is not None:
             attach_cells(unit, cells_json(release, outside.get((release.level, release.geo))), keeper)
-        units.append(store_unit(unit, writer))
+        units.append(store_unit(unit, writer, certificates))
         if on_unit:
             on_unit(unit)
 
@@ -228,6 +241,8 @@ def run_exact(inputs: Inputs, options: ExactOptions, on_unit: Callable[[dict], N
     key = unit_order(inputs.schedule)
     units.sort(key=lambda u: key((u["level"], u["geo"])))
     store = writer.close() if writer is not None else None
+    if certificates is not None:
+        certificates.close()
     return document(inputs, options, units, time.perf_counter() - start, rules, store)
 
 

@@ -14,6 +14,8 @@ import numpy as np
 import pandas as pd
 
 from ..attacks.exact import ExactOptions
+from ..findings.certfile import FILE as CERTIFICATES_FILE
+from ..findings.certfile import CertificateWriter
 from ..findings.claimstore import FILE as STORE_FILE
 from ..findings.claimstore import StoreWriter, store_columns
 from ..findings.cells import grid_cap
@@ -82,7 +84,8 @@ def fingerprint(source, schema: Schema, schedule: Schedule, options: ExactOption
 
 class PartWriter:
     """Appends one JSON line per finished unit to a fresh part file of this run (never to an old one),
-    and the unit's claim-store member to the part's ``.claims`` file before it (the line says where)."""
+    and the unit's claim-store member to the part's ``.claims`` file before it, its interval certificates
+    to the ``.certificates`` file (the line says where)."""
 
     def __init__(self, parts: Path):
         parts.mkdir(parents=True, exist_ok=True)
@@ -90,9 +93,16 @@ class PartWriter:
         self.path = parts / f"part-{n:05d}.jsonl"
         self.fh = self.path.open("a", encoding="utf-8")
         self.claims = self.path.with_suffix(".claims").open("ab")
+        self.certificates = self.path.with_suffix(".certificates").open("ab")
         self.synced = time.monotonic()
 
     def write(self, unit: dict) -> None:
+        certs = unit.pop("_certificates", None)
+        if certs is not None:
+            line = (json.dumps(certs, separators=(",", ":")) + "\n").encode("utf-8")
+            unit = {**unit, "certs": [self.certificates.tell(), len(line)]}
+            self.certificates.write(line)
+            self.certificates.flush()
         block = unit.pop("_store", None)
         if block is not None:
             unit = {**unit, "block": [self.claims.tell(), len(block[0]), block[1]]}
@@ -106,7 +116,7 @@ class PartWriter:
             self.synced = time.monotonic()
 
     def close(self) -> None:
-        for fh in (self.claims, self.fh):
+        for fh in (self.claims, self.certificates, self.fh):
             fh.flush()
             os.fsync(fh.fileno())
             fh.close()
@@ -144,6 +154,7 @@ def merge(parts: Path, schema: Schema, schedule: Schedule, options: ExactOptions
     del ranks
     keys = sorted(latest, key=unit_order(schedule))
     writer = StoreWriter(out / STORE_FILE, store_columns(schema, schedule))
+    certificates = CertificateWriter(out / CERTIFICATES_FILE)
     files: dict[Path, Any] = {}
 
     def read(path: Path, at: int, size: int | None = None) -> bytes:
@@ -162,6 +173,10 @@ def merge(parts: Path, schema: Schema, schedule: Schedule, options: ExactOptions
             block = unit.pop("block", None)
             if block is not None:
                 unit["store"] = writer.add(read(path.with_suffix(".claims"), block[0], block[1]), block[2])
+            certs = unit.pop("certs", None)
+            if certs is not None:
+                certificates.add(json.loads(read(path.with_suffix(".certificates"), *certs)))
+                unit["certificates"] = CERTIFICATES_FILE
             yield unit
 
     try:
@@ -170,6 +185,7 @@ def merge(parts: Path, schema: Schema, schedule: Schedule, options: ExactOptions
         for fh in files.values():
             fh.close()
     store = writer.close()
+    certificates.close()
     doc = document(Inputs(schema, schedule, pd.DataFrame(), data_path), options, entries, seconds, rules, store)
     return replace(doc, inputs={**doc.inputs, "rows": int(rows)},
                    scale=summarise(entries, listing_cap(len(entries), scale.claims_cap), parts))

@@ -209,13 +209,17 @@ class HistogramEngine:
 
         return self._tree(w.astype(float), self.nodes, expand)
 
-    def extreme(self, w: np.ndarray, nodes: int | None = None) -> tuple[int | None, int | None, np.ndarray | None]:
+    def extreme(self, w: np.ndarray, nodes: int | None = None,
+                proof: list | None = None) -> tuple[int | None, int | None, np.ndarray | None]:
         """The least value of ``w.h`` over the consistent datasets, as ``(bound, best, rows)``.
 
         ``bound``: a value proved by checked certificates (the root relaxation's, or the closed
         branch-and-bound tree's) to be at most every dataset's, None when none checks out; ``best``: the
         value of ``rows``, the best dataset found and checked exactly. The least value is known when
-        they are equal; otherwise it lies in ``[bound, best]``.
+        they are equal; otherwise it lies in ``[bound, best]``. With ``proof`` (a list), the certificates
+        that prove ``bound`` are appended: ``(box, scale, multipliers, past)`` per closed box
+        (``{column: (lo, hi)}``, ``{}`` for the root; see :meth:`_tree`), each proving ``w.h > past`` in its
+        box, ``past`` None for a Farkas ray (the box holds no dataset).
         """
         import highspy
 
@@ -229,33 +233,48 @@ class HistogramEngine:
 
         if self.truth is not None:
             offer(self.truth, self.problem.truth)
-        bound = None
+        bound, root = None, None
         x = self._run(self._lp, w.astype(float))
         if x is not None:
             dual = linear.duals(self._lp.getSolution().row_dual)
             z = int(np.ceil(x @ w - 1e-6))
-            bound = next((b for b in (z, z - 1) if linear.certificate(dual, w, b - 1) is not None), None)
+            root = next(((b, cert) for b in (z, z - 1) if (cert := linear.dual_proof(dual, w, b - 1)) is not None), None)
+            bound = None if root is None else root[0]
             rows = self.dataset(x)
             if rows is not None:
                 offer(linear.integral(x, tolerance=1e-6), rows)
         elif self._lp.getModelStatus() == highspy.HighsModelStatus.kInfeasible:
             return None, None, None  # no dataset at all: the caller's release is inconsistent
         if bound is not None and state["best"] is not None and bound >= state["best"]:
+            if proof is not None:
+                proof.append(({}, *root[1], root[0] - 1))
             return state["best"], state["best"], state["rows"]
+        leaves: list = []  # the closed boxes' certificates
+
+        def closed(node, lower, upper, dual) -> bool:
+            cert = linear.dual_proof(dual, w, state["best"] - 1, lower, upper)
+            if cert is not None:
+                leaves.append((node, *cert, state["best"] - 1))
+            return cert is not None
 
         def expand(node, lower, upper, sol):
             dual = linear.duals(sol.row_dual)
-            if state["best"] is not None and linear.certificate(dual, w, state["best"] - 1, lower, upper) is not None:
+            if state["best"] is not None and closed(node, lower, upper, dual):
                 return []  # nothing in this box beats the best dataset
             x = np.asarray(sol.col_value)
             rows = self.dataset(x)
             if rows is not None:
                 offer(linear.integral(x, tolerance=1e-6), rows)
-                return [] if linear.certificate(dual, w, state["best"] - 1, lower, upper) is not None else None
+                return [] if closed(node, lower, upper, dual) else None
             return _split(node, x) or None  # an integral optimum that is no dataset: give up
 
-        if self._tree(w.astype(float), self.nodes if nodes is None else nodes, expand) is True and state["best"] is not None:
+        if (self._tree(w.astype(float), self.nodes if nodes is None else nodes, expand, leaves) is True
+                and state["best"] is not None):
             bound = state["best"]
+            if proof is not None:
+                proof += leaves
+        elif proof is not None and root is not None:
+            proof.append(({}, *root[1], root[0] - 1))
         return bound, state["best"], state["rows"]
 
     def enumerate(self, limit: int, nodes: int) -> tuple[list[np.ndarray], bool]:
@@ -288,14 +307,15 @@ class HistogramEngine:
         done = self._tree(np.zeros(self.n), nodes, expand)
         return list(out.values()), done is True
 
-    def _tree(self, cost: np.ndarray, nodes: int, expand: Callable) -> object:
+    def _tree(self, cost: np.ndarray, nodes: int, expand: Callable, leaves: list | None = None) -> object:
         """Depth-first search over boxes ``lower <= h <= upper`` of the relaxation, minimising ``cost``.
 
         A box whose relaxation is infeasible closes only with a Farkas ray that checks exactly.
         ``expand(node, lower, upper, solution)`` gives a feasible box's children (boxes as
         ``{column: (lo, hi)}``, ``hi = -1`` for none, or callables making one; an empty list closes it)
         or a final answer. Returns True when every box closed, False when ``nodes`` ran out, None on a
-        numerical failure, or the final answer.
+        numerical failure, or the final answer. ``leaves`` (a list) gets ``(box, scale, ray, None)`` for
+        each box closed by a Farkas ray.
         """
         import highspy
 
@@ -323,10 +343,13 @@ class HistogramEngine:
                 status = lp.getModelStatus()
                 if status == highspy.HighsModelStatus.kInfeasible:
                     _, has_ray, ray = lp.getDualRay()
-                    if has_ray and linear.certificate(linear.duals(ray), np.zeros(n, dtype=np.int64), 0,
-                                                      lower, upper) is not None:
-                        continue
-                    return None
+                    cert = None if not has_ray else linear.dual_proof(linear.duals(ray), np.zeros(n, dtype=np.int64),
+                                                                      0, lower, upper)
+                    if cert is None:
+                        return None
+                    if leaves is not None:
+                        leaves.append((node, *cert, None))
+                    continue
                 if status != highspy.HighsModelStatus.kOptimal:
                     return None
                 children = expand(node, lower, upper, lp.getSolution())
