@@ -8,9 +8,9 @@ from dataclasses import dataclass
 
 @dataclass
 class Rounds:
-    """Exact rounds until ``limit`` of them pass without a pass, then monotone rounds (only adding to
-    the last pattern) until :meth:`restart`; ``lower_bound`` is the largest exact optimum's cost, which
-    every passing pattern needs (None: the picks are not optima, greedy)."""
+    """Exact rounds until ``limit`` of them have failed, then monotone rounds (only adding to the last
+    pattern) until :meth:`restart`; ``lower_bound`` is the largest exact optimum's cost, which every
+    passing pattern needs (None: the picks are not optima, greedy)."""
 
     limit: int
     lower_bound: float | None
