@@ -19,6 +19,7 @@ from audit.findings.document import unit_json
 from audit.inputs import load_inputs
 from audit.protection.options import Policy, ProtectOptions
 from audit.protection.protect import protect
+from audit.protection.rounds import Rounds
 from audit.protection.unit import suppress_unit, unit_contexts
 from audit.policy.checks import evaluate
 from audit.policy.rules import load_rules
@@ -92,6 +93,27 @@ def test_suppression_is_brute_force_minimal(tmp_path, i):
     assert result.status in ("pass", "protected"), result.reason
     assert not _fails(ctx, result.cells, rules, exact)
     assert len(result.cells) == brute_force_minimum(ctx, rules, exact) == result.lower_bound and result.minimal
+
+
+def test_rounds_switch_to_monotone_after_the_limit_and_back_on_restart():
+    """Two exact rounds raise the lower bound to their larger optimum, then monotone rounds count the
+    widening without touching the bound; a restart gives exact rounds again from zero."""
+    rounds = Rounds(2, 1)
+    rounds.advance(3)
+    assert (rounds.monotone, rounds.lower_bound, rounds.base({"a"}, {"f"})) == (False, 3, {"f"})
+    rounds.advance(2)
+    assert (rounds.monotone, rounds.lower_bound, rounds.base({"a"}, {"f"})) == (True, 3, {"a"})
+    rounds.advance(9)
+    rounds.advance(12)
+    assert (rounds.completions, rounds.lower_bound) == (2, 3)
+    assert not rounds.minimal("protected", 12) and rounds.minimal("protected", 3) and rounds.minimal("pass", 12)
+    rounds.restart()
+    assert (rounds.monotone, rounds.exact, rounds.completions) == (False, 0, 0)
+    greedy = Rounds(1, None)
+    greedy.advance(4)
+    assert greedy.monotone and greedy.lower_bound is None and not greedy.minimal("protected", 4)
+    with pytest.raises(ValueError):
+        Rounds(0, 0)
 
 
 @pytest.mark.parametrize("seed", [103, 148])

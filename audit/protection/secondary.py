@@ -37,6 +37,7 @@ from ..release.constraints import PUBLISHED, SUPPRESSED, UnitRelease
 from ..policy.checks import protection_needed
 from .claims import Explanations, claim_clauses, failing, twins
 from .options import geo_key
+from .rounds import Rounds
 from .unit import UnitProtection, _summary, cell_counts, forced_cells, information_loss
 
 SUPPORT = 50_000  # most rows the attacker LP holds; past it, no-goods alone (slower, still exact)
@@ -233,8 +234,7 @@ def suppress_unit(ctx, policy, options, log: Callable[[str], None] | None = None
     cuts: list[Cut] = []
     explanations = Explanations(options)
     chosen = set(out.primary)
-    out.lower_bound = sum(cost.get(k, 1.0) for k in chosen)
-    exact_rounds, monotone = 0, False
+    rounds = Rounds(options.exact_rounds, sum(cost.get(k, 1.0) for k in chosen))
     while True:
         out.iterations += 1
         current = ctx.problem(chosen)[0] if chosen else problem
@@ -278,9 +278,9 @@ def suppress_unit(ctx, policy, options, log: Callable[[str], None] | None = None
                 cut = Cut({k: 1.0 for k in variables if k not in chosen and k != owner}, 1.0,
                           owner if owner in cost else None)
             cuts.append(cut)
-        picked = cheapest(variables, cost, chosen if monotone else set(out.primary), clauses, cuts, tie)
-        if picked is None and monotone:  # only un-suppressing meets the new constraints: exact rounds again
-            monotone, exact_rounds = False, 0
+        picked = cheapest(variables, cost, rounds.base(chosen, set(out.primary)), clauses, cuts, tie)
+        if picked is None and rounds.monotone:  # only un-suppressing meets the new constraints
+            rounds.restart()
             picked = cheapest(variables, cost, set(out.primary), clauses, cuts, tie)
         if picked is None:
             out.status = "unfixable"
@@ -290,18 +290,15 @@ def suppress_unit(ctx, policy, options, log: Callable[[str], None] | None = None
                            "the population pins, or a threshold suppression the attacker knows is below t)"
                            if stuck else ""))
             break
-        if not monotone:
-            exact_rounds += 1
-            out.lower_bound = max(out.lower_bound, sum(cost.get(k, 1.0) for k in picked))
-            monotone = exact_rounds >= options.exact_rounds
+        rounds.advance(sum(cost.get(k, 1.0) for k in picked))
         chosen = picked
         if log:
             log(f"unit {geo_key(ctx.geo)}: iteration {out.iterations}, {len(bad)} failing claims, {len(short)} "
                 f"intervals too narrow, {len(clauses)} clauses and {len(cuts)} cuts, trying {len(chosen)} cells")
     out.clauses = len(clauses) + len(cuts)
     out.complementary = sorted(chosen - set(out.primary))
-    out.minimal = out.status == "pass" or (out.status == "protected"
-                                           and sum(cost.get(k, 1.0) for k in chosen) <= out.lower_bound + 1e-9)
+    out.lower_bound = rounds.lower_bound
+    out.minimal = rounds.minimal(out.status, sum(cost.get(k, 1.0) for k in chosen))
     out.after = summary
     out.loss = information_loss(problem, out.cells, cell_counts(problem))
     out.seconds = time.perf_counter() - start

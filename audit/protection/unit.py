@@ -18,6 +18,7 @@ from ..specs.schedule import Schedule
 from ..release.tabulate import tabulate, units_of
 from .claims import Explanations, claim_clauses, failing, twins
 from .options import Policy, ProtectOptions, cell_of, geo_key
+from .rounds import Rounds
 
 @dataclass
 class UnitProtection:
@@ -199,8 +200,7 @@ def suppress_unit(ctx: UnitContext, policy: Policy, options: ProtectOptions,
     chosen: set[str] = set(forced)
     result = first
     exact_hitting = options.hitting == "exact"
-    out.lower_bound = len(forced) if exact_hitting else None
-    exact_rounds, monotone, step = 0, False, 1
+    rounds = Rounds(options.exact_rounds, len(forced) if exact_hitting else None)
     while True:
         out.iterations += 1
         if chosen:
@@ -227,27 +227,22 @@ def suppress_unit(ctx: UnitContext, policy: Policy, options: ProtectOptions,
         new = [(frozenset(rep.get(k, k) for k in pos), frozenset(rep.get(k, k) for k in neg)) for pos, neg in new]
         clauses += new
         kept = {rep.get(k, k) for k in chosen}
-        if monotone and not all(pos - kept for pos, _ in new):  # only un-suppressing meets it: exact rounds again
-            monotone, exact_rounds, step = False, 0, 1
-        picked = hitting_set(clauses, rcost, kept if monotone else {rep.get(k, k) for k in forced},
+        if rounds.monotone and not all(pos - kept for pos, _ in new):  # only un-suppressing meets it
+            rounds.restart()
+        picked = hitting_set(clauses, rcost, rounds.base(kept, {rep.get(k, k) for k in forced}),
                              exact=exact_hitting, size=size)
-        if monotone:
-            picked |= _widen(new, picked, step - len(picked - kept), size, rcost)
-            step *= 2
+        if rounds.monotone:
+            picked |= _widen(new, picked, 2 ** rounds.completions - len(picked - kept), size, rcost)
         chosen = expand(picked) | forced
-        if not monotone:
-            exact_rounds += 1
-            if exact_hitting:
-                out.lower_bound = max(out.lower_bound, len(chosen))
-            monotone = exact_rounds >= options.exact_rounds
+        rounds.advance(len(chosen))
         if log:
             log(f"unit {geo_key(ctx.geo)}: iteration {out.iterations}, {len(bad)} failing claims, "
                 f"{len(clauses)} explanations, trying {len(chosen)} cells"
-                + (f" (adding to the last pattern; at least {out.lower_bound} needed)" if monotone else ""))
+                + (f" (adding to the last pattern; at least {rounds.lower_bound} needed)" if rounds.monotone else ""))
     out.clauses = len(clauses)
     out.reconstruction = sorted(chosen - forced)
-    out.minimal = out.status == "pass" or (out.status == "protected" and exact_hitting
-                                            and len(out.cells) <= (out.lower_bound or 0))
+    out.lower_bound = rounds.lower_bound
+    out.minimal = rounds.minimal(out.status, len(out.cells))
     out.after = _summary(result, policy)
     out.loss = information_loss(problem, out.cells, counts)
     out.seconds = time.perf_counter() - start
