@@ -412,36 +412,60 @@ class LinearProof:
         The rows are taken in classes: atoms of a column that every cell, zero cell and edit in play
         treats alike are one class, so each class of rows is checked once, exactly in integers. A
         row where a certificate falls short is off the support (it holds there), so some zero cell
-        empties it: the zero cells emptying most such rows are added and the classes refined, until
-        no row is left short."""
-        used = np.flatnonzero(certs[0][2].astype(bool) | certs[1][2].astype(bool))
-        edits = np.array([flat_mask(self.problem, e) for e in self.problem.edits], dtype=np.int64
-                         ).reshape(len(self.problem.edits), self._bounds[-1])
+        empties it: zero cells holding whole short classes are added first (most classes first),
+        the classes refined, until no row is left short; then each one the others make needless is
+        dropped."""
         chosen: list[int] = []
         for _ in range(rounds):
-            killers = np.vstack([edits, self._zero_flat[chosen]])
-            flats = np.vstack([self._claim_flat([claim]), self._cell_flat[used], killers])
-            compact, cbounds, reps = _classes(flats, self._bounds)
-            rows = support(compact[1 + len(used):], cbounds)
-            if rows is None:
+            short = self._short(claim, certs, chosen)
+            if short is None:
                 return None
-            member = in_sets(rows, compact[:1 + len(used)], cbounds).astype(np.int64)
-            short = np.zeros(len(rows), dtype=bool)
-            for sense, scale, coef in certs:
-                short |= sense * scale * member[:, 0] - member[:, 1:] @ coef[used] < 0
-            if not short.any():
-                return chosen
-            atoms = np.column_stack([reps[col][rows[short, col]] for col in range(len(reps))])
-            cover = in_sets(atoms, self._zero_flat, self._bounds)
-            cover[:, chosen] = False
-            left = np.ones(len(atoms), dtype=bool)
+            rows, full, reps = short
+            if not len(rows):
+                break
+            some = in_sets(reps, self._zero_flat, self._bounds)  # holds the class's first row at least
+            left = np.ones(len(rows), dtype=bool)
             while left.any():
+                cover = full if full[left].any() else some
                 z = int(cover[left].sum(axis=0).argmax())
                 if not cover[left, z].any():
                     raise InternalError(f"a row where a checked certificate of {claim} falls short lies on the support")
                 chosen.append(z)
                 left &= ~cover[:, z]
-        return None
+        else:
+            return None
+        for z in reversed(list(chosen)):
+            rest = [w for w in chosen if w != z]
+            short = self._short(claim, certs, rest)
+            if short is not None and not len(short[0]):
+                chosen = rest
+        return chosen
+
+    def _short(self, claim: Claim, certs: list, zeros: list[int]):
+        """The classes of rows (class indices per column) that the edits and ``zeros`` leave and where a
+        certificate falls short; which zero cells hold each whole; and the first row of each. None
+        when the classes are too many to hold."""
+        used = np.flatnonzero(certs[0][2].astype(bool) | certs[1][2].astype(bool))
+        edits = np.array([flat_mask(self.problem, e) for e in self.problem.edits], dtype=np.int64
+                         ).reshape(len(self.problem.edits), self._bounds[-1])
+        flats = np.vstack([self._claim_flat([claim]), self._cell_flat[used], edits, self._zero_flat[zeros]])
+        compact, cbounds, members = _classes(flats, self._bounds)
+        rows = support(compact[1 + len(used):], cbounds)
+        if rows is None:
+            return None
+        member = in_sets(rows, compact[:1 + len(used)], cbounds).astype(np.int64)
+        short = np.zeros(len(rows), dtype=bool)
+        for sense, scale, coef in certs:
+            short |= sense * scale * member[:, 0] - member[:, 1:] @ coef[used] < 0
+        rows = rows[short]
+        full = np.ones((len(rows), len(self._zero_flat)), dtype=bool)
+        for col, groups in enumerate(members):
+            zero = self._zero_flat[:, self._bounds[col]:self._bounds[col + 1]].astype(bool)
+            whole = np.array([zero[:, g].all(axis=1) for g in groups]).reshape(len(groups), len(zero))
+            full &= whole[rows[:, col]]
+        reps = np.column_stack([np.array([g[0] for g in groups])[rows[:, col]] for col, groups in enumerate(members)]
+                               ) if len(members) else np.zeros((len(rows), 0), dtype=np.int64)
+        return rows, full, reps.reshape(len(rows), len(members))
 
     def explain(self, claims: list[Claim], used: np.ndarray) -> list[tuple[str, ...]]:
         """Certificate cells, and every zero cell whose rows meet the claim's or theirs.
@@ -474,16 +498,19 @@ class LinearProof:
         return self._meets(flat) | ((used.astype(np.int64) @ self._by_cell) > 0)
 
 
-def _classes(flats: np.ndarray, bounds: np.ndarray) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
+def _classes(flats: np.ndarray, bounds: np.ndarray) -> tuple[np.ndarray, np.ndarray, list[list[np.ndarray]]]:
     """Each column's atoms grouped by how the flat masks treat them: the masks over the classes, the
-    classes' column bounds, and per column the atom standing for each class."""
-    reps, cbounds = [], [0]
+    classes' column bounds, and per column the atoms of each class."""
+    members, cbounds, first = [], [0], []
     for col in range(len(bounds) - 1):
-        _, first = np.unique(flats[:, bounds[col]:bounds[col + 1]].T, axis=0, return_index=True)
-        reps.append(bounds[col] + np.sort(first))
-        cbounds.append(cbounds[-1] + len(first))
-    compact = np.concatenate([flats[:, r] for r in reps], axis=1)
-    return compact, np.array(cbounds), [r - bounds[col] for col, r in enumerate(reps)]
+        _, start, inverse = np.unique(flats[:, bounds[col]:bounds[col + 1]].T, axis=0, return_index=True,
+                                      return_inverse=True)
+        inverse = np.asarray(inverse).ravel()
+        members.append([np.flatnonzero(inverse == k) for k in range(len(start))])
+        first.append(bounds[col] + start)
+        cbounds.append(cbounds[-1] + len(start))
+    compact = np.concatenate([flats[:, f] for f in first], axis=1)
+    return compact, np.array(cbounds), members
 
 
 class _TooLarge(Exception):
