@@ -113,19 +113,20 @@ def linear_proofs(linear: LinearProof | None, claims: list[Claim]) -> Callable[[
     cells and the zero cells they need), else the basis combination's or LP bound's with every zero
     cell its regions meet, else None. The basis proof of a claim of the coupled sf1 tract named up to
     4,017 cells, nearly all zero cells, so its clause was met by hiding one cell every proof shares."""
-    made: dict[Claim, tuple[str, ...] | None] = {}
+    made: dict[tuple, tuple[str, ...] | None] = {}
     basis: dict[Claim, tuple[str, ...]] = {}
 
-    def proof(claim: Claim) -> tuple[str, ...] | None:
+    def proof(claim: Claim, aside: frozenset = frozenset()) -> tuple[str, ...] | None:
+        """``aside``: cells the proof may not name (a later proof of the claim: sparse ones only)."""
         if linear is None:
             return None
-        if claim not in made:
-            made[claim] = linear.sparse(claim)
-            if made[claim] is None:
+        if (claim, aside) not in made:
+            found = made[claim, aside] = linear.sparse(claim, aside)
+            if found is None and not aside:
                 if not basis:
                     basis.update(certificate_cells(linear, claims, {}))
-                made[claim] = basis.get(claim)
-        return made[claim]
+                made[claim, aside] = basis.get(claim)
+        return made[claim, aside]
     return proof
 
 
@@ -166,6 +167,9 @@ def _cores(engine, claim: Claim, hidden: set[str], cheapest: Callable[[frozenset
         while pos and len(out) < most:
             aside |= set(pos) if whole else cheapest(pos)
             found = engine.explainer().explain(claim, among=[k for k in among or engine.cells if k not in aside])
+            if found == ((), False) and whole and proof is not None:  # the budget is spent: a sparse proof without them
+                cells = proof(claim, frozenset(aside))
+                found = (cells, False) if cells else None
             if found is None or found == ((), False):  # gone without the cells set aside, or the budget is spent
                 break
             pos = frozenset(found[0]) - hidden
