@@ -154,7 +154,9 @@ def _cores(engine, claim: Claim, hidden: set[str], cheapest: Callable[[frozenset
     One explanation alone is a weak clause where the tables state the same fact many ways (a zero
     in P6, P7, P8, ...): the hitting set hides one copy, the claim follows from the next, and the
     loop crawls, one attack per copy. Each explanation is a valid clause (its cells alone imply the
-    claim whatever else is hidden), so the minimum hitting set stays a lower bound.
+    claim whatever else is hidden), so the minimum hitting set stays a lower bound. Once the
+    solver's budget is spent, the disjoint ones are sparse linear proofs without the cells set aside
+    (``proof``, see :func:`linear_proofs`).
     """
     pos = _explain(engine, claim, hidden, proof, among)
     if pos in seen:
