@@ -179,6 +179,20 @@ def _cores(engine, claim: Claim, hidden: set[str], cheapest: Callable[[frozenset
     return out
 
 
+def _disjoint_proofs(proof: Callable, claim: Claim, first: frozenset, hidden: set[str], most: int = CORES) -> list[frozenset]:
+    """Sparse linear proofs of a claim after its ``first`` clause, each without the cells of the earlier
+    ones (the solver's disjoint explanations, where its budget is spent): with one clause per claim
+    the joint search of the coupled sf1 tract hid the 3 cells its 64 clauses shared, each round."""
+    out, aside = [], set(first)
+    while len(out) + 1 < most and (cells := proof(claim, frozenset(aside))):
+        pos = frozenset(cells) - hidden
+        if not pos:
+            break
+        out.append(pos)
+        aside |= pos
+    return out
+
+
 def claim_clauses(result: UnitResult, bad: list, recon: bool, hidden: set[str], direct_of: dict,
                   options: ProtectOptions, cheapest: Callable[[frozenset], set] | None = None,
                   explanations: Explanations | None = None) -> list[tuple[frozenset, frozenset]]:
@@ -202,7 +216,10 @@ def claim_clauses(result: UnitResult, bad: list, recon: bool, hidden: set[str], 
             continue
         neg = frozenset(k for k in direct_of.get((v.claim.assignment, v.claim.m), ()) if k in hidden)
         if cheapest is None:
-            new.append((_explain(engine, v.claim, hidden, proofs, among), neg))
+            pos = _explain(engine, v.claim, hidden, proofs, among)
+            new.append((pos, neg))
+            if pos and pos == frozenset(proofs(v.claim) or ()) - hidden:  # past the budget: more proofs, disjoint
+                new += [(more, neg) for more in _disjoint_proofs(proofs, v.claim, pos, hidden)]
         else:
             new += [(pos, neg) for pos in _cores(engine, v.claim, hidden, cheapest, seen, proof=proofs,
                                                  among=among)]
