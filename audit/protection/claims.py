@@ -131,12 +131,14 @@ def linear_proofs(linear: LinearProof | None, claims: list[Claim]) -> Callable[[
 
 
 def _explain(engine, claim: Claim, hidden: set[str], proof: Callable[[Claim], tuple[str, ...] | None] | None = None,
-             among: list[str] | None = None) -> frozenset:
+             among: list[str] | None = None, minimal: list | None = None) -> frozenset:
     """A minimal explanation (among the cells ``among`` when given); where the solver finds none within
     the budget, the cells of a checked linear ``proof`` (sound, not minimal), else every published cell
-    (all of them imply the claim)."""
+    (all of them imply the claim). ``minimal`` (a list) gets whether the solver proved it minimal."""
     found = engine.explainer().explain(claim, None, (lambda: proof(claim)) if proof else None, among)
     cells = found[0] if found else ()
+    if minimal is not None:
+        minimal.append(bool(cells) and found[1])
     if not cells:
         cells = (proof(claim) if proof else None) or tuple(engine.cells)
     return frozenset(cells) - hidden
@@ -216,9 +218,10 @@ def claim_clauses(result: UnitResult, bad: list, recon: bool, hidden: set[str], 
             continue
         neg = frozenset(k for k in direct_of.get((v.claim.assignment, v.claim.m), ()) if k in hidden)
         if cheapest is None:
-            pos = _explain(engine, v.claim, hidden, proofs, among)
+            minimal: list[bool] = []
+            pos = _explain(engine, v.claim, hidden, proofs, among, minimal)
             new.append((pos, neg))
-            if pos and pos == frozenset(proofs(v.claim) or ()) - hidden:  # past the budget: more proofs, disjoint
+            if pos and not minimal[0]:  # past the solver's budget: more clauses from proofs disjoint from it
                 new += [(more, neg) for more in _disjoint_proofs(proofs, v.claim, pos, hidden)]
         else:
             new += [(pos, neg) for pos in _cores(engine, v.claim, hidden, cheapest, seen, proof=proofs,
