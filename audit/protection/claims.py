@@ -131,14 +131,12 @@ def linear_proofs(linear: LinearProof | None, claims: list[Claim]) -> Callable[[
 
 
 def _explain(engine, claim: Claim, hidden: set[str], proof: Callable[[Claim], tuple[str, ...] | None] | None = None,
-             among: list[str] | None = None, minimal: list | None = None) -> frozenset:
+             among: list[str] | None = None) -> frozenset:
     """A minimal explanation (among the cells ``among`` when given); where the solver finds none within
     the budget, the cells of a checked linear ``proof`` (sound, not minimal), else every published cell
-    (all of them imply the claim). ``minimal`` (a list) gets whether the solver proved it minimal."""
+    (all of them imply the claim)."""
     found = engine.explainer().explain(claim, None, (lambda: proof(claim)) if proof else None, among)
     cells = found[0] if found else ()
-    if minimal is not None:
-        minimal.append(bool(cells) and found[1])
     if not cells:
         cells = (proof(claim) if proof else None) or tuple(engine.cells)
     return frozenset(cells) - hidden
@@ -183,7 +181,7 @@ def _cores(engine, claim: Claim, hidden: set[str], cheapest: Callable[[frozenset
 
 def _disjoint_proofs(proof: Callable, claim: Claim, first: frozenset, hidden: set[str], most: int = CORES) -> list[frozenset]:
     """Sparse linear proofs of a claim after its ``first`` clause, each without the cells of the earlier
-    ones (the solver's disjoint explanations, where its budget is spent): with one clause per claim
+    ones (as the unit loop's disjoint explanations, without solver work): with one clause per claim
     the joint search of the coupled sf1 tract hid the 3 cells its 64 clauses shared, each round."""
     out, aside = [], set(first)
     while len(out) + 1 < most and (cells := proof(claim, frozenset(aside))):
@@ -218,10 +216,9 @@ def claim_clauses(result: UnitResult, bad: list, recon: bool, hidden: set[str], 
             continue
         neg = frozenset(k for k in direct_of.get((v.claim.assignment, v.claim.m), ()) if k in hidden)
         if cheapest is None:
-            minimal: list[bool] = []
-            pos = _explain(engine, v.claim, hidden, proofs, among, minimal)
+            pos = _explain(engine, v.claim, hidden, proofs, among)
             new.append((pos, neg))
-            if pos and not minimal[0]:  # past the solver's budget: more clauses from proofs disjoint from it
+            if pos:  # more clauses: sparse proofs without its cells (no more solver work)
                 new += [(more, neg) for more in _disjoint_proofs(proofs, v.claim, pos, hidden)]
         else:
             new += [(pos, neg) for pos in _cores(engine, v.claim, hidden, cheapest, seen, proof=proofs,
