@@ -352,40 +352,32 @@ class LinearProof:
                 return scale, coef
         return None
 
-    def sparse(self, claim: Claim, aside: frozenset = frozenset(), rounds: int = SPARSE_ROUNDS) -> tuple[str, ...] | None:
-        """Few cells that prove a claim, none of them in ``aside``: a certificate of least total weight
-        for each bound (a linear program over every cell), checked exactly, and only the zero cells
-        that the rows where it falls short need, found over the whole row space (see
-        :meth:`_zeros_needed`). None when the count is not pinned to ``m`` at a tight bound or no
-        cover is found within ``rounds``."""
+    def sparse(self, claim: Claim, rounds: int = SPARSE_ROUNDS) -> tuple[str, ...] | None:
+        """Few cells that prove a claim: a certificate of least total weight for each bound (a linear
+        program over every cell), checked exactly, and only the zero cells that the rows where it
+        falls short need, found over the whole row space (see :meth:`_zeros_needed`). None when
+        the count is not pinned to ``m`` at a tight bound or no cover is found within ``rounds``."""
         import highspy
 
         if self._sparse_lp is None:
             self._sparse_lp = self._sparse_program()
         h, k = self._sparse_lp, len(self.keys)
         c = self.claim_vector(claim)
-        banned = np.array([key in aside for key in self.keys], dtype=bool)
-        cols = np.concatenate([np.flatnonzero(banned), k + np.flatnonzero(banned)]).astype(np.int32)
         certs = []
-        try:
-            h.changeColsBounds(len(cols), cols, np.zeros(len(cols)), np.zeros(len(cols)))
-            for sense in (1, -1):  # y.A <= sense * c on the support, bound(y) >= sense * m
-                up = np.append(sense * c.astype(float), highspy.kHighsInf)
-                lo = np.append(np.full(len(c), -highspy.kHighsInf), float(sense * claim.m))
-                h.changeRowsBounds(len(up), np.arange(len(up), dtype=np.int32), lo, up)
-                h.run()
-                if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
-                    return None
-                x = np.asarray(h.getSolution().col_value)
-                y = np.where(np.abs(x[:k] - x[k:]) < 1e-9, 0.0, x[:k] - x[k:])
-                y[banned] = 0.0
-                found = self._certificate(y, sense * c, sense * claim.m - 1)
-                if found is None:
-                    return None
-                certs.append((sense, *found))
-        finally:
-            h.changeColsBounds(len(cols), cols, np.zeros(len(cols)), self._sparse_upper[cols])
-        zeros = self._zeros_needed(claim, certs, rounds, [z for z, key in enumerate(self._zero_keys) if key in aside])
+        for sense in (1, -1):  # y.A <= sense * c on the support, bound(y) >= sense * m
+            up = np.append(sense * c.astype(float), highspy.kHighsInf)
+            lo = np.append(np.full(len(c), -highspy.kHighsInf), float(sense * claim.m))
+            h.changeRowsBounds(len(up), np.arange(len(up), dtype=np.int32), lo, up)
+            h.run()
+            if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+                return None
+            x = np.asarray(h.getSolution().col_value)
+            y = np.where(np.abs(x[:k] - x[k:]) < 1e-9, 0.0, x[:k] - x[k:])
+            found = self._certificate(y, sense * c, sense * claim.m - 1)
+            if found is None:
+                return None
+            certs.append((sense, *found))
+        zeros = self._zeros_needed(claim, certs, rounds)
         if zeros is None:
             return None
         used = certs[0][2].astype(bool) | certs[1][2].astype(bool)
@@ -405,18 +397,17 @@ class LinearProof:
         at, index = np.nonzero(m)
         starts = np.searchsorted(at, np.arange(n + 1)).astype(np.int32)
         h = highs(threads=1, random_seed=0)
-        upper = self._sparse_upper = np.concatenate([np.full(k, highspy.kHighsInf),
-                                                     np.where([v is None for v in self.hi], 0.0, highspy.kHighsInf)])
+        upper = np.concatenate([np.full(k, highspy.kHighsInf),
+                                np.where([v is None for v in self.hi], 0.0, highspy.kHighsInf)])
         h.addVars(2 * k, np.zeros(2 * k), upper)
         h.changeColsCost(2 * k, np.arange(2 * k, dtype=np.int32), np.ones(2 * k))
         h.addRows(n + 1, np.full(n + 1, -highspy.kHighsInf), np.full(n + 1, highspy.kHighsInf), len(index),
                   starts, index.astype(np.int32), m[at, index])
         return h
 
-    def _zeros_needed(self, claim: Claim, certs: list, rounds: int, banned: list[int]) -> list[int] | None:
-        """Zero cells (indices, none ``banned``) that, with the edits, empty every row of the whole row
-        space where a certificate ``(sense, scale, coef)`` falls short (``coef.A > sense * scale * c``),
-        or None.
+    def _zeros_needed(self, claim: Claim, certs: list, rounds: int) -> list[int] | None:
+        """Zero cells (indices) that, with the edits, empty every row of the whole row space where a
+        certificate ``(sense, scale, coef)`` falls short (``coef.A > sense * scale * c``), or None.
 
         The rows are taken in classes: atoms of a column that every cell, zero cell and edit in play
         treats alike are one class, so each class of rows is checked once, exactly in integers. A
@@ -433,14 +424,11 @@ class LinearProof:
             if not len(rows):
                 break
             some = in_sets(reps, self._zero_flat, self._bounds)  # holds the class's first row at least
-            full[:, banned], some[:, banned] = False, False
             left = np.ones(len(rows), dtype=bool)
             while left.any():
                 cover = full if full[left].any() else some
                 z = int(cover[left].sum(axis=0).argmax())
                 if not cover[left, z].any():
-                    if banned:
-                        return None
                     raise InternalError(f"a row where a checked certificate of {claim} falls short lies on the support")
                 chosen.append(z)
                 left &= ~cover[:, z]

@@ -113,20 +113,19 @@ def linear_proofs(linear: LinearProof | None, claims: list[Claim]) -> Callable[[
     cells and the zero cells they need), else the basis combination's or LP bound's with every zero
     cell its regions meet, else None. The basis proof of a claim of the coupled sf1 tract named up to
     4,017 cells, nearly all zero cells, so its clause was met by hiding one cell every proof shares."""
-    made: dict[tuple, tuple[str, ...] | None] = {}
+    made: dict[Claim, tuple[str, ...] | None] = {}
     basis: dict[Claim, tuple[str, ...]] = {}
 
-    def proof(claim: Claim, aside: frozenset = frozenset()) -> tuple[str, ...] | None:
-        """``aside``: cells the proof may not name (a later proof of the claim: sparse ones only)."""
+    def proof(claim: Claim) -> tuple[str, ...] | None:
         if linear is None:
             return None
-        if (claim, aside) not in made:
-            found = made[claim, aside] = linear.sparse(claim, aside)
-            if found is None and not aside:
+        if claim not in made:
+            made[claim] = linear.sparse(claim)
+            if made[claim] is None:
                 if not basis:
                     basis.update(certificate_cells(linear, claims, {}))
-                made[claim, aside] = basis.get(claim)
-        return made[claim, aside]
+                made[claim] = basis.get(claim)
+        return made[claim]
     return proof
 
 
@@ -154,9 +153,7 @@ def _cores(engine, claim: Claim, hidden: set[str], cheapest: Callable[[frozenset
     One explanation alone is a weak clause where the tables state the same fact many ways (a zero
     in P6, P7, P8, ...): the hitting set hides one copy, the claim follows from the next, and the
     loop crawls, one attack per copy. Each explanation is a valid clause (its cells alone imply the
-    claim whatever else is hidden), so the minimum hitting set stays a lower bound. Once the
-    solver's budget is spent, the disjoint ones are sparse linear proofs without the cells set aside
-    (``proof``, see :func:`linear_proofs`).
+    claim whatever else is hidden), so the minimum hitting set stays a lower bound.
     """
     pos = _explain(engine, claim, hidden, proof, among)
     if pos in seen:
@@ -169,27 +166,10 @@ def _cores(engine, claim: Claim, hidden: set[str], cheapest: Callable[[frozenset
         while pos and len(out) < most:
             aside |= set(pos) if whole else cheapest(pos)
             found = engine.explainer().explain(claim, among=[k for k in among or engine.cells if k not in aside])
-            if found == ((), False) and whole and proof is not None:  # the budget is spent: a sparse proof without them
-                cells = proof(claim, frozenset(aside))
-                found = (cells, False) if cells else None
             if found is None or found == ((), False):  # gone without the cells set aside, or the budget is spent
                 break
             pos = frozenset(found[0]) - hidden
             out.append(pos)
-    return out
-
-
-def _disjoint_proofs(proof: Callable, claim: Claim, first: frozenset, hidden: set[str], most: int = CORES) -> list[frozenset]:
-    """Sparse linear proofs of a claim after its ``first`` clause, each without the cells of the earlier
-    ones (as the unit loop's disjoint explanations, without solver work): with one clause per claim
-    the joint search of the coupled sf1 tract hid the 3 cells its 64 clauses shared, each round."""
-    out, aside = [], set(first)
-    while len(out) + 1 < most and (cells := proof(claim, frozenset(aside))):
-        pos = frozenset(cells) - hidden
-        if not pos:
-            break
-        out.append(pos)
-        aside |= pos
     return out
 
 
@@ -216,10 +196,7 @@ def claim_clauses(result: UnitResult, bad: list, recon: bool, hidden: set[str], 
             continue
         neg = frozenset(k for k in direct_of.get((v.claim.assignment, v.claim.m), ()) if k in hidden)
         if cheapest is None:
-            pos = _explain(engine, v.claim, hidden, proofs, among)
-            new.append((pos, neg))
-            if pos:  # more clauses: sparse proofs without its cells (no more solver work)
-                new += [(more, neg) for more in _disjoint_proofs(proofs, v.claim, pos, hidden)]
+            new.append((_explain(engine, v.claim, hidden, proofs, among), neg))
         else:
             new += [(pos, neg) for pos in _cores(engine, v.claim, hidden, cheapest, seen, proof=proofs,
                                                  among=among)]
