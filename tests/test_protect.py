@@ -94,7 +94,7 @@ def test_suppression_is_brute_force_minimal(tmp_path, i):
     assert len(result.cells) == brute_force_minimum(ctx, rules, exact) == result.lower_bound and result.minimal
 
 
-@pytest.mark.parametrize("seed", [103, 110])
+@pytest.mark.parametrize("seed", [103])
 def test_monotone_completion_passes_with_an_honest_lower_bound(tmp_path, seed):
     """One exact hitting set, then only cells added: the pattern re-audits clean, and is reported not
     minimal, with a lower bound at most the true minimum (brute force)."""
