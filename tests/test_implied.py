@@ -55,6 +55,22 @@ def test_linear_verdicts_are_sound_and_explained(seed):
         assert all(claim.count(d) == claim.m for d in all_datasets(_restricted(problem, cells))), (claim, cells)
 
 
+@pytest.mark.parametrize("seed", range(60))
+def test_sparse_proofs_name_cells_that_imply_the_claim_alone(seed):
+    """A sparse proof's cells (its certificates' and the zero cells it needs) imply the claim on their
+    own in every dataset over the whole row space, and name no more cells than the basis proof."""
+    rng = np.random.default_rng(2000 + seed)
+    problem = random_problem(rng, max_rows=5, numeric=seed % 2 == 0, n_cells=int(rng.integers(3, 8)))
+    truth = verified_claims(problem, all_datasets(problem))
+    linear = LinearProof(problem)
+    for claim in candidates(problem.truth):
+        cells = linear.sparse(claim)
+        if cells is None:
+            continue
+        assert claim in truth, claim
+        assert all(claim.count(d) == claim.m for d in all_datasets(_restricted(problem, cells))), (claim, cells)
+
+
 @pytest.mark.parametrize("seed", range(40))
 def test_support_is_every_row_no_edit_or_zero_cell_forbids(seed):
     rng = np.random.default_rng(seed)

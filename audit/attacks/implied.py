@@ -22,6 +22,7 @@ from .integer_algebra import _rational, exact_product, rank_mod_p
 from .highs import highs
 
 MAX_SUPPORT = 50_000  # rows; past it (few zero cells over wide schemas) the linear pass stands aside
+SPARSE_ROUNDS = 20  # refinements :meth:`LinearProof.sparse` makes while choosing the zero cells a proof needs
 BASIS_PRIME = 67_108_859  # below 2**26, so that a projection modulo it is one exact float product
 
 
@@ -135,6 +136,7 @@ class LinearProof:
         self._exact = [i for i in range(len(keep)) if self.lo[i] == self.hi[i]]
         self.basis = self._basis(self._exact)
         self._lp = None
+        self._sparse_lp = None
         self._by_cell: np.ndarray | None = None
         self._index: dict | None = None
 
@@ -354,6 +356,121 @@ class LinearProof:
                 return int(scale), coef
         return None
 
+    def sparse(self, claim: Claim, rounds: int = SPARSE_ROUNDS) -> tuple[str, ...] | None:
+        """Few cells that prove a claim: a certificate of least total weight for each bound (a linear
+        program over every cell), checked exactly, and only the zero cells that the rows where it
+        falls short need, found over the whole row space (see :meth:`_zeros_needed`). None when
+        the count is not pinned to ``m`` at a tight bound or no cover is found within ``rounds``."""
+        import highspy
+
+        if self._sparse_lp is None:
+            self._sparse_lp = self._sparse_program()
+        h, k = self._sparse_lp, len(self.keys)
+        c = self.claim_vector(claim)
+        certs = []
+        for sense in (1, -1):  # y.A <= sense * c on the support, bound(y) >= sense * m
+            up = np.append(sense * c.astype(float), highspy.kHighsInf)
+            lo = np.append(np.full(len(c), -highspy.kHighsInf), float(sense * claim.m))
+            h.changeRowsBounds(len(up), np.arange(len(up), dtype=np.int32), lo, up)
+            h.run()
+            if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+                return None
+            x = np.asarray(h.getSolution().col_value)
+            y = np.where(np.abs(x[:k] - x[k:]) < 1e-9, 0.0, x[:k] - x[k:])
+            found = self.dual_proof(y, sense * c, sense * claim.m - 1)
+            if found is None:
+                return None
+            certs.append((sense, *found))
+        zeros = self._zeros_needed(claim, certs, rounds)
+        if zeros is None:
+            return None
+        used = certs[0][2].astype(bool) | certs[1][2].astype(bool)
+        return tuple(sorted({self.keys[i] for i in np.flatnonzero(used) if self.keys[i]}
+                            | {self._zero_keys[z] for z in zeros}))
+
+    def _sparse_program(self):
+        """HiGHS model of :meth:`sparse`: ``y = p - q`` over every cell (``q = 0`` where the cell has no
+        upper bound), a row per support row (``y.A <= c``) and one for the bound (``p.lo - q.hi >= m``),
+        minimising ``sum(p + q)``; the row bounds are set per claim."""
+        import highspy
+
+        k, n = len(self.keys), len(self.rows)
+        hi = np.array([0.0 if v is None else float(v) for v in self.hi])
+        m = np.vstack([np.hstack([self.a.T, -self.a.T]).astype(float),
+                       np.concatenate([np.asarray(self.lo, dtype=float), -hi])[None]])
+        at, index = np.nonzero(m)
+        starts = np.searchsorted(at, np.arange(n + 1)).astype(np.int32)
+        h = highs(threads=1, random_seed=0)
+        upper = np.concatenate([np.full(k, highspy.kHighsInf),
+                                np.where([v is None for v in self.hi], 0.0, highspy.kHighsInf)])
+        h.addVars(2 * k, np.zeros(2 * k), upper)
+        h.changeColsCost(2 * k, np.arange(2 * k, dtype=np.int32), np.ones(2 * k))
+        h.addRows(n + 1, np.full(n + 1, -highspy.kHighsInf), np.full(n + 1, highspy.kHighsInf), len(index),
+                  starts, index.astype(np.int32), m[at, index])
+        return h
+
+    def _zeros_needed(self, claim: Claim, certs: list, rounds: int) -> list[int] | None:
+        """Zero cells (indices) that, with the edits, empty every row of the whole row space where a
+        certificate ``(sense, scale, coef)`` falls short (``coef.A > sense * scale * c``), or None.
+
+        The rows are taken in classes: atoms of a column that every cell, zero cell and edit in play
+        treats alike are one class, so each class of rows is checked once, exactly in integers. A
+        row where a certificate falls short is off the support (it holds there), so some zero cell
+        empties it: zero cells holding whole short classes are added first (most classes first),
+        the classes refined, until no row is left short; then each one the others make needless is
+        dropped."""
+        chosen: list[int] = []
+        for _ in range(rounds):
+            short = self._short(claim, certs, chosen)
+            if short is None:
+                return None
+            rows, full, reps = short
+            if not len(rows):
+                break
+            some = in_sets(reps, self._zero_flat, self._bounds)  # holds the class's first row at least
+            left = np.ones(len(rows), dtype=bool)
+            while left.any():
+                cover = full if full[left].any() else some
+                z = int(cover[left].sum(axis=0).argmax())
+                if not cover[left, z].any():
+                    raise InternalError(f"a row where a checked certificate of {claim} falls short lies on the support")
+                chosen.append(z)
+                left &= ~cover[:, z]
+        else:
+            return None
+        for z in reversed(list(chosen)):
+            rest = [w for w in chosen if w != z]
+            short = self._short(claim, certs, rest)
+            if short is not None and not len(short[0]):
+                chosen = rest
+        return chosen
+
+    def _short(self, claim: Claim, certs: list, zeros: list[int]):
+        """The classes of rows (class indices per column) that the edits and ``zeros`` leave and where a
+        certificate falls short; which zero cells hold each whole; and the first row of each. None
+        when the classes are too many to hold."""
+        used = np.flatnonzero(certs[0][2].astype(bool) | certs[1][2].astype(bool))
+        edits = np.array([flat_mask(self.problem, e) for e in self.problem.edits], dtype=np.int64
+                         ).reshape(len(self.problem.edits), self._bounds[-1])
+        flats = np.vstack([self._claim_flat([claim]), self._cell_flat[used], edits, self._zero_flat[zeros]])
+        compact, cbounds, members = _classes(flats, self._bounds)
+        rows = support(compact[1 + len(used):], cbounds)
+        if rows is None:
+            return None
+        member = in_sets(rows, compact[:1 + len(used)], cbounds).astype(np.int64)
+        short = np.zeros(len(rows), dtype=bool)
+        for sense, scale, coef in certs:
+            short |= sense * scale * member[:, 0] - member[:, 1:] @ coef[used] < 0
+        rows = rows[short]
+        full = np.ones((len(rows), len(self._zero_flat)), dtype=bool)
+        for col, groups in enumerate(members):
+            zero = self._zero_flat[:, self._bounds[col]:self._bounds[col + 1]].astype(bool)
+            whole = np.array([zero[:, g].all(axis=1) for g in groups]).reshape(len(groups), len(zero))
+            full &= whole[rows[:, col]]
+        reps = np.column_stack([np.array([g[0] for g in groups])[rows[:, col]] for col, groups in enumerate(members)]
+                               ) if len(members) else np.zeros((len(rows), 0), dtype=np.int64)
+        return rows, full, reps.reshape(len(rows), len(members))
+
     def explain(self, claims: list[Claim], used: np.ndarray) -> list[tuple[str, ...]]:
         """Certificate cells, and every zero cell whose rows meet the claim's or theirs.
 
@@ -383,6 +500,21 @@ class LinearProof:
         if self._by_cell is None:
             self._by_cell = self._meets(self._cell_flat).astype(np.int64)
         return self._meets(flat) | ((used.astype(np.int64) @ self._by_cell) > 0)
+
+
+def _classes(flats: np.ndarray, bounds: np.ndarray) -> tuple[np.ndarray, np.ndarray, list[list[np.ndarray]]]:
+    """Each column's atoms grouped by how the flat masks treat them: the masks over the classes, the
+    classes' column bounds, and per column the atoms of each class."""
+    members, cbounds, first = [], [0], []
+    for col in range(len(bounds) - 1):
+        _, start, inverse = np.unique(flats[:, bounds[col]:bounds[col + 1]].T, axis=0, return_index=True,
+                                      return_inverse=True)
+        inverse = np.asarray(inverse).ravel()
+        members.append([np.flatnonzero(inverse == k) for k in range(len(start))])
+        first.append(bounds[col] + start)
+        cbounds.append(cbounds[-1] + len(start))
+    compact = np.concatenate([flats[:, f] for f in first], axis=1)
+    return compact, np.array(cbounds), members
 
 
 class _TooLarge(Exception):

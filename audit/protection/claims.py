@@ -107,20 +107,43 @@ class Explanations:
         return self.engine, [k for k in self.engine.cells if k not in hidden]
 
 
-def _explain(engine, claim: Claim, hidden: set[str], proof: tuple[str, ...] | None = None,
+def linear_proofs(linear: LinearProof | None, claims: list[Claim]) -> Callable[[Claim], tuple[str, ...] | None]:
+    """Claim -> cells of a checked linear proof of it, made when first asked (most claims are explained
+    by the solver and never need one): a sparse one (:meth:`LinearProof.sparse`: a few certificate
+    cells and the zero cells they need), else the basis combination's or LP bound's with every zero
+    cell its regions meet, else None. The basis proof of a claim of the coupled sf1 tract named up to
+    4,017 cells, nearly all zero cells, so its clause was met by hiding one cell every proof shares."""
+    made: dict[Claim, tuple[str, ...] | None] = {}
+    basis: dict[Claim, tuple[str, ...]] = {}
+
+    def proof(claim: Claim) -> tuple[str, ...] | None:
+        if linear is None:
+            return None
+        if claim not in made:
+            made[claim] = linear.sparse(claim)
+            if made[claim] is None:
+                if not basis:
+                    basis.update(certificate_cells(linear, claims, {}))
+                made[claim] = basis.get(claim)
+        return made[claim]
+    return proof
+
+
+def _explain(engine, claim: Claim, hidden: set[str], proof: Callable[[Claim], tuple[str, ...] | None] | None = None,
              among: list[str] | None = None) -> frozenset:
     """A minimal explanation (among the cells ``among`` when given); where the solver finds none within
     the budget, the cells of a checked linear ``proof`` (sound, not minimal), else every published cell
     (all of them imply the claim)."""
-    found = engine.explainer().explain(claim, None, (lambda: proof) if proof else None, among)
+    found = engine.explainer().explain(claim, None, (lambda: proof(claim)) if proof else None, among)
     cells = found[0] if found else ()
     if not cells:
-        cells = proof or tuple(engine.cells)
+        cells = (proof(claim) if proof else None) or tuple(engine.cells)
     return frozenset(cells) - hidden
 
 
 def _cores(engine, claim: Claim, hidden: set[str], cheapest: Callable[[frozenset], set], seen: set,
-           most: int = CORES, proof: tuple[str, ...] | None = None, among: list[str] | None = None) -> list[frozenset]:
+           most: int = CORES, proof: Callable[[Claim], tuple[str, ...] | None] | None = None,
+           among: list[str] | None = None) -> list[frozenset]:
     """Explanations of a claim outside the hidden cells, the first over every cell (alone when ``seen``
     holds it already: claims about one record share their explanations), each next one among the
     cells the earlier ones leave aside: first whole explanations (disjoint ones), then only the
@@ -165,8 +188,7 @@ def claim_clauses(result: UnitResult, bad: list, recon: bool, hidden: set[str], 
     one cell a round)."""
     engine, among = (explanations or Explanations(options))(result.problem, hidden)
     todo = _to_explain(bad, result.problem.truth)
-    linear = LinearProof.of(result.problem)
-    proofs = certificate_cells(linear, [v.claim for v in todo if not v.direct], {}) if linear is not None else {}
+    proofs = linear_proofs(LinearProof.of(result.problem), [v.claim for v in todo if not v.direct])
     new, seen = [], set()
     for v in todo:
         if v.direct:
@@ -174,9 +196,9 @@ def claim_clauses(result: UnitResult, bad: list, recon: bool, hidden: set[str], 
             continue
         neg = frozenset(k for k in direct_of.get((v.claim.assignment, v.claim.m), ()) if k in hidden)
         if cheapest is None:
-            new.append((_explain(engine, v.claim, hidden, proofs.get(v.claim), among), neg))
+            new.append((_explain(engine, v.claim, hidden, proofs, among), neg))
         else:
-            new += [(pos, neg) for pos in _cores(engine, v.claim, hidden, cheapest, seen, proof=proofs.get(v.claim),
+            new += [(pos, neg) for pos in _cores(engine, v.claim, hidden, cheapest, seen, proof=proofs,
                                                  among=among)]
     if recon:  # unique solution: every full record is implied; hit the union of their explanations
         truth = result.problem.truth

@@ -113,7 +113,7 @@ def hitting_set(clauses: Sequence[tuple[frozenset, frozenset]], cost: dict[str, 
                 for c in pos:
                     tally[c] = tally.get(c, 0) + 1
             chosen.add(min(tally, key=lambda c: (-tally[c] / size.get(c, 1), cost.get(c, 0), c)))
-    from pysat.examples.rc2 import RC2
+    from pysat.examples.rc2 import RC2Stratified
     from pysat.formula import WCNF
 
     cells = sorted(forced | {c for pos, neg in clauses for c in pos | neg})
@@ -127,7 +127,9 @@ def hitting_set(clauses: Sequence[tuple[frozenset, frozenset]], cost: dict[str, 
     for c in cells:
         if c not in forced:
             wcnf.append([-var[c]], weight=big * size.get(c, 1) + cost.get(c, 0))
-    with RC2(wcnf) as rc2:
+    # stratified by weight, with core exhaustion and minimisation: with small clauses (sparse linear
+    # proofs) plain RC2 ran for minutes on 671 clauses of households block 1001 that this solves in 0.4 s
+    with RC2Stratified(wcnf, adapt=True, exhaust=True, minz=True) as rc2:
         model = rc2.compute()
     if model is None:  # cannot happen: the clauses come from real sets that suppressing more cells hits
         raise InternalError("no hitting set satisfies the explanation clauses")
