@@ -4,7 +4,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -79,11 +78,11 @@ def _without(problem: Problem, *cells: str) -> Problem:
 
 
 def test_block7_has_one_solution_fast(block7):
-    start = time.process_time()  # CPU, not wall: the machine running the suite may be loaded
     engine = SatEngine(block7)
     found = engine.solutions(10)
     solutions = list(found)
-    assert time.process_time() - start < 1.0
+    # fast as solver work, not seconds (0.3 s of CPU took 1.03 s on a loaded CI machine): 207 conflicts today
+    assert engine.solver.accum_stats()["conflicts"] < 2_000
     assert found.exhausted and len(solutions) == 1
     assert _records(block7, solutions[0]) == {(a, s, r, m) for a, s, r, m in TRUE_BLOCK}
     assert block7.violations(solutions[0]) == []
