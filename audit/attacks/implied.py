@@ -114,6 +114,7 @@ class LinearProof:
         if rows is None:
             raise _TooLarge()
         self.rows = rows
+        self._edit_flat = edits  # the sparse proofs' row classes need them again, per claim and round
         self._zero_flat, self._zero_keys = flats[zero], [c[0] for c, z in zip(cells, zero) if z]
         # small cells first: the basis and the certificates then name short, specific cells
         volume = np.prod(np.add.reduceat(flats, bounds[:-1], axis=1).astype(float), axis=1) if len(cells) else []
@@ -450,9 +451,7 @@ class LinearProof:
         certificate falls short; which zero cells hold each whole; and the first row of each. None
         when the classes are too many to hold."""
         used = np.flatnonzero(certs[0][2].astype(bool) | certs[1][2].astype(bool))
-        edits = np.array([flat_mask(self.problem, e) for e in self.problem.edits], dtype=np.int64
-                         ).reshape(len(self.problem.edits), self._bounds[-1])
-        flats = np.vstack([self._claim_flat([claim]), self._cell_flat[used], edits, self._zero_flat[zeros]])
+        flats = np.vstack([self._claim_flat([claim]), self._cell_flat[used], self._edit_flat, self._zero_flat[zeros]])
         compact, cbounds, members = _classes(flats, self._bounds)
         rows = support(compact[1 + len(used):], cbounds)
         if rows is None:
