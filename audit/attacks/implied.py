@@ -419,7 +419,7 @@ class LinearProof:
         row where a certificate falls short is off the support (it holds there), so some zero cell
         empties it: zero cells holding whole short classes are added first (most classes first),
         the classes refined, until no row is left short; then each one the others make needless is
-        dropped."""
+        dropped (judged on the classes all of them refine, :meth:`_held`)."""
         chosen: list[int] = []
         for _ in range(rounds):
             short = self._short(claim, certs, chosen)
@@ -439,12 +439,34 @@ class LinearProof:
                 left &= ~cover[:, z]
         else:
             return None
-        for z in reversed(list(chosen)):
-            rest = [w for w in chosen if w != z]
-            short = self._short(claim, certs, rest)
-            if short is not None and not len(short[0]):
-                chosen = rest
-        return chosen
+        held = self._held(claim, certs, chosen)
+        for i in reversed(range(len(chosen))):
+            rest = [j for j in range(len(chosen)) if j != i and chosen[j] is not None]
+            if held is None:
+                short = self._short(claim, certs, [chosen[j] for j in rest])
+                needless = short is not None and not len(short[0])
+            else:
+                needless = bool(held[:, rest].any(axis=1).all())
+            if needless:
+                chosen[i] = None
+        return [z for z in chosen if z is not None]
+
+    def _held(self, claim: Claim, certs: list, zeros: list[int]) -> np.ndarray | None:
+        """Which of ``zeros`` holds each class of rows the edits alone leave where a certificate falls
+        short (classes refined by every one of ``zeros``, so any subset is judged on the same rows); None
+        when the classes are too many to hold."""
+        used = np.flatnonzero(certs[0][2].astype(bool) | certs[1][2].astype(bool))
+        flats = np.vstack([self._claim_flat([claim]), self._cell_flat[used], self._edit_flat, self._zero_flat[zeros]])
+        compact, cbounds, _ = _classes(flats, self._bounds)
+        k = 1 + len(used)
+        rows = support(compact[k:k + len(self._edit_flat)], cbounds)
+        if rows is None:
+            return None
+        member = in_sets(rows, compact[:k], cbounds).astype(np.int64)
+        short = np.zeros(len(rows), dtype=bool)
+        for sense, scale, coef in certs:
+            short |= sense * scale * member[:, 0] - member[:, 1:] @ coef[used] < 0
+        return in_sets(rows[short], compact[k + len(self._edit_flat):], cbounds)
 
     def _short(self, claim: Claim, certs: list, zeros: list[int]):
         """The classes of rows (class indices per column) that the edits and ``zeros`` leave and where a
