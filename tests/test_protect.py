@@ -116,6 +116,33 @@ def test_rounds_switch_to_monotone_after_the_limit_and_back_on_restart():
         Rounds(0, 0)
 
 
+def test_rounds_stall_into_monotone_rounds_whose_widening_doubles_until_a_halving():
+    """With ``stall``, exact rounds after which no fewer claims fail end the exact search early; a
+    monotone round's widening doubles, and starts again at 1 once what fails is halved."""
+    rounds = Rounds(40, 0, stall=2)
+    for failing, cost in ((10, 1), (10, 2), (9, 2), (9, 3)):
+        rounds.observe(failing)
+        assert not rounds.monotone
+        rounds.advance(cost)
+    assert not rounds.monotone and rounds.still == 1  # 9 after 10 reset the count
+    rounds.observe(12)
+    rounds.advance(3)
+    assert rounds.monotone and (rounds.exact, rounds.lower_bound, rounds.widening) == (5, 3, 1)
+    widths = []
+    for failing in (12, 11, 11, 5, 5):
+        rounds.observe(failing)
+        widths.append(rounds.widening)
+        rounds.advance(20)
+    assert widths == [1, 2, 4, 1, 2]
+    quiet = Rounds(40, 0, stall=1)  # protection levels alone: no claims fail, no stall
+    for _ in range(3):
+        quiet.observe(0)
+        quiet.advance(1)
+    assert not quiet.monotone
+    with pytest.raises(ValueError):
+        Rounds(1, 0, stall=0)
+
+
 @pytest.mark.parametrize("seed", [103])
 def test_monotone_completion_passes_with_an_honest_lower_bound(tmp_path, seed):
     """One exact hitting set, then only cells added: the pattern re-audits clean, and is reported not

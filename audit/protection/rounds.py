@@ -1,6 +1,6 @@
 """The round bookkeeping shared by protect's two searches (:mod:`audit.protection.unit`,
-:mod:`audit.protection.secondary`): exact rounds, the monotone completion after them, and the
-lower bound the exact optima give."""
+:mod:`audit.protection.secondary`): exact rounds, the monotone completion after them, the widening
+of its rounds, and the lower bound the exact optima give."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -8,27 +8,46 @@ from dataclasses import dataclass
 
 @dataclass
 class Rounds:
-    """Exact rounds until ``limit`` of them have failed, then monotone rounds (only adding to the last
-    pattern) until :meth:`restart`; ``lower_bound`` is the largest exact optimum's cost, which every
-    passing pattern needs (None: the picks are not optima, greedy)."""
+    """Exact rounds until ``limit`` of them have failed (or, with ``stall``, until that many in a row
+    defeated nothing), then monotone rounds (only adding to the last pattern) until :meth:`restart`;
+    ``lower_bound`` is the largest exact optimum's cost, which every passing pattern needs (None: the
+    picks are not optima, greedy). :attr:`widening` is how many new cells a monotone round adds at
+    least: it doubles each round, and starts again at 1 after a round that halves what fails."""
 
     limit: int
     lower_bound: float | None
+    stall: int | None = None
     exact: int = 0
-    completions: int = 0  # monotone rounds since the last switch to them
+    completions: int = 0  # monotone rounds since the last switch to them, or the last halving
     monotone: bool = False
+    failing: int | None = None  # what the last attacked pattern failed (claims, intervals)
+    still: int = 0  # exact rounds in a row after which no fewer failed
 
     def __post_init__(self):
         if self.limit < 1:
             raise ValueError("limit must be 1 or more")
+        if self.stall is not None and self.stall < 1:
+            raise ValueError("stall must be 1 or more")
+
+    @property
+    def widening(self) -> int:
+        return 2 ** self.completions
 
     def base(self, kept: set, forced: set) -> set:
         """The cells the next pick must contain: the last pattern's when monotone, else the forced ones."""
         return kept if self.monotone else forced
 
+    def observe(self, failing: int) -> None:
+        """Count what the pattern just attacked fails (failing claims and intervals too narrow)."""
+        if self.failing is not None:
+            if self.monotone and 2 * failing <= self.failing:
+                self.completions = 0
+            self.still = self.still + 1 if not self.monotone and 0 < self.failing <= failing else 0
+        self.failing = failing
+
     def restart(self) -> None:
         """Back to exact rounds: a new constraint that only un-suppressing meets."""
-        self.monotone, self.exact, self.completions = False, 0, 0
+        self.monotone, self.exact, self.completions, self.still = False, 0, 0, 0
 
     def advance(self, cost: float) -> None:
         """Count a round whose pick costs ``cost``; an exact one raises the lower bound and may switch
@@ -39,7 +58,7 @@ class Rounds:
         self.exact += 1
         if self.lower_bound is not None:
             self.lower_bound = max(self.lower_bound, cost)
-        self.monotone = self.exact >= self.limit
+        self.monotone = self.exact >= self.limit or (self.stall is not None and self.still >= self.stall)
 
     def minimal(self, status: str, cost: float) -> bool:
         """Whether a unit's result of ``cost`` is a proved minimum: nothing needed, or an exact lower bound met."""

@@ -38,7 +38,7 @@ from ..policy.checks import protection_needed
 from .claims import Explanations, claim_clauses, failing, twins
 from .options import geo_key
 from .rounds import Rounds
-from .unit import UnitProtection, _summary, cell_counts, forced_cells, information_loss
+from .unit import UnitProtection, _summary, cell_counts, forced_cells, information_loss, widen
 
 SUPPORT = 50_000  # most rows the attacker LP holds; past it, no-goods alone (slower, still exact)
 TOLERANCE = 1e-6  # cuts are loosened by this much (relative to their size): floating-point duals never cut off a feasible pattern
@@ -208,16 +208,22 @@ def cell_costs(problem: Problem, release: UnitRelease, kind: str) -> dict[str, f
     return {k: sums.get(k, c) for k, c in counts.items()}
 
 
-def suppress_unit(ctx, policy, options, log: Callable[[str], None] | None = None):
+def suppress_unit(ctx, policy, options, log: Callable[[str], None] | None = None, stall: int | None = None):
     """The cheapest suppression of one unit (``options.cost``) that passes the policy's claim rules and
     protection levels, re-audited exactly (see the module docstring); a
     :class:`~audit.protection.unit.UnitProtection` whose ``complementary`` cells are the secondary ones.
 
-    After ``options.exact_rounds`` cheapest patterns without a pass, the monotone completion of
-    :func:`audit.protection.unit.suppress_unit` without its widening: the cheapest pattern containing the
-    last one. Suppressing more only widens intervals and proves no more, and every new constraint is one
-    the last pattern breaks, so each round adds a cell; a round no superset meets goes back to exact
-    rounds. The result is then not proved cheapest (``minimal``), above ``lower_bound``."""
+    After ``options.exact_rounds`` cheapest patterns without a pass, or ``stall`` in a row after which
+    no fewer claims and intervals fail (the coupled step's, :mod:`audit.protection.levels`), the
+    monotone completion of
+    :func:`audit.protection.unit.suppress_unit`: the cheapest pattern containing the last one, widened
+    to at least 1, 2, 4, ... new cells in successive rounds (those in most of the round's new claim
+    clauses; back to 1 after a round that halves what fails, :class:`~audit.protection.rounds.Rounds`).
+    Suppressing more only widens intervals and proves no more, and every new constraint is one the
+    last pattern breaks, so each round adds a cell; a round no superset meets goes back to exact
+    rounds. The result is then not proved cheapest (``minimal``), above ``lower_bound``. Without
+    them the coupled sf1 tract, whose claims each exact attack proves again by other cells, added 3
+    or 4 cells a round of 40 s and gave up after 60 rounds."""
     start = time.perf_counter()
     exact = replace(options.exact, explain="none", intervals=options.exact.intervals and policy.protection is not None)
     claims = any(v not in (None, False) for v in (policy.derived, policy.direct, policy.full_records, policy.reconstructed,
@@ -234,7 +240,7 @@ def suppress_unit(ctx, policy, options, log: Callable[[str], None] | None = None
     cuts: list[Cut] = []
     explanations = Explanations(options)
     chosen = set(out.primary)
-    rounds = Rounds(options.exact_rounds, sum(cost.get(k, 1.0) for k in chosen))
+    rounds = Rounds(options.exact_rounds, sum(cost.get(k, 1.0) for k in chosen), stall)
     while True:
         out.iterations += 1
         current = ctx.problem(chosen)[0] if chosen else problem
@@ -265,12 +271,13 @@ def suppress_unit(ctx, policy, options, log: Callable[[str], None] | None = None
         if not bad and not recon and not short:
             out.status = "protected" if chosen else "pass"
             break
+        rounds.observe(len(bad) + recon + len(short))
         if out.iterations > options.max_iterations:
             out.status, out.reason = "gave-up", f"no protection within {options.max_iterations} iterations"
             break
         hidden = chosen | set(ctx.already)
-        if bad or recon:
-            clauses += claim_clauses(result, bad, recon, hidden, direct_of, options, explanations=explanations)
+        new = claim_clauses(result, bad, recon, hidden, direct_of, options, explanations=explanations) if bad or recon else []
+        clauses += new
         for cell, sense, target in short:
             cut = lp.cut(cell, sense, target, chosen, set(variables)) if lp is not None else None
             if cut is None:  # suppressing more only widens intervals: one more cell, or not this one
@@ -282,6 +289,8 @@ def suppress_unit(ctx, policy, options, log: Callable[[str], None] | None = None
         if picked is None and rounds.monotone:  # only un-suppressing meets the new constraints
             rounds.restart()
             picked = cheapest(variables, cost, set(out.primary), clauses, cuts, tie)
+        elif picked is not None and rounds.monotone:
+            picked |= widen(new, picked, rounds.widening - len(picked - chosen), cost, tie)
         if picked is None:
             out.status = "unfixable"
             stuck = sorted({cell for cell, _, _ in short})

@@ -161,11 +161,13 @@ def suppress_unit(ctx: UnitContext, policy: Policy, options: ProtectOptions,
     After ``options.exact_rounds`` minimum hitting sets without a pass, a *monotone completion*: the
     failing pattern is kept and only cells are added, a minimum hitting set of the clauses with the
     pattern's cells forced, widened to at least 1, 2, 4, ... new classes in successive rounds (those
-    in most of the round's new clauses). Past the explanation budget a clause is a linear proof or
-    every published cell, which one cell meets: added one at a time, the block 1001 of the households
-    sample crawled a cell a round. Each round adds at least one cell (a new clause's cells are
-    published in the pattern it explains), and the doubling ends it within log2(cells) + 1 rounds, or
-    at ``max_iterations`` (gave-up, fail closed). Suppressing more proves no more (a hidden cell is
+    in most of the round's new clauses; back to 1 after a round that halves the failing claims, so a
+    nearly protected unit does not get hundreds of cells for its last few). Past the explanation
+    budget a clause is a sparse linear proof's few cells, else every published cell, which one cell
+    meets: added one at a time, the block 1001 of the households sample crawled a cell a round. Each
+    round adds at least one cell (a new clause's cells are published in the pattern it explains), and
+    the doubling ends it within log2(cells) + 1 rounds of each halving, or at ``max_iterations``
+    (gave-up, fail closed). Suppressing more proves no more (a hidden cell is
     [0, N], weaker than its value), but it can turn a claim a published count states directly
     (judged by ``direct_singletons``) into a derived one, so a completed pattern is attacked again
     like any other; a new clause only un-suppressing meets sends the search back to exact rounds.
@@ -215,6 +217,7 @@ def suppress_unit(ctx: UnitContext, policy: Policy, options: ProtectOptions,
         if not bad and not recon:
             out.status = "protected" if chosen else "pass"
             break
+        rounds.observe(len(bad) + recon)
         if out.iterations > options.max_iterations:
             out.status, out.reason = "gave-up", f"no protection within {options.max_iterations} iterations"
             break
@@ -232,7 +235,7 @@ def suppress_unit(ctx: UnitContext, policy: Policy, options: ProtectOptions,
         picked = hitting_set(clauses, rcost, rounds.base(kept, {rep.get(k, k) for k in forced}),
                              exact=exact_hitting, size=size)
         if rounds.monotone:
-            picked |= _widen(new, picked, 2 ** rounds.completions - len(picked - kept), size, rcost)
+            picked |= widen(new, picked, rounds.widening - len(picked - kept), size, rcost)
         chosen = expand(picked) | forced
         rounds.advance(len(chosen))
         if log:
@@ -249,9 +252,9 @@ def suppress_unit(ctx: UnitContext, policy: Policy, options: ProtectOptions,
     return out
 
 
-def _widen(new: list, picked: set, more: int, size: dict, rcost: dict) -> set:
-    """``more`` further classes (representatives) for a monotone round: those in most of the round's new
-    clauses first, then in the hitting set's order."""
+def widen(new: list, picked: set, more: int, size: dict, rcost: dict) -> set:
+    """``more`` further cells (class representatives) for a monotone round: those in most of the round's
+    new clauses (pos, neg) first, then by ``size`` (their cost), ``rcost`` (the tie-break) and name."""
     tally: dict[str, int] = {}
     for pos, _ in new:
         for r in pos - picked:
