@@ -19,7 +19,7 @@ from audit.findings.document import unit_json
 from audit.inputs import load_inputs
 from audit.protection.options import Policy, ProtectOptions
 from audit.protection.protect import protect
-from audit.protection.rounds import Rounds
+from audit.protection.rounds import PRUNE, Rounds, prune
 from audit.protection.unit import suppress_unit, unit_contexts
 from audit.policy.checks import evaluate
 from audit.policy.rules import load_rules
@@ -141,6 +141,31 @@ def test_rounds_stall_into_monotone_rounds_whose_widening_doubles_until_a_halvin
     assert not quiet.monotone
     with pytest.raises(ValueError):
         Rounds(1, 0, stall=0)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_prune_keeps_a_passing_pattern_and_drops_every_needless_cell_it_can_reach(seed):
+    """Against brute force on random "hit each of these sets" rules: the pruned pattern passes, within
+    :data:`PRUNE` attacks; on 8 cells (14 attacks at most) no remaining cell is needless."""
+    rng = np.random.default_rng(seed)
+    cells = [f"c{i}" for i in range(8)]
+    rules = [frozenset(rng.choice(cells, size=rng.integers(1, 4), replace=False)) for _ in range(rng.integers(1, 5))]
+    attacks = []
+
+    def attack(pattern):
+        attacks.append(pattern)
+        return all(pattern & rule for rule in rules)
+    full = frozenset(cells)
+    kept, found = prune(full, [{c} for c in reversed(cells)], attack, bool, True)
+    assert found and attack(kept) and len(attacks) - 1 <= PRUNE
+    assert not any(attack(kept - {c}) for c in kept)  # 1-minimal
+    assert len(kept) >= min(len(s) for r in range(len(cells) + 1) for s in map(frozenset, itertools.combinations(cells, r))
+                            if all(s & rule for rule in rules))
+    big = frozenset(f"d{i}" for i in range(300))  # past the budget: still a passing pattern
+    attacks.clear()
+    needed = frozenset(f"d{i}" for i in range(0, 300, 10))
+    kept, _ = prune(big, [{c} for c in sorted(big)], lambda p: attacks.append(p) or needed <= p, bool, True)
+    assert needed <= kept and len(attacks) == PRUNE and len(kept) < len(big)
 
 
 @pytest.mark.parametrize("seed", [103])

@@ -136,7 +136,7 @@ def protect_levels(inputs: Inputs, suppress: dict[str, list[str]], policy: Polic
                 log(f"{level} {geo_key(geo)}: protecting jointly with its child units")
             found = joint(ctx, joint_policy, options, log, STALL)
             entry.update(status=found.status, cells=found.cells, reason=found.reason, before=found.before,
-                         after=found.after, iterations=found.iterations, minimal=found.minimal,
+                         after=found.after, iterations=found.iterations, minimal=found.minimal, pruned=found.pruned,
                          lower_bound=found.lower_bound, seconds=round(found.seconds, 3))
             if found.status not in ("protected", "pass"):
                 entry["failing_rules"] = _failing_rules(policy, found.status, found.after)

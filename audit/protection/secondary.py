@@ -37,7 +37,7 @@ from ..release.constraints import PUBLISHED, SUPPRESSED, UnitRelease
 from ..policy.checks import protection_needed
 from .claims import Explanations, claim_clauses, failing, twins
 from .options import geo_key
-from .rounds import Rounds
+from .rounds import Rounds, prune
 from .unit import UnitProtection, _summary, cell_counts, forced_cells, information_loss, widen
 
 SUPPORT = 50_000  # most rows the attacker LP holds; past it, no-goods alone (slower, still exact)
@@ -153,6 +153,47 @@ class AttackerLP:
         return y, c - y @ self.a
 
 
+@dataclass(frozen=True)
+class Attempt:
+    """One pattern of a unit attacked: the failing claims, a unique reconstruction, the interval ends
+    too narrow (:func:`too_narrow`), the summary the unit reports; ``reason``: undecided, fail closed."""
+
+    result: object
+    bad: list
+    recon: bool
+    short: list
+    summary: dict
+    reason: str = ""
+
+    @property
+    def passes(self) -> bool:
+        return not self.reason and not self.bad and not self.recon and not self.short
+
+
+def _attempt(current: Problem, policy, exact, claims: bool) -> Attempt:
+    """Attack ``current`` exactly: with ``claims``, the claim search and its intervals; else the
+    feasibility intervals alone (tables of thousands of rows)."""
+    if claims:
+        result = audit_unit(current, exact)
+        bad, undecided = failing(result, policy)
+        recon = bool(policy.reconstructed and result.reconstructed)
+        intervals, summary = result.intervals, _summary(result, policy)
+        if result.status != "done" or (undecided and policy.undecided):
+            return Attempt(result, bad, recon, [], summary, result.reason
+                           or f"{len(undecided)} claims undecided: no recommendation (fail closed)")
+    else:
+        result, bad, recon = None, [], False
+        intervals = feasibility_intervals(current, LinearProof.of(current), (lambda: make_engine(current, exact))
+                                          if any(c.statistic.kind != "count" for c in hidden_cells(current).values()) else None)
+        summary = {"hidden_counts": len(intervals or {})}
+    if policy.protection is None:
+        return Attempt(result, bad, recon, [], summary)
+    if intervals is None and hidden_cells(current):
+        return Attempt(result, bad, recon, [], summary, "the feasibility intervals could not be computed")
+    short = too_narrow(intervals or {}, policy.protection)
+    return Attempt(result, bad, recon, short, {**summary, "intervals_too_narrow": len({c for c, _, _ in short})})
+
+
 def cheapest(variables: list[str], cost: Mapping[str, float], forced: set[str], clauses, cuts: list[Cut],
              tie: Mapping[str, float]) -> set[str] | None:
     """The cheapest pattern (``cost``, then ``tie``) meeting every claim clause (pos, neg) and cut, by a
@@ -243,32 +284,14 @@ def suppress_unit(ctx, policy, options, log: Callable[[str], None] | None = None
     rounds = Rounds(options.exact_rounds, sum(cost.get(k, 1.0) for k in chosen), stall)
     while True:
         out.iterations += 1
-        current = ctx.problem(chosen)[0] if chosen else problem
-        if claims:
-            result = audit_unit(current, exact)
-            bad, undecided = failing(result, policy)
-            recon = policy.reconstructed and result.reconstructed
-            intervals, summary = result.intervals, _summary(result, policy)
-            if result.status != "done" or (undecided and policy.undecided):
-                out.status = "undecided"
-                out.reason = result.reason or f"{len(undecided)} claims undecided: no recommendation (fail closed)"
-                break
-        else:  # protection levels alone: the intervals, without the claim search (tables of thousands of rows)
-            bad, recon = [], False
-            intervals = feasibility_intervals(current, LinearProof.of(current), (lambda: make_engine(current, exact))
-                                              if any(c.statistic.kind != "count" for c in hidden_cells(current).values()) else None)
-        short = []
-        if policy.protection is not None:
-            if intervals is None and hidden_cells(current):
-                out.status, out.reason = "undecided", "the feasibility intervals could not be computed"
-                break
-            short = too_narrow(intervals or {}, policy.protection)
-        if policy.protection is not None:
-            summary = {**(summary if claims else {"hidden_counts": len(intervals or {})}),
-                       "intervals_too_narrow": len({c for c, _, _ in short})}
+        seen = _attempt(ctx.problem(chosen)[0] if chosen else problem, policy, exact, claims)
         if not out.before:
-            out.before = summary
-        if not bad and not recon and not short:
+            out.before = seen.summary
+        result, bad, recon, short, summary = seen.result, seen.bad, seen.recon, seen.short, seen.summary
+        if seen.reason:
+            out.status, out.reason = "undecided", seen.reason
+            break
+        if seen.passes:
             out.status = "protected" if chosen else "pass"
             break
         rounds.observe(len(bad) + recon + len(short))
@@ -299,11 +322,16 @@ def suppress_unit(ctx, policy, options, log: Callable[[str], None] | None = None
                            "the population pins, or a threshold suppression the attacker knows is below t)"
                            if stuck else ""))
             break
-        rounds.advance(sum(cost.get(k, 1.0) for k in picked))
+        rounds.advance(sum(cost.get(k, 1.0) for k in picked), picked - chosen)
         chosen = picked
         if log:
             log(f"unit {geo_key(ctx.geo)}: iteration {out.iterations}, {len(bad)} failing claims, {len(short)} "
                 f"intervals too narrow, {len(clauses)} clauses and {len(cuts)} cuts, trying {len(chosen)} cells")
+    if out.status == "protected" and not rounds.minimal(out.status, sum(cost.get(k, 1.0) for k in chosen)):
+        kept, seen = prune(frozenset(chosen), [{k} for k in reversed(rounds.added)],
+                           lambda cells: _attempt(ctx.problem(set(cells))[0], policy, exact, claims),
+                           lambda a: a.passes, seen)
+        out.pruned, chosen, summary = len(chosen) - len(kept), set(kept), seen.summary
     out.clauses = len(clauses) + len(cuts)
     out.complementary = sorted(chosen - set(out.primary))
     out.lower_bound = rounds.lower_bound

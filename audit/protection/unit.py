@@ -18,7 +18,7 @@ from ..specs.schedule import Schedule
 from ..release.tabulate import tabulate, units_of
 from .claims import Explanations, claim_clauses, failing, twins
 from .options import Policy, ProtectOptions, cell_of, geo_key
-from .rounds import Rounds
+from .rounds import Rounds, prune
 
 @dataclass
 class UnitProtection:
@@ -39,6 +39,7 @@ class UnitProtection:
     loss: dict = field(default_factory=dict)
     reason: str = ""
     minimal: bool = True          # the cells are a proved minimum (False: the monotone completion's, or greedy)
+    pruned: int = 0               # cells the completion added that the pruning found needless
     lower_bound: float | None = 0  # least cost any passing pattern has: the last exact optimum (None: greedy)
 
     @property
@@ -50,7 +51,7 @@ class UnitProtection:
                 "reason": self.reason, "cells": self.cells, "suppressed": len(self.cells),
                 "primary": self.primary, "complementary": self.complementary,
                 "reconstruction": self.reconstruction, "iterations": self.iterations,
-                "explanations": self.clauses, "minimal": self.minimal, "lower_bound": self.lower_bound,
+                "explanations": self.clauses, "minimal": self.minimal, "lower_bound": self.lower_bound, "pruned": self.pruned,
                 "information_loss": self.loss,
                 "before": self.before, "after": self.after, "seconds": round(self.seconds, 3)}
 
@@ -237,11 +238,15 @@ def suppress_unit(ctx: UnitContext, policy: Policy, options: ProtectOptions,
         if rounds.monotone:
             picked |= widen(new, picked, rounds.widening - len(picked - kept), size, rcost)
         chosen = expand(picked) | forced
-        rounds.advance(len(chosen))
+        rounds.advance(len(chosen), picked - kept)
         if log:
             log(f"unit {geo_key(ctx.geo)}: iteration {out.iterations}, {len(bad)} failing claims, "
                 f"{len(clauses)} explanations, trying {len(chosen)} cells"
                 + (f" (adding to the last pattern; at least {rounds.lower_bound} needed)" if rounds.monotone else ""))
+    if out.status == "protected" and not rounds.minimal(out.status, len(chosen)):  # the completion's needless cells
+        kept, result = prune(frozenset(chosen), [expand({r}) for r in reversed(rounds.added)],
+                             lambda cells: audit_unit(ctx.problem(set(cells))[0], exact), lambda r: clean(r, policy), result)
+        out.pruned, chosen = len(chosen) - len(kept), set(kept)
     out.clauses = len(clauses)
     out.reconstruction = sorted(chosen - forced)
     out.lower_bound = rounds.lower_bound
@@ -250,6 +255,13 @@ def suppress_unit(ctx: UnitContext, policy: Policy, options: ProtectOptions,
     out.loss = information_loss(problem, out.cells, counts)
     out.seconds = time.perf_counter() - start
     return out
+
+
+def clean(result: UnitResult, policy: Policy) -> bool:
+    """Whether an attacked unit passes the policy's claim rules, nothing undecided that it counts."""
+    bad, undecided = failing(result, policy)
+    return (result.status == "done" and not bad and not (policy.reconstructed and result.reconstructed)
+            and not (undecided and policy.undecided))
 
 
 def widen(new: list, picked: set, more: int, size: dict, rcost: dict) -> set:
