@@ -21,15 +21,14 @@ class CertificateWriter:
     def __init__(self, path: Path):
         self.path = Path(path)
         self.tmp = self.path.with_name(self.path.name + ".tmp")
-        self.fh = None
+        self.fh = self._raw = None  # the gzip stream and the file under it, opened with the first unit
         self.units = 0
 
     def add(self, unit: dict) -> None:
         if self.fh is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            raw = self.tmp.open("wb")
-            self.fh = gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=6, mtime=0)  # mtime 0: the same bytes each run
-            self._raw = raw
+            self._raw = self.tmp.open("wb")
+            self.fh = gzip.GzipFile(fileobj=self._raw, mode="wb", compresslevel=6, mtime=0)  # mtime 0: the same bytes each run
             self._line({"format": FORMAT, "notice": NOTICE, "confidential": True})
         self._line(unit)
         self.units += 1
