@@ -2,6 +2,8 @@
 tract's table, caught by the coupled problem and protected jointly; checked against every dataset of the tract."""
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pandas as pd
 import yaml
@@ -13,7 +15,11 @@ from audit.inputs import load_inputs
 from audit.policy.rules import load_rules
 from audit.protection.levels import CoupledContext, protect_levels
 from audit.protection.options import Policy, ProtectOptions
-from audit.protection.protect import protect
+import pytest
+
+from audit import protection
+from audit.errors import AuditError
+from audit.protection.protect import ProtectInterrupted, protect
 
 LEVELS = {"upper": 1, "lower": 1}
 
@@ -173,3 +179,45 @@ def test_the_audit_and_protect_count_a_coupled_claims_columns_alike(tmp_path):
     assert {v.claim for v in bad} == {v.claim for v in singles if problem.width(v.claim.assignment) >= 1}
     full = sum(v.claim.m for v in result.verdicts if v.status == "verified" and problem.width(v.claim.assignment) == 1)
     assert summary["full_records"] == full > 0
+
+
+def test_an_interrupted_protect_resumes_to_the_same_recommendation(tmp_path, monkeypatch):
+    """Ctrl-C in the coupled step, then in the re-audit: each time the finished units (and parent units)
+    are kept in protection.partial.json, no protected.yaml is left, and ``resume`` continues to the
+    recommendation an uninterrupted run gives; a partial file of other rules is refused."""
+    inputs, rules = _tract(tmp_path)
+    options = ProtectOptions(exact=ExactOptions(explain="none"))
+    fresh = protect(inputs, options, rules, tmp_path / "fresh")
+    out = tmp_path / "out"
+
+    def ctrl_c(message):
+        if "protecting jointly" in message:
+            raise KeyboardInterrupt
+    with pytest.raises(ProtectInterrupted, match="interrupted: 1 of 1 units protected, kept in"):
+        protect(inputs, options, rules, out, ctrl_c)
+    partial = json.loads((out / "protection.partial.json").read_text())
+    assert partial["stage"] == "search" and [u["geo"] for u in partial["units"]] == ["t1/b1"] and partial["levels"] == []
+    assert not (out / "protected.yaml").exists() and not (out / "protection.json").exists()
+
+    real = protection.protect.reaudit
+    monkeypatch.setattr(protection.protect, "reaudit", lambda *a, **k: (_ for _ in ()).throw(KeyboardInterrupt()))
+    seen = []
+    with pytest.raises(ProtectInterrupted, match="and 1 parent units"):
+        protect(inputs, options, rules, out, seen.append, resume=True)
+    assert "unit t1/b1: finished by the interrupted run (protected)" in seen
+    assert not (out / "protected.yaml").exists()
+    partial = json.loads((out / "protection.partial.json").read_text())
+    assert partial["stage"] == "re-audit" and [d["geo"] for d in partial["levels"]] == ["t1"]
+
+    monkeypatch.setattr(protection.protect, "reaudit", real)
+    seen.clear()
+    report = protect(inputs, options, rules, out, seen.append, resume=True)
+    assert "tract t1: finished by the interrupted run (protected)" in seen and not any("protecting" in m for m in seen)
+    assert report["recommendation"] == fresh["recommendation"] and report["after"]["verdict"] == "pass"
+    assert (out / "protected.yaml").exists() and not (out / "protection.partial.json").exists()
+
+    with pytest.raises(ProtectInterrupted):
+        protect(inputs, options, rules, out, ctrl_c)
+    (tmp_path / "rules.yaml").write_text("name: levels\nsmall_cells: {threshold: 4}\n")
+    with pytest.raises(AuditError, match="was made from other rules"):
+        protect(inputs, options, load_rules(tmp_path / "rules.yaml"), out, resume=True)

@@ -19,7 +19,7 @@ Cells of the merged release are keyed as in the coupled problem: a child's ``BLO
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Callable
+from typing import Callable, Iterator
 
 import numpy as np
 
@@ -110,28 +110,36 @@ def _failing_rules(policy: Policy, status: str, after: dict) -> list[str]:
 
 
 def protect_levels(inputs: Inputs, suppress: dict[str, list[str]], policy: Policy, options: ProtectOptions,
-                   log: Callable[[str], None] | None = None) -> list[dict]:
+                   log: Callable[[str], None] | None = None, done: dict[str, dict] | None = None) -> Iterator[dict]:
     """Extend ``suppress`` (geo key -> cells, the per-unit recommendation; updated in place) until every
     coupled problem passes the claim rules and meets the protection levels (:func:`coupled_rules`),
-    coarser levels after finer ones; one entry per parent unit (status as a unit's: pass, protected,
-    undecided, unfixable, gave-up; ``rules``: those checked, ``failing_rules`` where not protected)."""
+    coarser levels after finer ones; yields one entry per parent unit as it is finished (status as a
+    unit's: pass, protected, undecided, unfixable, gave-up; ``rules``: those checked, ``failing_rules``
+    where not protected), or as ``done`` holds it (a resumed run's)."""
     rules = coupled_rules(policy)
     if not rules:
-        return []
+        return
     joint_policy = replace(policy, reidentification=None, inference=None)
     exact = options.exact
     options = replace(options, exact=replace(exact, attacker=None, max_columns=exact.max_columns and exact.max_columns + 1))
-    out = []
     for level in sorted(coupled_levels(inputs.schema, inputs.schedule), key=inputs.schema.geography.index, reverse=True):
         for geo, rows in units_of(inputs.frame, inputs.schema, level):
+            base = protected_schedule(inputs.schedule, {k: frozenset(v) for k, v in suppress.items()}).suppress or {}
+            ctx = CoupledContext(inputs, level, geo, rows, base)
+            entry = (done or {}).get(geo_key(geo))
+            if entry is not None:
+                if log:
+                    log(f"{level} {geo_key(geo)}: finished by the interrupted run ({entry['status']})")
+                if entry["status"] in ("protected", "pass"):
+                    _add(suppress, ctx.split(entry["cells"]))
+                yield entry
+                continue
             entry = {"geo": geo_key(geo), "level": level, "rows": len(rows), "rules": rules}
-            out.append(entry)
             if len(rows) > options.exact.max_rows:  # the row-slot coupled problem is out of reach: fail closed
                 entry.update(status="undecided", cells=[], failing_rules=["undecided"], reason=f"{len(rows)} rows in "
                              f"the coupled problem, more than --max-rows {exact.max_rows}: it was not attacked")
+                yield entry
                 continue
-            base = protected_schedule(inputs.schedule, {k: frozenset(v) for k, v in suppress.items()}).suppress or {}
-            ctx = CoupledContext(inputs, level, geo, rows, base)
             if log:
                 log(f"{level} {geo_key(geo)}: protecting jointly with its child units")
             found = joint(ctx, joint_policy, options, log, STALL)
@@ -141,6 +149,11 @@ def protect_levels(inputs: Inputs, suppress: dict[str, list[str]], policy: Polic
             if found.status not in ("protected", "pass"):
                 entry["failing_rules"] = _failing_rules(policy, found.status, found.after)
             else:
-                for key, cells in ctx.split(found.cells).items():
-                    suppress[key] = sorted(set(suppress.get(key, ())) | cells)
-    return out
+                _add(suppress, ctx.split(found.cells))
+            yield entry
+
+
+def _add(suppress: dict[str, list[str]], more: dict[str, frozenset]) -> None:
+    """Add a parent unit's cells (geo key -> cells) to the pattern, in place."""
+    for key, cells in more.items():
+        suppress[key] = sorted(set(suppress.get(key, ())) | cells)

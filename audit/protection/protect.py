@@ -44,10 +44,11 @@ from .claims import rules_failed
 from .levels import protect_levels
 from .options import Policy, ProtectOptions, geo_key
 from .protected import write_schedule_yaml
+from .resume import PARTIAL, finished, run_key
 from .sweeps import _noise, _round_sweep, _sweep_failing
-from .unit import UnitContext, information_loss, suppress_unit, unit_contexts
+from .unit import UnitContext, UnitProtection, information_loss, suppress_unit, unit_contexts
 
-OUTPUTS = ("protected.yaml", "protection.json", "protection.partial.json", "findings.json")  # what a run writes: an earlier run's are removed first
+OUTPUTS = ("protected.yaml", "protection.json", PARTIAL, "findings.json")  # what a run writes: an earlier run's are removed first
 
 
 def audited(inputs: Inputs, exact: ExactOptions, rules, label: str, progress: bool = False,
@@ -100,19 +101,26 @@ def _persons_hidden(inputs: Inputs, suppress: dict[str, list[str]], units: list)
 
 
 def protect(inputs: Inputs, options: ProtectOptions, rules, out: Path,
-            log: Callable[[str], None] | None = None, progress: bool = False) -> dict:
+            log: Callable[[str], None] | None = None, progress: bool = False, resume: bool = False) -> dict:
     """Attack, protect and re-audit; write protected.yaml, protection.json, findings.json and
-    claims.csv.gz to ``out``; with ``progress``, show units done / total of each stage on stderr."""
+    claims.csv.gz to ``out``; with ``progress``, show units done / total of each stage on stderr. With
+    ``resume``, the units and parent units an interrupted run of the same inputs, options and rules
+    finished (its ``protection.partial.json``) are taken as they are."""
     start = time.perf_counter()
-    clear_outputs(out, OUTPUTS)  # nothing from an earlier run may pass for this one's
     policy = Policy.from_rules(rules)
     options = replace(options, exact=with_attacker(options.exact, inputs.schema))
+    params = {k: v for k, v in asdict(options).items() if k != "exact"} | {"exact": asdict(options.exact) | {
+        "attacker": options.exact.attacker and options.exact.attacker.describe()}}
+    key = run_key(inputs, {"parameters": params, "rules": rules.to_dict()})
+    units_done, levels_done = finished(out, key) if resume and options.strategy == "suppress" else ({}, {})
+    if resume and log and not units_done and not levels_done:
+        log(f"--resume: no interrupted run of these inputs, options and rules in {out}; starting afresh")
+    clear_outputs(out, OUTPUTS)  # nothing from an earlier run may pass for this one's
     before = audited(inputs, options.exact, rules, "audit: units", progress)
     failing_units = set(_failing_units(before))
     report: dict[str, Any] = {
         "strategy": options.strategy,
-        "parameters": {k: v for k, v in asdict(options).items() if k != "exact"} | {"exact": asdict(options.exact) | {
-            "attacker": options.exact.attacker and options.exact.attacker.describe()}},
+        "parameters": params,
         "policy": asdict(policy), "rules": rules.to_dict(),
         "inputs": {"data": inputs.data_path, "schema": inputs.schema.source, "tables": inputs.schedule.source},
         "before": {"verdict": before["verdict"], "summary": before["summary"], "failing": before["failing"]},
@@ -122,32 +130,38 @@ def protect(inputs: Inputs, options: ProtectOptions, rules, out: Path,
     }
     sched_path = out / "protected.yaml"
     if options.strategy == "suppress":
-        units, contexts = [], {}
+        units, contexts, levels = [], {}, []
         todo = [ctx for ctx in unit_contexts(inputs) if geo_key(ctx.geo) in failing_units]
-        with Progress("protect: units", quiet=not progress) as bar:
-            bar.total(len(todo))
-            try:
+
+        def interrupted(stage: str) -> ProtectInterrupted:
+            partial = out / PARTIAL
+            write_json({**report, "interrupted": True, "stage": stage, "resume_key": key, "units_total": len(todo),
+                        "units": [u.to_dict() for u in units], "levels": levels}, partial)
+            return ProtectInterrupted(len(units), len(todo), partial, len(levels))
+        try:
+            with Progress("protect: units", quiet=not progress) as bar:
+                bar.total(len(todo))
                 for ctx in todo:
+                    done = units_done.get(geo_key(ctx.geo))
                     if log:
-                        log(f"unit {geo_key(ctx.geo)}: protecting")
-                    units.append(suppress_unit(ctx, policy, options, log))
+                        log(f"unit {geo_key(ctx.geo)}: " + ("protecting" if done is None else
+                                                            f"finished by the interrupted run ({done['status']})"))
+                    units.append(suppress_unit(ctx, policy, options, log) if done is None else UnitProtection.from_dict(done))
                     contexts[geo_key(ctx.geo)] = ctx
                     bar.update(note=geo_key(ctx.geo))
-            except KeyboardInterrupt:
-                partial = out / "protection.partial.json"
-                write_json({**report, "interrupted": True, "units_total": len(todo),
-                            "units": [u.to_dict() for u in units]}, partial)
-                raise ProtectInterrupted(len(units), len(todo), partial) from None
-        suppress = {geo_key(u.geo): u.cells for u in units if u.cells and u.status in ("protected", "pass")}
-        report["units"] = [u.to_dict() for u in units]
-        for u, d in zip(units, report["units"]):
-            if u.status not in ("protected", "pass"):  # where the search stopped, by the ordinary path
-                d["failing_rules"] = _still_failing(contexts[d["geo"]], u.cells, options, rules)
-        report["failing_units"] = {d["geo"]: d["failing_rules"] for d in report["units"] if "failing_rules" in d}
-        if not report["failing_units"]:  # a tract table can prove a block's claim or give its hidden cell away
-            report["levels"] = protect_levels(inputs, suppress, policy, options, log)
-            report["failing_units"] = {d["geo"]: [f"{r} (coupled with its child units)" for r in d["failing_rules"]]
-                                       for d in report["levels"] if "failing_rules" in d}
+            suppress = {geo_key(u.geo): u.cells for u in units if u.cells and u.status in ("protected", "pass")}
+            report["units"] = [u.to_dict() for u in units]
+            for u, d in zip(units, report["units"]):
+                if u.status not in ("protected", "pass"):  # where the search stopped, by the ordinary path
+                    d["failing_rules"] = _still_failing(contexts[d["geo"]], u.cells, options, rules)
+            report["failing_units"] = {d["geo"]: d["failing_rules"] for d in report["units"] if "failing_rules" in d}
+            if not report["failing_units"]:  # a tract table can prove a block's claim or give its hidden cell away
+                levels += protect_levels(inputs, suppress, policy, options, log, levels_done)
+                report["levels"] = levels
+                report["failing_units"] = {d["geo"]: [f"{r} (coupled with its child units)" for r in d["failing_rules"]]
+                                           for d in report["levels"] if "failing_rules" in d}
+        except KeyboardInterrupt:
+            raise interrupted("search") from None
         report["suppress"] = suppress
         labels = cell_labels(inputs.schedule)
         report["cell_labels"] = {k: labels.get(k, k) for cells in suppress.values() for k in cells}
@@ -183,7 +197,13 @@ def protect(inputs: Inputs, options: ProtectOptions, rules, out: Path,
                                 header="Strategy noise: the tables are unchanged here; publish them with the Laplace "
                                        "noise scale in protection.json (noise is not a schedule option).")
     if options.strategy in ("suppress", "round") and sched_path.exists():
-        after = reaudit(inputs.data_path, inputs.schema.source, sched_path, options.exact, rules, progress, out)
+        try:
+            after = reaudit(inputs.data_path, inputs.schema.source, sched_path, options.exact, rules, progress, out)
+        except KeyboardInterrupt:  # a protected.yaml not re-audited is no recommendation
+            sched_path.unlink(missing_ok=True)
+            if options.strategy == "suppress":
+                raise interrupted("re-audit") from None
+            raise
     else:
         after = report.pop("_after", None) or before
     write_json(after, out / "findings.json")
@@ -202,12 +222,14 @@ def protect(inputs: Inputs, options: ProtectOptions, rules, out: Path,
 
 
 class ProtectInterrupted(Exception):
-    """Ctrl-C during ``audit protect``: the units protected so far are kept in a partial file."""
+    """Ctrl-C during ``audit protect``: the units (and parent units) protected so far are kept in a
+    partial file, which ``--resume`` continues from."""
 
-    def __init__(self, done: int, total: int, path: Path):
+    def __init__(self, done: int, total: int, path: Path, levels: int = 0):
         self.done, self.total, self.path = done, total, path
-        super().__init__(f"interrupted: {done} of {total} units protected, kept in {path} (not a recommendation: "
-                         "no protected schedule was written and nothing was re-audited)")
+        more = f" and {levels} parent units with their child units" if levels else ""
+        super().__init__(f"interrupted: {done} of {total} units protected{more}, kept in {path} (not a recommendation: "
+                         "no protected schedule was written and nothing was re-audited; `--resume` continues from there)")
 
 
 def _recommendation(options: ProtectOptions, report: dict, after: dict) -> dict | None:

@@ -42,6 +42,14 @@ class UnitProtection:
     pruned: int = 0               # cells the completion added that the pruning found needless
     lower_bound: float | None = 0  # least cost any passing pattern has: the last exact optimum (None: greedy)
 
+    @classmethod
+    def from_dict(cls, d: dict) -> "UnitProtection":
+        """The unit as :meth:`to_dict` wrote it (a resumed run's finished units)."""
+        return cls(d["level"], tuple(d["geo"].split("/")), d["rows"], d["status"], list(d["primary"]),
+                   list(d["complementary"]), list(d["reconstruction"]), d["before"], d["after"], d["iterations"],
+                   d["explanations"], d["seconds"], d["information_loss"], d["reason"], d["minimal"], d["lower_bound"],
+                   d.get("pruned", 0))
+
     @property
     def cells(self) -> list[str]:
         return sorted(set(self.primary) | set(self.complementary) | set(self.reconstruction))
