@@ -41,7 +41,9 @@ PROTECTION = {"strategy": "suppress", "totals": {"units_protected": 1, "cells_su
               "before": {"verdict": "fail", "summary": {"derived_singletons": 568}, "failing": []},
               "after": {"verdict": "pass", "summary": {"derived_singletons": 0}, "failing": []},
               "recommendation": {"strategy": "suppress", "cells": {"000100/1003": ["P18:family", "P19:size1"]},
-                                 "cells_suppressed": 2}}
+                                 "cells_suppressed": 2},
+              "units": [{"geo": "000100/1003", "status": "protected", "cells": ["P18:family", "P19:size1"],
+                         "minimal": False, "lower_bound": 1}]}
 
 
 @pytest.fixture(scope="module")
@@ -76,6 +78,7 @@ def test_report_is_self_contained_and_complete(findings):
     assert "000100/1003: P18:family" in html and "passes</b> the policy" in html  # recommended protection
     assert "Exactly one household in block 000100/1003: Householder&#39;s sex:" in html
     assert 'id="memo"' in html and "Recommended protection: suppress (2 cells suppressed" in html
+    assert "<dt>not proved minimal</dt><dd>000100/1003: 2 cells, at least 1 needed</dd>" in html
     for section in ("units", "claims", "ranking", "linear", "protection", "appendix"):
         assert f'id="{section}"' in html
     assert "python-sat" in html and "seed" in html  # appendix: versions and seeds

@@ -135,6 +135,12 @@ def protection_section(prot: Mapping | None) -> dict | None:
                        ("persons_in_suppressed_cells", "records in suppressed cells")):
         if key in totals:
             facts.append((label, flat(totals[key])))
+    loose = [f"{u.get('geo')}{' (with its child units)' if u in (prot.get('levels') or ()) else ''}: {len(u.get('cells') or ())} "
+             f"cells" + (f", at least {u['lower_bound']:g} needed" if isinstance(u.get("lower_bound"), (int, float)) else "")
+             for u in list(prot.get("units") or ()) + list(prot.get("levels") or ())
+             if isinstance(u, Mapping) and u.get("status") == "protected" and u.get("minimal") is False]
+    if loose:
+        facts.append(("not proved minimal", flat("; ".join(loose), 400)))
     return {"strategy": prot.get("strategy") or (rec or {}).get("strategy") if isinstance(rec, Mapping) else prot.get("strategy"),
             "offered": rec is not None, "cells": cells[:100], "more": max(len(cells) - 100, 0),
             "count": count if count is not None else len(cells), "before": before.get("verdict"),
