@@ -208,12 +208,14 @@ def test_an_interrupted_protect_resumes_to_the_same_recommendation(tmp_path, mon
     assert not (out / "protected.yaml").exists()
     partial = json.loads((out / "protection.partial.json").read_text())
     assert partial["stage"] == "re-audit" and [d["geo"] for d in partial["levels"]] == ["t1"]
+    kept = partial["units"]
 
     monkeypatch.setattr(protection.protect, "reaudit", real)
     seen.clear()
     report = protect(inputs, options, rules, out, seen.append, resume=True)
     assert "tract t1: finished by the interrupted run (protected)" in seen and not any("protecting" in m for m in seen)
     assert report["recommendation"] == fresh["recommendation"] and report["after"]["verdict"] == "pass"
+    assert report["units"] == kept and report["levels"] == partial["levels"]  # taken as they were written
     assert (out / "protected.yaml").exists() and not (out / "protection.partial.json").exists()
 
     with pytest.raises(ProtectInterrupted):

@@ -45,10 +45,11 @@ class UnitProtection:
     @classmethod
     def from_dict(cls, d: dict) -> "UnitProtection":
         """The unit as :meth:`to_dict` wrote it (a resumed run's finished units)."""
-        return cls(d["level"], tuple(d["geo"].split("/")), d["rows"], d["status"], list(d["primary"]),
-                   list(d["complementary"]), list(d["reconstruction"]), d["before"], d["after"], d["iterations"],
-                   d["explanations"], d["seconds"], d["information_loss"], d["reason"], d["minimal"], d["lower_bound"],
-                   d.get("pruned", 0))
+        return cls(d["level"], tuple(d["geo"].split("/")), d["rows"], status=d["status"], primary=list(d["primary"]),
+                   complementary=list(d["complementary"]), reconstruction=list(d["reconstruction"]), before=d["before"],
+                   after=d["after"], iterations=d["iterations"], clauses=d["explanations"], seconds=d["seconds"],
+                   loss=d["information_loss"], reason=d["reason"], minimal=d["minimal"], pruned=d.get("pruned", 0),
+                   lower_bound=d["lower_bound"])
 
     @property
     def cells(self) -> list[str]:
@@ -226,7 +227,7 @@ def suppress_unit(ctx: UnitContext, policy: Policy, options: ProtectOptions,
         if not bad and not recon:
             out.status = "protected" if chosen else "pass"
             break
-        rounds.observe(len(bad) + recon)
+        rounds.observe(len(bad) + bool(recon))
         if out.iterations > options.max_iterations:
             out.status, out.reason = "gave-up", f"no protection within {options.max_iterations} iterations"
             break
