@@ -34,9 +34,8 @@ def finished(out: Path, key: dict) -> tuple[dict[str, dict], dict[str, dict]]:
         raise AuditError("is not the partial file of an interrupted `audit protect`", str(path), fix)
     made = doc["resume_key"]
     if made != key:
-        differs = [k for k in key if made.get(k) != key[k]]
-        differs = [f"{k} ({', '.join(n for n in key[k] if made.get(k, {}).get(n) != key[k][n])})" if k == "inputs" else k
-                   for k in differs]
+        differs = [f"inputs ({', '.join(n for n in key[k] if made.get(k, {}).get(n) != key[k][n])})" if k == "inputs"
+                   else "options" if k == "parameters" else k for k in key if made.get(k) != key[k]]
         raise AuditError(f"was made from other {', '.join(differs)} than this run's", str(path),
                          f"give the inputs, options and rules of the interrupted run, or {fix}")
     return ({u["geo"]: u for u in doc.get("units", ())}, {d["geo"]: d for d in doc.get("levels", ())})
