@@ -9,8 +9,9 @@ from typing import Callable, TypeVar
 T = TypeVar("T")
 
 # attacks spent at most on removing needless cells from a monotone completion's pattern (each as costly
-# as a round's attack: 3 s on a households block, 7 s on the coupled sf1 tract)
-PRUNE = 24
+# as a round's attack: 3 s on a households block, 5 s on the coupled sf1 tract, whose 389 cells 24
+# attacks took to 244 and 64 to 118; households block 1001 needs fewer, 246 to 185 either way)
+PRUNE = 64
 
 
 @dataclass
