@@ -451,38 +451,41 @@ class LinearProof:
                 chosen[i] = None
         return [z for z in chosen if z is not None]
 
-    def _held(self, claim: Claim, certs: list, zeros: list[int]) -> np.ndarray | None:
-        """Which of ``zeros`` holds each class of rows the edits alone leave where a certificate falls
-        short (classes refined by every one of ``zeros``, so any subset is judged on the same rows); None
-        when the classes are too many to hold."""
+    def _shortfall(self, claim: Claim, certs: list, zeros: list[int], zeros_forbid: bool = True) -> tuple | None:
+        """The classes of rows (refined by ``zeros``) that the edits leave, and ``zeros`` too when they
+        ``zeros_forbid``, where a certificate falls short: ``(rows, compact masks, class bounds, members)``
+        with the zero cells' masks last; None when the classes are too many to hold."""
         used = np.flatnonzero(certs[0][2].astype(bool) | certs[1][2].astype(bool))
         flats = np.vstack([self._claim_flat([claim]), self._cell_flat[used], self._edit_flat, self._zero_flat[zeros]])
-        compact, cbounds, _ = _classes(flats, self._bounds)
+        compact, cbounds, members = _classes(flats, self._bounds)
         k = 1 + len(used)
-        rows = support(compact[k:k + len(self._edit_flat)], cbounds)
+        rows = support(compact[k:] if zeros_forbid else compact[k:k + len(self._edit_flat)], cbounds)
         if rows is None:
             return None
         member = in_sets(rows, compact[:k], cbounds).astype(np.int64)
         short = np.zeros(len(rows), dtype=bool)
         for sense, scale, coef in certs:
             short |= sense * scale * member[:, 0] - member[:, 1:] @ coef[used] < 0
-        return in_sets(rows[short], compact[k + len(self._edit_flat):], cbounds)
+        return rows[short], compact, cbounds, members
+
+    def _held(self, claim: Claim, certs: list, zeros: list[int]) -> np.ndarray | None:
+        """Which of ``zeros`` holds each class of rows the edits alone leave where a certificate falls
+        short (classes refined by every one of ``zeros``, so any subset is judged on the same rows); None
+        when the classes are too many to hold."""
+        found = self._shortfall(claim, certs, zeros, zeros_forbid=False)
+        if found is None:
+            return None
+        rows, compact, cbounds, _ = found
+        return in_sets(rows, compact[len(compact) - len(zeros):], cbounds)
 
     def _short(self, claim: Claim, certs: list, zeros: list[int]):
         """The classes of rows (class indices per column) that the edits and ``zeros`` leave and where a
         certificate falls short; which zero cells hold each whole; and the first row of each. None
         when the classes are too many to hold."""
-        used = np.flatnonzero(certs[0][2].astype(bool) | certs[1][2].astype(bool))
-        flats = np.vstack([self._claim_flat([claim]), self._cell_flat[used], self._edit_flat, self._zero_flat[zeros]])
-        compact, cbounds, members = _classes(flats, self._bounds)
-        rows = support(compact[1 + len(used):], cbounds)
-        if rows is None:
+        found = self._shortfall(claim, certs, zeros)
+        if found is None:
             return None
-        member = in_sets(rows, compact[:1 + len(used)], cbounds).astype(np.int64)
-        short = np.zeros(len(rows), dtype=bool)
-        for sense, scale, coef in certs:
-            short |= sense * scale * member[:, 0] - member[:, 1:] @ coef[used] < 0
-        rows = rows[short]
+        rows, _, _, members = found
         full = np.ones((len(rows), len(self._zero_flat)), dtype=bool)
         for col, groups in enumerate(members):
             zero = self._zero_flat[:, self._bounds[col]:self._bounds[col + 1]].astype(bool)
