@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import itertools
+from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
@@ -40,6 +41,35 @@ def failing(result: UnitResult, policy: Policy) -> tuple[list, list]:
         if policy.reidentification is not None or policy.inference is not None:
             undecided = undecided + result.reidentification.undecided
     return out, undecided
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One pattern of a unit attacked: the failing claims, a unique reconstruction, the interval ends
+    too narrow (the joint search's), the summary the unit reports (``before``/``after`` in
+    protection.json); ``reason``: undecided, fail closed."""
+
+    result: UnitResult | None
+    bad: list
+    recon: bool
+    short: list
+    summary: dict
+    reason: str = ""
+
+    @classmethod
+    def of(cls, result: UnitResult, policy: Policy) -> "Attempt":
+        """The policy's claim rules on an attacked unit (undecided when the attack did not finish, or
+        left claims undecided that the policy counts)."""
+        bad, undecided = failing(result, policy)
+        reason = "" if result.status == "done" and not (undecided and policy.undecided) else (
+            result.reason or f"{len(undecided)} claims undecided: no recommendation (fail closed)")
+        summary = {"verified": len(result.verified), "failing_claims": len(bad), "undecided": len(undecided),
+                   "reconstructed": result.reconstructed, "solutions": result.solutions}
+        return cls(result, bad, bool(policy.reconstructed and result.reconstructed), [], summary, reason)
+
+    @property
+    def passes(self) -> bool:
+        return not self.reason and not self.bad and not self.recon and not self.short
 
 
 def twins(problem: Problem) -> dict[tuple, list[str]]:

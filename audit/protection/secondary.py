@@ -35,10 +35,10 @@ from ..attacks.intervals import Interval, feasibility_intervals, hidden_cells
 from ..problem.build import Problem
 from ..release.constraints import PUBLISHED, SUPPRESSED, UnitRelease
 from ..policy.checks import protection_needed
-from .claims import Explanations, claim_clauses, failing, twins
+from .claims import Attempt, Explanations, claim_clauses, twins
 from .options import geo_key
 from .rounds import Rounds, prune
-from .unit import UnitProtection, _summary, cell_counts, forced_cells, information_loss, widen
+from .unit import UnitProtection, cell_counts, forced_cells, information_loss, widen
 
 SUPPORT = 50_000  # most rows the attacker LP holds; past it, no-goods alone (slower, still exact)
 TOLERANCE = 1e-6  # cuts are loosened by this much (relative to their size): floating-point duals never cut off a feasible pattern
@@ -153,45 +153,24 @@ class AttackerLP:
         return y, c - y @ self.a
 
 
-@dataclass(frozen=True)
-class Attempt:
-    """One pattern of a unit attacked: the failing claims, a unique reconstruction, the interval ends
-    too narrow (:func:`too_narrow`), the summary the unit reports; ``reason``: undecided, fail closed."""
-
-    result: object
-    bad: list
-    recon: bool
-    short: list
-    summary: dict
-    reason: str = ""
-
-    @property
-    def passes(self) -> bool:
-        return not self.reason and not self.bad and not self.recon and not self.short
-
-
 def _attempt(current: Problem, policy, exact, claims: bool) -> Attempt:
     """Attack ``current`` exactly: with ``claims``, the claim search and its intervals; else the
     feasibility intervals alone (tables of thousands of rows)."""
     if claims:
-        result = audit_unit(current, exact)
-        bad, undecided = failing(result, policy)
-        recon = bool(policy.reconstructed and result.reconstructed)
-        intervals, summary = result.intervals, _summary(result, policy)
-        if result.status != "done" or (undecided and policy.undecided):
-            return Attempt(result, bad, recon, [], summary, result.reason
-                           or f"{len(undecided)} claims undecided: no recommendation (fail closed)")
+        seen = Attempt.of(audit_unit(current, exact), policy)
+        if seen.reason:
+            return seen
+        intervals = seen.result.intervals
     else:
-        result, bad, recon = None, [], False
         intervals = feasibility_intervals(current, LinearProof.of(current), (lambda: make_engine(current, exact))
                                           if any(c.statistic.kind != "count" for c in hidden_cells(current).values()) else None)
-        summary = {"hidden_counts": len(intervals or {})}
+        seen = Attempt(None, [], False, [], {"hidden_counts": len(intervals or {})})
     if policy.protection is None:
-        return Attempt(result, bad, recon, [], summary)
+        return seen
     if intervals is None and hidden_cells(current):
-        return Attempt(result, bad, recon, [], summary, "the feasibility intervals could not be computed")
+        return replace(seen, reason="the feasibility intervals could not be computed")
     short = too_narrow(intervals or {}, policy.protection)
-    return Attempt(result, bad, recon, short, {**summary, "intervals_too_narrow": len({c for c, _, _ in short})})
+    return replace(seen, short=short, summary={**seen.summary, "intervals_too_narrow": len({c for c, _, _ in short})})
 
 
 def cheapest(variables: list[str], cost: Mapping[str, float], forced: set[str], clauses, cuts: list[Cut],

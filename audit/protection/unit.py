@@ -9,14 +9,14 @@ from typing import Callable
 import numpy as np
 
 from .suppress import hitting_set, simple_heuristic
-from ..attacks.exact import UnitResult, audit_unit
+from ..attacks.exact import audit_unit
 from ..inputs import Inputs
 from ..release.magnitude import sensitive_values
 from ..problem.build import Problem, build_problems
 from ..release.constraints import PUBLISHED, SUPPRESSED, UnitRelease
 from ..specs.schedule import Schedule
 from ..release.tabulate import tabulate, units_of
-from .claims import Explanations, claim_clauses, failing, twins
+from .claims import Attempt, Explanations, claim_clauses, twins
 from .options import Policy, ProtectOptions, cell_of, geo_key
 from .rounds import Rounds, prune
 
@@ -63,12 +63,6 @@ class UnitProtection:
                 "explanations": self.clauses, "minimal": self.minimal, "lower_bound": self.lower_bound, "pruned": self.pruned,
                 "information_loss": self.loss,
                 "before": self.before, "after": self.after, "seconds": round(self.seconds, 3)}
-
-
-def _summary(result: UnitResult, policy: Policy) -> dict:
-    bad, undecided = failing(result, policy)
-    return {"verified": len(result.verified), "failing_claims": len(bad), "undecided": len(undecided),
-            "reconstructed": result.reconstructed, "solutions": result.solutions}
 
 
 class UnitContext:
@@ -192,8 +186,8 @@ def suppress_unit(ctx: UnitContext, policy: Policy, options: ProtectOptions,
     exact = replace(options.exact, explain="none", intervals=False)  # the rules the loop checks need no intervals
     problem, release = ctx.problem()
     out = UnitProtection(ctx.level, ctx.geo, problem.n_rows[1])
-    first = audit_unit(problem, exact)
-    out.before = _summary(first, policy)
+    seen = Attempt.of(audit_unit(problem, exact), policy)
+    out.before = seen.summary
     out.primary, out.complementary = forced_cells(release, problem, ctx.schedule.tables, policy, options)
     forced = set(out.primary) | set(out.complementary)
     counts = cell_counts(problem)
@@ -210,24 +204,20 @@ def suppress_unit(ctx: UnitContext, policy: Policy, options: ProtectOptions,
     clauses: list[tuple[frozenset, frozenset]] = []
     explanations = Explanations(options)
     chosen: set[str] = set(forced)
-    result = first
     exact_hitting = options.hitting == "exact"
     rounds = Rounds(options.exact_rounds, len(forced) if exact_hitting else None)
     while True:
         out.iterations += 1
         if chosen:
-            p, _ = ctx.problem(chosen)
-            result = audit_unit(p, exact)
-        bad, undecided = failing(result, policy)
-        recon = policy.reconstructed and result.reconstructed
-        if result.status != "done" or (undecided and policy.undecided):
-            out.status = "undecided"
-            out.reason = result.reason or f"{len(undecided)} claims undecided: no recommendation (fail closed)"
+            seen = Attempt.of(audit_unit(ctx.problem(chosen)[0], exact), policy)
+        result, bad, recon = seen.result, seen.bad, seen.recon
+        if seen.reason:
+            out.status, out.reason = "undecided", seen.reason
             break
-        if not bad and not recon:
+        if seen.passes:
             out.status = "protected" if chosen else "pass"
             break
-        rounds.observe(len(bad) + bool(recon))
+        rounds.observe(len(bad) + recon)
         if out.iterations > options.max_iterations:
             out.status, out.reason = "gave-up", f"no protection within {options.max_iterations} iterations"
             break
@@ -253,24 +243,18 @@ def suppress_unit(ctx: UnitContext, policy: Policy, options: ProtectOptions,
                 f"{len(clauses)} explanations, trying {len(chosen)} cells"
                 + (f" (adding to the last pattern; at least {rounds.lower_bound} needed)" if rounds.monotone else ""))
     if out.status == "protected" and not rounds.minimal(out.status, len(chosen)):  # the completion's needless cells
-        kept, result = prune(frozenset(chosen), [expand({r}) for r in reversed(rounds.added)],
-                             lambda cells: audit_unit(ctx.problem(set(cells))[0], exact), lambda r: clean(r, policy), result)
+        kept, seen = prune(frozenset(chosen), [expand({r}) for r in reversed(rounds.added)],
+                           lambda cells: Attempt.of(audit_unit(ctx.problem(set(cells))[0], exact), policy),
+                           lambda a: a.passes, seen)
         out.pruned, chosen = len(chosen) - len(kept), set(kept)
     out.clauses = len(clauses)
     out.reconstruction = sorted(chosen - forced)
     out.lower_bound = rounds.lower_bound
     out.minimal = rounds.minimal(out.status, len(out.cells))
-    out.after = _summary(result, policy)
+    out.after = seen.summary
     out.loss = information_loss(problem, out.cells, counts)
     out.seconds = time.perf_counter() - start
     return out
-
-
-def clean(result: UnitResult, policy: Policy) -> bool:
-    """Whether an attacked unit passes the policy's claim rules, nothing undecided that it counts."""
-    bad, undecided = failing(result, policy)
-    return (result.status == "done" and not bad and not (policy.reconstructed and result.reconstructed)
-            and not (undecided and policy.undecided))
 
 
 def widen(new: list, picked: set, more: int, size: dict, rcost: dict) -> set:
