@@ -127,3 +127,15 @@ def test_protect_lists_a_pinned_cell_and_says_the_rule_pins_it(tmp_path, capsys)
     assert "suppress_below: 2 hides only 1s" in rec["pinned_by_rule"]["note"]
     after = json.loads((tmp_path / "out" / "findings.json").read_text())
     assert "pinned" not in after["units"][0]["cells"]  # listed, the cell is [0, N]
+
+
+def test_protect_with_protection_levels_widens_a_pinned_cell(tmp_path):
+    """The joint secondary search: the pinned 1 is an interval of one value, so it is listed, with a partner."""
+    data, schema, tables = _write(tmp_path, {"suppress_below": 2})
+    (tmp_path / "pl.yaml").write_text("name: pl\nprotection_levels: {upper: 1, lower: 1}\n")
+    report = protect(load_inputs(data, schema, tables), ProtectOptions(), load_rules(tmp_path / "pl.yaml"), tmp_path / "out")
+    assert [f["rule"] for f in report["before"]["failing"]] == ["protection_levels"]
+    assert "P2:B suppressed but pinned by its rule (value 1)" in report["before"]["failing"][0]["example"]
+    unit, = report["units"]
+    assert unit["primary"] == ["P2:B"] and len(unit["complementary"]) == 1 and report["after"]["verdict"] == "pass"
+    assert report["recommendation"]["pinned_by_rule"]["cells"] == {"0001": {"P2:B": 1}}
