@@ -327,3 +327,34 @@ def test_a_count_pinned_by_its_rule_is_published_to_the_attacker(case):
         assert expected == expected2
         assert {(v.claim, v.direct) for v in result.verified} == {(v.claim, v.direct) for v in result2.verified}
         assert failing == failing2 and unit["summary"] == unit2["summary"]
+
+
+@settings(SETTINGS, max_examples=20)
+@given(pinned_cases())
+def test_protect_hides_what_the_rule_pins_and_its_pattern_passes_brute_force(case):
+    """Protect a pinned release (default policy): a pattern it offers leaves no small count pinned by its
+    rule, and its release, brute-forced, proves exactly the claims the re-audit verifies."""
+    from audit.policy.rules import load_rules
+    from audit.protection.options import Policy, ProtectOptions
+    from audit.protection.unit import suppress_unit, unit_contexts
+    from audit.release.constraints import pinned_counts
+
+    schema, tables, rows, _ = case
+    with tempfile.TemporaryDirectory() as tmp:
+        inputs = _load(schema, tables, rows, Path(tmp))
+        rules = load_rules()
+        ctx, = unit_contexts(inputs)
+        before = pinned_counts(ctx.release())
+        out = suppress_unit(ctx, Policy.from_rules(rules), ProtectOptions())
+        if out.status not in ("protected", "pass"):
+            return
+        problem, release = ctx.problem(set(out.cells))
+        assert not [k for k, n in pinned_counts(release).items() if 1 <= n < 3], "a pinned small count left as it was"
+        assert {k for k, n in before.items() if 1 <= n < 3} <= set(out.cells)
+        worlds = consistent_worlds(inputs.schema, ctx.schedule, release, len(inputs.frame))
+        atoms = [to_atoms(problem, w) for w in worlds]
+        expected = {c for c in candidates(problem.truth) if all(c.count(w) == c.m for w in atoms)}
+        result, unit, failing, _ = _judged(problem, release)
+        assert {v.claim for v in result.verified} == expected and not result.undecided
+        assert not failing & {"derived_singletons", "direct_singletons", "full_records", "reconstructed_units",
+                              "small_cells"}, failing
