@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from audit.problem.claims import REFUTED, UNDECIDED, VERIFIED, candidates
+from audit.problem.claims import REFUTED, UNDECIDED, VERIFIED, Claim, candidates
 from audit.attacks.engines.ip import IpEngine
 from audit.attacks.engines.sat import SatEngine
 from audit.attacks.exact import ExactOptions, audit_unit, make_engine
@@ -256,3 +256,105 @@ def test_the_issues_block_runs_and_reports_its_solutions(tmp_path):
     assert code in (0, 1)  # was 2: "no dataset reproduces the published values"
     unit, = json.loads((out / "findings.json").read_text())["units"]
     assert unit["status"] == "done" and unit["summary"]["undecided"] == 0
+
+
+# -- a threshold that leaves one value publishes the count (issue 30) ----------------------------
+@st.composite
+def pinned_cases(draw):
+    """A block of :func:`cases` whose tables suppress by a rule that pins what it hides
+    (``suppress_below: 2``: only 1s; ``suppress_below: 1`` with ``protect_zeros``: only 0s), and
+    whether its tables publish counts alone (then the same tables with nothing suppressed are its twin)."""
+    schema, tables, rows = draw(cases())
+    counts_only = draw(st.booleans())
+    for spec in tables["tables"]:
+        spec["protection"] = draw(st.sampled_from([{"suppress_below": 2}, {"suppress_below": 1, "protect_zeros": True}]))
+        if counts_only:
+            spec["stats"] = ["count"]
+        elif spec["stats"] == ["sum(x)"]:  # see cases(): a threshold's sum of 0 is no interval
+            spec["stats"] = ["count", "sum(x)"]
+    return schema, tables, rows, counts_only
+
+
+def _judged(problem, release):
+    """The unit attacked with its intervals, its findings entry and the default policy's failing rules."""
+    from audit.findings.document import unit_json
+    from audit.policy.checks import checks_of
+    from audit.policy.rules import load_rules
+
+    result = audit_unit(problem, ExactOptions(explain="none", samples=2, solution_cap=8))
+    unit = unit_json(result, release)
+    checks = list(checks_of([unit], None, load_rules()))
+    return result, unit, {c.rule for c in checks if c.outcome == "fail"}, {c.rule: c for c in checks}
+
+
+@settings(SETTINGS, max_examples=60)  # about half of them pin a cell
+@given(pinned_cases())
+def test_a_count_pinned_by_its_rule_is_published_to_the_attacker(case):
+    from audit.policy.checks import unit_intervals
+    from audit.release.constraints import PUBLISHED, pinned_counts
+
+    schema, tables, rows, counts_only = case
+    with tempfile.TemporaryDirectory() as tmp:
+        inputs = _load(schema, tables, rows, Path(tmp))
+        release, problem, atoms, claims, expected = _truth(inputs)
+        pinned = pinned_counts(release)
+        result, unit, failing, checks = _judged(problem, release)
+        verified = {v.claim for v in result.verified}
+        assert verified <= expected and not result.undecided and verified == expected
+        by_key = {c.key.rsplit(":", 1)[0]: c for c in problem.constraints if c.statistic.kind == "count"}
+        direct = {v.claim for v in result.verified if v.direct}
+        for key, n in pinned.items():
+            cell = by_key[key]
+            assert all(int(problem.row_mask(w, cell.predicate).sum()) == n for w in atoms), "the rule pins the count"
+            if n and cell.predicate.clauses and all(len(a) == 1 for _, a in cell.predicate.clauses):
+                claim = Claim(tuple(sorted((problem.index(name), next(iter(a))) for name, a in cell.predicate.clauses)), n)
+                assert claim in direct, "a claim a pinned cell states is direct, as a published cell's"
+            iv = unit_intervals(unit)[key]
+            assert (iv["lo"], iv["hi"], iv["value"], iv.get("pinned")) == (n, n, n, True)
+        small = {v.cell.key for v in release.values if v.status == PUBLISHED and v.stat.kind == "count" and 1 <= v.value < 3}
+        small |= {k for k, n in pinned.items() if 1 <= n < 3}
+        assert ("small_cells" in failing) == bool(small)
+        if any(1 <= n for n in pinned.values()):  # a hidden 1 that needs [0, 2]: too narrow
+            assert checks["protection_levels"].outcome == "warn"
+        if not counts_only:
+            return
+        twin = {**tables, "tables": [{k: v for k, v in t.items() if k != "protection"} for t in tables["tables"]]}
+        with tempfile.TemporaryDirectory() as tmp2:
+            shown = _load(schema, twin, rows, Path(tmp2))
+            release2, problem2, atoms2, _, expected2 = _truth(shown)
+            assert {canonical(w) for w in atoms} == {canonical(w) for w in atoms2}, "the same consistent datasets"
+            result2, unit2, failing2, _ = _judged(problem2, release2)
+        assert expected == expected2
+        assert {(v.claim, v.direct) for v in result.verified} == {(v.claim, v.direct) for v in result2.verified}
+        assert failing == failing2 and unit["summary"] == unit2["summary"]
+
+
+@settings(SETTINGS, max_examples=20)
+@given(pinned_cases())
+def test_protect_hides_what_the_rule_pins_and_its_pattern_passes_brute_force(case):
+    """Protect a pinned release (default policy): a pattern it offers leaves no small count pinned by its
+    rule, and its release, brute-forced, proves exactly the claims the re-audit verifies."""
+    from audit.policy.rules import load_rules
+    from audit.protection.options import Policy, ProtectOptions
+    from audit.protection.unit import suppress_unit, unit_contexts
+    from audit.release.constraints import pinned_counts
+
+    schema, tables, rows, _ = case
+    with tempfile.TemporaryDirectory() as tmp:
+        inputs = _load(schema, tables, rows, Path(tmp))
+        rules = load_rules()
+        ctx, = unit_contexts(inputs)
+        before = pinned_counts(ctx.release())
+        out = suppress_unit(ctx, Policy.from_rules(rules), ProtectOptions())
+        if out.status not in ("protected", "pass"):
+            return
+        problem, release = ctx.problem(set(out.cells))
+        assert not [k for k, n in pinned_counts(release).items() if 1 <= n < 3], "a pinned small count left as it was"
+        assert {k for k, n in before.items() if 1 <= n < 3} <= set(out.cells)
+        worlds = consistent_worlds(inputs.schema, ctx.schedule, release, len(inputs.frame))
+        atoms = [to_atoms(problem, w) for w in worlds]
+        expected = {c for c in candidates(problem.truth) if all(c.count(w) == c.m for w in atoms)}
+        result, unit, failing, _ = _judged(problem, release)
+        assert {v.claim for v in result.verified} == expected and not result.undecided
+        assert not failing & {"derived_singletons", "direct_singletons", "full_records", "reconstructed_units",
+                              "small_cells"}, failing

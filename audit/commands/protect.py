@@ -9,7 +9,7 @@ import typer
 from ..attacks.exact import ExactOptions
 from ..protection.options import PROTECT_EXPLAIN_BUDGET
 from ..protection.protect import ProtectInterrupted, ProtectOptions, audit_pattern, protect as run_protect
-from ..policy.checks import unit_intervals
+from ..policy.checks import pinned_words, unit_intervals
 from ..policy.rules import load_rules
 from ..outputs.terminal import echo
 from . import DataArg, OutOpt, QuietOpt, SchemaOpt, SeedOpt, TablesOpt, inputs_from, output_folder
@@ -63,11 +63,13 @@ def register(app: typer.Typer) -> None:
             echo(f"before: {before['verdict']} ({before['summary']['units_with_derived_singletons']} units with "
                        f"derived singletons); after {strategy}: {after['verdict']}")
             if strategy == "suppress":
-                labels = report["cell_labels"]
+                labels, pinned = report["cell_labels"], report.get("pinned_by_rule") or {}
                 for u in report["units"]:
                     echo(f"{u['geo']}: {u['status']}, {len(u['cells'])} cells to suppress{_bound_note(u)}")
                     for cell in u["cells"]:
-                        echo(f"  {labels.get(cell, cell)} ({cell})")
+                        value = pinned.get(u["geo"], {}).get(cell)
+                        echo(f"  {labels.get(cell, cell)} ({cell})" + ("" if value is None else
+                             f": {pinned_words(value)}, listed so the attacker sees [0, N]"))
                 for d in report.get("levels", ()):  # a tract with its blocks (BLOCK/TABLE:CELL)
                     echo(f"{d['geo']} ({d['level']}, with its child units): {d['status']}, {len(d['cells'])} more cells to "
                          f"suppress{_bound_note(d)} ({_joint_note(d)})")
@@ -119,7 +121,8 @@ def _audit_only(inputs, exact, policy, out: Path, quiet: bool) -> None:
             if unit.get("intervals_skipped"):
                 echo(f"{unit['geo']}: {unit['intervals_skipped']}")
             for cell, iv in unit_intervals(unit).items():
-                mark = "" if iv["certified"] else " (outer bound, not certified)"
+                mark = f" ({pinned_words(iv['value'])})" if iv.get("pinned") else \
+                    "" if iv["certified"] else " (outer bound, not certified)"
                 lo, hi = ({**iv, **iv.get("exact", {})}[k] for k in ("lo", "hi"))  # 110/3 rather than 36.666...
                 echo(f"{unit['geo']} {cell}: [{lo}, {hi}]{mark}")
         echo(f"{doc['verdict'].upper()} ({doc['rules']['name']} policy, {doc['summary']['units']} units): "

@@ -7,7 +7,7 @@ import heapq
 from functools import partial
 from typing import Mapping
 
-from ..release.constraints import EMPTY, PUBLISHED, STRUCTURAL, SUPPRESSED, UnitRelease, Value
+from ..release.constraints import EMPTY, PUBLISHED, STRUCTURAL, SUPPRESSED, UnitRelease, Value, pinned_counts
 from ..policy.definitions import SMALL_MAX
 
 AUTO_CAP_UNITS = 200  # past this many units a run lists fewer claims and keeps fewer grids
@@ -151,12 +151,17 @@ class ProofCounts:
 
 def cells_json(release: UnitRelease, outside: dict[str, int] | None = None) -> dict:
     """What one unit publishes: counts of values by status, and every exact published count below 10
-    (structural zeros, which no row can fall in, are neither small nor suppressed). ``_counts`` holds
-    every published count until :func:`attach_cells` keeps those that explain the listed claims;
-    ``_grid`` every value (:func:`grid_json`, made only for a unit :class:`GridKeeper` keeps).
-    ``outside``: counts published outside the unit that explain its claims (:class:`ProofCounts`)."""
+    (structural zeros, which no row can fall in, are neither small nor suppressed); ``pinned``, where
+    any, the suppressed cells their own rule pins (:func:`~audit.release.constraints.pinned_counts`:
+    as published, to the attacker). ``_counts`` holds every published or pinned count until
+    :func:`attach_cells` keeps those that explain the listed claims; ``_grid`` every value
+    (:func:`grid_json`, made only for a unit :class:`GridKeeper` keeps). ``outside``: counts published
+    outside the unit that explain its claims (:class:`ProofCounts`)."""
+    pinned = pinned_counts(release)
     out = {"values": len(release.values), "suppressed": 0, "structural": 0, "rounded": 0, "small": {},
-           "_counts": {**(outside or {}), **published_counts(release)}, "_grid": partial(grid_json, release)}
+           "_counts": {**(outside or {}), **pinned, **published_counts(release)}, "_grid": partial(grid_json, release)}
+    if pinned:
+        out["pinned"] = pinned
     for v in release.values:
         protection = release.protection.get(v.cell.table)
         if v.status in (SUPPRESSED, STRUCTURAL):

@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Mapping
 
 from ..findings.model import Findings
-from ..policy.checks import unit_intervals
+from ..policy.checks import pinned_words, unit_intervals
 
 
 GRID_STATUS = {"p": ("s-pub", "published"), "r": ("s-round", "rounded"), "n": ("s-noise", "noisy"),
@@ -25,7 +25,9 @@ def _grid_cell(code: str, interval: Mapping | None) -> dict:
         text = "–"
     if code[:1] == "n":
         words = "published with noise added (the value shown), not the true count"
-    if interval is not None and code[:1] in "PSDrn":
+    if interval is not None and interval.get("pinned") and code[:1] in "PSD":
+        words, text = f"{words}; {pinned_words(interval['value'])}: published, to an attacker", f"[{interval['value']}]"
+    elif interval is not None and code[:1] in "PSDrn":
         span = f"{interval['lo']}" if interval["lo"] == interval["hi"] else f"{interval['lo']}–{interval['hi']}"
         proof = "exact" if interval.get("certified") else "outer bound"
         how = "can tell, at the protection's confidence (not a proof), that the count" if code[:1] == "n" else \

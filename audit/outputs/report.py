@@ -17,6 +17,7 @@ from markupsafe import Markup
 
 from ..findings.files import read_json
 from ..findings.model import Findings
+from ..policy.checks import exact_counts
 from ..policy.definitions import RULES
 from .charts import bar_chart, histogram
 from .grids import unit_grids
@@ -57,13 +58,13 @@ def _unit_rows(doc: Findings) -> tuple[list[dict], list[int], list[int]]:
             s = u["summary"]
             if u.get("grid"):
                 gridded.append(i)
-            small = (u.get("cells") or {}).get("small", {})
+            small = exact_counts(u)
             derived.append(s.get("derived_singletons", 0))
             yield {"index": i, "geo": u["geo"], "level": u.get("level", ""), "rows": u.get("rows"),
                    "status": u.get("status"), "derived": s.get("derived_singletons", 0),
                    "singletons": s.get("verified_singletons", 0), "verified": s.get("verified", 0),
                    "records": s.get("full_records", 0), "undecided": s.get("undecided", 0),
-                   "small": sum(1 for v in small.values() if v < threshold) if threshold else len(small),
+                   "small": sum(1 for v in small.values() if 1 <= v < (threshold or float("inf"))),
                    "solutions": f"{(u.get('solutions') or {}).get('count', '?')}"
                                 f"{'' if (u.get('solutions') or {}).get('exhausted') else '+'}",
                    "reconstructed": bool(u.get("reconstructed")), "failing": failing.get(u["geo"], []),
@@ -216,8 +217,8 @@ def _signoff(doc: Findings, extras: Mapping, cell_labels: Mapping[str, str]) -> 
     below: dict[str, set] = {}
     used: dict[str, int] = {}
     for u in doc.units:
-        for key, v in ((u.get("cells") or {}).get("small") or {}).items():
-            if threshold and v < threshold:
+        for key, v in exact_counts(u).items():
+            if threshold and 1 <= v < threshold:
                 below.setdefault(key.split(":", 1)[0], set()).add(u["geo"])
         for c in u.get("claims", ()):
             if c.get("status") == "verified" and c.get("m") == 1 and not c.get("direct"):

@@ -154,11 +154,12 @@ def intervals_section(doc: Findings, cell_labels: Mapping[str, str]) -> dict | N
     units, skipped, total = [], 0, 0
     for u in doc.units:
         skipped += bool(u.get("intervals_skipped"))
-        if not u.get("intervals"):
+        found = unit_intervals(u)  # with the cells pinned by their own rule
+        if not found:
             continue
         total += 1
         if len(units) < DETAIL_UNITS:
-            cells = sorted(unit_intervals(u).items(), key=lambda kv: (kv[1]["hi"] - kv[1]["lo"], kv[0]))
+            cells = sorted(found.items(), key=lambda kv: (kv[1]["hi"] - kv[1]["lo"], kv[0]))
             units.append({"geo": u["geo"], "cells": [dict(iv, cell=k, label=_interval_label(k, cell_labels)) for k, iv in cells]})
     if not total and not skipped:
         return None

@@ -53,11 +53,14 @@ def _unit_check(rule: Rule, unit: dict, rank_units: dict | None) -> Check:
         cells = unit.get("cells")
         if cells is None:
             return _check(rule, geo, None, "the findings do not list published cell values (re-run audit run)")
-        small = [(cell, v) for cell, v in cells.get("small", {}).items() if 1 <= v < t]
+        found = {cell: v for cell, v in exact_counts(unit).items() if 1 <= v < t}  # the pinned ones first
+        pinned = {cell: pinned_words(v) for cell, v in found.items() if cell in (cells.get("pinned") or {})}
+        small = [f"{cell} {pinned[cell]}" if cell in pinned else f"{cell} = {v}" for cell, v in found.items()]
         if not small:
             return _check(rule, geo, False, f"no published exact count below {t}")
-        return _check(rule, geo, True, f"{_plural(len(small), 'published count')} below {t} (e.g. "
-                      f"{', '.join(f'{cell} = {v}' for cell, v in small[:3])})", len(small))
+        return _check(rule, geo, True, f"{_plural(len(small), 'published count')} below {t}"
+                      + (f", {len(pinned)} of them suppressed but pinned by the rule" if pinned else "")
+                      + f" (e.g. {', '.join(small[:3])})", len(small), pinned or None)
     if rule.id == "protection_levels":
         return _protection_check(rule, unit)
     if rule.id in MAGNITUDE_RULES:
@@ -103,27 +106,46 @@ def protection_needed(settings: Mapping, value: float, count: bool = True) -> tu
     return (min(below, value) if count else below), level(settings.get("upper"), settings.get("upper_share"))
 
 
+def exact_counts(unit: Mapping) -> dict[str, int]:
+    """A findings unit's small exact counts as the attacker has them: published (``cells.small``) or
+    suppressed but pinned by their rule (``cells.pinned``)."""
+    cells = unit.get("cells") or {}
+    return {**(cells.get("pinned") or {}), **(cells.get("small") or {})}
+
+
+def pinned_words(value: int) -> str:
+    """How a check or the report names a suppressed cell its own rule pins."""
+    return f"suppressed but pinned by its rule (value {value})"
+
+
 def unit_intervals(unit: Mapping) -> dict[str, dict]:
     """A findings unit's hidden cells' intervals, each as one object: ``lo``, ``hi`` (from ``intervals``)
-    and its ``interval_details``."""
+    and its ``interval_details``; a suppressed cell its own rule pins (``cells.pinned``) as ``[v, v]``,
+    certified, with ``pinned`` true."""
     details = unit.get("interval_details") or {}
-    return {k: {"lo": lo, "hi": hi, **details.get(k, {})} for k, (lo, hi) in (unit.get("intervals") or {}).items()}
+    out = {k: {"lo": lo, "hi": hi, **details.get(k, {})} for k, (lo, hi) in (unit.get("intervals") or {}).items()}
+    pinned = (unit.get("cells") or {}).get("pinned") or {}
+    return {k: {"lo": v, "hi": v, "certified": True, "value": v, "pinned": True} for k, v in pinned.items()} | out
 
 
 def _protection_check(rule: Rule, unit: dict) -> Check:
     geo, intervals = unit["geo"], unit_intervals(unit)
+    why = unit.get("intervals_skipped")
     if not intervals:
-        why = unit.get("intervals_skipped")
         return _check(rule, geo, None if why else False, why or "no cell is hidden")
-    bad = []
+    bad, unknown = [], False
     for cell, iv in intervals.items():
         if "value" not in iv:
-            return _check(rule, geo, None, "the true values are not known (a published release alone)")
+            unknown = True
+            continue
         v = iv["value"]
         below, above = protection_needed(rule.settings, v, "stat" not in iv)
         if not iv["certified"] or v - iv["lo"] < below or iv["hi"] - v < above:
-            bad.append(f"{cell} in [{iv['lo']}, {iv['hi']}]{'' if iv['certified'] else ' (not certified)'}, "
-                       f"true {v}, needs [{v - below:g}, {v + above:g}]")
+            where = pinned_words(v) if iv.get("pinned") else \
+                f"in [{iv['lo']}, {iv['hi']}]{'' if iv['certified'] else ' (not certified)'}, true {v}"
+            bad.append(f"{cell} {where}, needs [{v - below:g}, {v + above:g}]")
+    if not bad and (unknown or why):  # only the cells pinned by their rule were judged
+        return _check(rule, geo, None, why or "the true values are not known (a published release alone)")
     if not bad:
         return _check(rule, geo, False, f"every hidden cell's interval meets the protection levels ({len(intervals)} cells)")
     return _check(rule, geo, True, f"{_plural(len(bad), 'hidden cell')} with too narrow an interval (e.g. "

@@ -39,6 +39,7 @@ from ..attacks.reidentify import with_attacker
 from ..findings.document import cell_labels, run_exact
 from ..findings.files import write_json
 from ..outputs.progress import Progress
+from ..release.constraints import pinned_counts
 from ..release.tabulate import units_of
 from .claims import rules_failed
 from .levels import protect_levels
@@ -126,7 +127,9 @@ def protect(inputs: Inputs, options: ProtectOptions, rules, out: Path,
         "before": {"verdict": before["verdict"], "summary": before["summary"], "failing": before["failing"]},
         "attacker_model": ("a cell suppressed by this recommendation is known to the attacker to be suppressed and "
                            "lies in [0, N]; cells suppressed by the schedule's threshold keep the interval the "
-                           "schedule implies ([0, t-1] without complementary suppression, else [0, N])"),
+                           "schedule implies ([1, t-1], [0, t-1] with protect_zeros, without complementary "
+                           "suppression, else [0, N]); where that is one value (suppress_below: 2 hides only 1s) "
+                           "the cell is published to the attacker, and listed here when a rule fails it"),
     }
     sched_path = out / "protected.yaml"
     if options.strategy == "suppress":
@@ -163,6 +166,7 @@ def protect(inputs: Inputs, options: ProtectOptions, rules, out: Path,
         except KeyboardInterrupt:
             raise interrupted("search") from None
         report["suppress"] = suppress
+        report["pinned_by_rule"] = _pinned_listed(contexts, suppress)
         labels = cell_labels(inputs.schedule)
         report["cell_labels"] = {k: labels.get(k, k) for cells in suppress.values() for k in cells}
         if report["failing_units"]:
@@ -232,14 +236,35 @@ class ProtectInterrupted(Exception):
                          "no protected schedule was written and nothing was re-audited; `--resume` continues from there)")
 
 
+PINNED_NOTE = ("these cells are suppressed by the schedule's threshold, but the threshold leaves them one value "
+               "(suppress_below: 2 hides only 1s), so to the attacker they are published: the recommendation lists "
+               "them (a listed cell is [0, N]); or change the rule so that it hides more than one value "
+               "(suppress_below: 3 or more, or protect_zeros: true) or add complementary: true")
+
+
+def _pinned_listed(contexts: dict, suppress: dict[str, list[str]]) -> dict[str, dict[str, int]]:
+    """Per unit searched, the cells the recommendation lists that the schedule's threshold suppresses but
+    pins (:func:`~audit.release.constraints.pinned_counts`): cell -> the count the rule gives away."""
+    out = {}
+    for geo, cells in suppress.items():
+        if geo in contexts:
+            hits = {k: n for k, n in pinned_counts(contexts[geo].release()).items() if k in cells}
+            if hits:
+                out[geo] = hits
+    return out
+
+
 def _recommendation(options: ProtectOptions, report: dict, after: dict) -> dict | None:
     """Offered only when the re-audit of the protected release passes the rules with nothing undecided."""
     passes = after["verdict"] == "pass" and after["summary"].get("undecided", 0) == 0
     if not passes:
         return None
     if options.strategy == "suppress":
-        return {"strategy": "suppress", "cells": {geo: cells for geo, cells in report["suppress"].items() if cells},
-                "cells_suppressed": report["totals"]["cells_suppressed"]}
+        out = {"strategy": "suppress", "cells": {geo: cells for geo, cells in report["suppress"].items() if cells},
+               "cells_suppressed": report["totals"]["cells_suppressed"]}
+        if report.get("pinned_by_rule"):
+            out["pinned_by_rule"] = {"cells": report["pinned_by_rule"], "note": PINNED_NOTE}
+        return out
     if options.strategy == "round":
         return {"strategy": "round", "round_to": report["round_to"]}
     return {"strategy": "noise", "scale": report.get("scale"), "epsilon": report.get("epsilon"),

@@ -33,7 +33,7 @@ from ..attacks.highs import highs
 from ..attacks.implied import LinearProof
 from ..attacks.intervals import Interval, feasibility_intervals, hidden_cells
 from ..problem.build import Problem
-from ..release.constraints import PUBLISHED, SUPPRESSED, UnitRelease
+from ..release.constraints import PUBLISHED, SUPPRESSED, UnitRelease, pinned_counts
 from ..policy.checks import protection_needed
 from .claims import Attempt, Explanations, claim_clauses, twins
 from .options import geo_key
@@ -85,6 +85,7 @@ class AttackerLP:
 
     def __init__(self, problem: Problem, release: UnitRelease, rows: np.ndarray, bounds: np.ndarray):
         status = {v.cell.key: v.status for v in release.values}
+        status.update(dict.fromkeys(pinned_counts(release), PUBLISHED))  # its own rule pins it: as published
         self.n = problem.n_rows
         self.keys, flats, self.lo, self.hi = [], [], [], []
         for c in problem.constraints:
@@ -214,8 +215,9 @@ def cheapest(variables: list[str], cost: Mapping[str, float], forced: set[str], 
 def cell_costs(problem: Problem, release: UnitRelease, kind: str) -> dict[str, float]:
     """Each published count cell's cost to suppress: 1 (``cells``), the persons in it (``persons``,
     tau-Argus' frequency cost), or its published magnitude (``values``: a ``sum(col)`` of the cell
-    where it has one, else its count)."""
-    counts, sums = {}, {}
+    where it has one, else its count). A suppressed cell its own rule pins is published to the attacker,
+    so it is one of them."""
+    counts, sums = {k: float(n) for k, n in pinned_counts(release).items()}, {}
     for v in release.values:
         if v.status == PUBLISHED and v.stat.kind == "count":
             counts[v.cell.key] = float(v.value)

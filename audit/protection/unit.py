@@ -13,7 +13,8 @@ from ..attacks.exact import audit_unit
 from ..inputs import Inputs
 from ..release.magnitude import sensitive_values
 from ..problem.build import Problem, build_problems
-from ..release.constraints import PUBLISHED, SUPPRESSED, UnitRelease
+from ..policy.checks import protection_needed
+from ..release.constraints import PUBLISHED, SUPPRESSED, UnitRelease, pinned_counts
 from ..specs.schedule import Schedule
 from ..release.tabulate import tabulate, units_of
 from .claims import Attempt, Explanations, claim_clauses, twins
@@ -102,8 +103,11 @@ def cell_counts(problem: Problem) -> dict[str, int]:
 def forced_cells(release: UnitRelease, problem: Problem, tables, policy: Policy,
                  options: ProtectOptions) -> tuple[list, list]:
     """(primary, complementary): published counts the small_cells rule fails and published sums a magnitude
-    rule finds sensitive, and SIMPLEHEURISTIC's partners."""
-    if not options.primary or (policy.small is None and not policy.magnitude):
+    rule finds sensitive, and SIMPLEHEURISTIC's partners. A cell the schedule suppresses but its own rule
+    pins (``suppress_below: 2`` hides only 1s) is published to the attacker: primary when small_cells or
+    the protection levels fail it (listed, it becomes [0, N]), and never taken as already hidden."""
+    pinned = pinned_counts(release)
+    if not options.primary or (policy.small is None and not policy.magnitude and not (pinned and policy.protection)):
         return [], []
     primary = set()
     for v in release.values if policy.small is not None else ():
@@ -111,12 +115,16 @@ def forced_cells(release: UnitRelease, problem: Problem, tables, policy: Policy,
         rounded = p is not None and p.round_to and p.round_to > 1
         if v.status == PUBLISHED and v.stat.kind == "count" and not rounded and 1 <= v.value < policy.small:
             primary.add(v.cell.key)
+    for key, n in pinned.items():
+        if (policy.small is not None and 1 <= n < policy.small) or (
+                policy.protection is not None and any(protection_needed(policy.protection, n))):
+            primary.add(key)
     magnitude = {k: c.to_json() for k, c in release.magnitude.items()}
     primary |= {key.rsplit(":", 1)[0] for key in sensitive_values(magnitude, policy.magnitude)}
     comp: set[str] = set()
     if options.complementary and primary:
         counts = cell_counts(problem)
-        hidden = {v.cell.key for v in release.values if v.status == SUPPRESSED}
+        hidden = {v.cell.key for v in release.values if v.status == SUPPRESSED and v.cell.key not in pinned}
         for table in (t for t in tables if t.lines):
             keys = [c.key for c in table.cells]
             if not any(k in primary for k in keys):

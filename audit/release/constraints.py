@@ -156,6 +156,26 @@ def constraints_of(value: Value, protection: Protection) -> list[Constraint]:
     return [Constraint(key, cell.predicate, stat, v, v), *_status_count(value, protection)]
 
 
+def pinned_count(value: Value, protection: Protection) -> int | None:
+    """The count a suppressed value's own rule pins, when the rule leaves it one value (``suppress_below:
+    2`` hides only 1s; ``suppress_below: 1`` with ``protect_zeros`` only 0s): the attacker reads it as
+    published. None for any other value."""
+    if value.status != SUPPRESSED:
+        return None
+    return next((int(c.lo) for c in constraints_of(value, protection) if c.statistic.kind == "count" and c.exact), None)
+
+
+def pinned_counts(release: UnitRelease) -> dict[str, int]:
+    """The unit's suppressed cells that their own rule pins: cell key (``TABLE:CELL``) -> the count."""
+    out = {}
+    for v in release.values:
+        protection = release.protection.get(v.cell.table)
+        n = pinned_count(v, protection) if protection is not None else None
+        if n is not None:
+            out[v.cell.key] = n
+    return out
+
+
 def _status_count(value: Value, protection: Protection) -> list[Constraint]:
     """What a sum, mean or median's status says of the cell's count when the count is not published.
 
