@@ -91,6 +91,14 @@ def check_certificates(path: Path, findings: Path | None = None, strict: bool = 
     return out
 
 
+def unit_against(line: dict, intervals: Mapping, details: Mapping, strict: bool = False) -> CertificateCheck:
+    """One unit's certificates (a line of the file) re-checked and held against the ``intervals`` and
+    ``interval_details`` findings.json states for it (the file's binding aside)."""
+    out = CertificateCheck(units=1, intervals=len(intervals))
+    _against(out, (str(line["level"]), str(line["geo"])), line["intervals"], check_unit(line), (intervals, details), strict)
+    return out
+
+
 def _lines(path: Path) -> Iterator[tuple[int, bytes, dict]]:
     """The file's lines (number, bytes, JSON), the header checked; none when there is no file."""
     if not path.is_file():
