@@ -16,12 +16,13 @@ import numpy as np
 import pytest
 from _oracle import all_datasets, random_problem
 
-from audit.attacks.certificates import check_unit, unit_certificates
+from audit.attacks.certificates import check_unit, problem_of, unit_certificates
 from audit.attacks.exact import ExactOptions, make_engine
 from audit.attacks.implied import LinearProof
 from audit.attacks.intervals import feasibility_intervals, hidden_cells, intervals_json
 from audit.cli import run
 from audit.findings.certcheck import unit_against
+from audit.findings.certproofs import UnitProofs
 from audit.findings.certfile import FILE, intervals_digest, line_bytes, release_digest, unit_release_digest
 from audit.findings.files import write_json
 
@@ -312,3 +313,80 @@ def _histogram(rows: np.ndarray) -> list:
 def _num(v):
     v = Fraction(v)
     return v.numerator if v.denominator == 1 else str(v)
+
+
+def test_proofs_need_drat_trim(runs, capsys, monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path))  # no drat-trim here
+    assert run(["check-certificates", str(runs["two_way"]), "--proofs"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "drat-trim not found" in err and "without --proofs" in err
+
+
+DRAT_TRIM = shutil.which("drat-trim")
+
+
+@pytest.mark.skipif(DRAT_TRIM is None, reason="drat-trim is not installed (github.com/marijnheule/drat-trim)")
+def test_proofs_certify_the_solver_ends_and_refute_a_fabricated_one(runs, folder, capsys):
+    """With --proofs every SAT end of the untouched run is proved again and drat-trim verifies each
+    proof: all certified. A made-up unsat that no witness in the file contradicts any more (they were
+    taken out, and the ends that needed them narrowed too) passes without --proofs, solver-trusted;
+    with them the solver finds a dataset past the end."""
+    code, out = _check(capsys, runs["two_way"], "--proofs")
+    sat = sum(e["by"] == "sat" for _, _, e in _ends(_certs(runs["two_way"])[1]))
+    assert code == 0 and f"{sat} by DRUP proofs drat-trim verified" in out and " 0 solver-trusted" in out
+    assert "PASS: every exact end certified" in out
+    lines, doc = _certs(folder), _findings(folder)
+    key, side, value, dropped = _quiet_forgery(lines[1])
+    end = lines[1]["intervals"][key][side]
+    sense = 1 if side == "lo" else -1
+    end.update(value=_num(value), by="sat", answer="unsat", asked={
+        "lo": None if sense == 1 else _num(value), "hi": _num(value) if sense == 1 else None,
+        "lo_open": sense == -1, "hi_open": sense == 1})
+    end["dataset"] = next(i for i, v in enumerate(_values(lines[1], key)) if v == value)
+    lines[1]["datasets"][dropped] = lines[1]["datasets"][end["dataset"]]  # its witness, gone (indices kept)
+    stated = doc["units"][0]
+    stated["intervals"][key][0 if side == "lo" else 1] = float(value)
+    stated["interval_details"][key].setdefault("exact", {})[side] = str(value)
+    stated["interval_details"][key]["solver_trusted"] = sorted({*stated["interval_details"][key].get("solver_trusted", ()), side})
+    _reseal(folder, lines, doc)
+    code, out = _check(capsys, folder)
+    assert code == 0 and key not in out  # the forgery holds up without proofs: only solver-trusted
+    code, out = _check(capsys, folder, "--strict")
+    assert code == 1 and f"FAIL block 0001 {key}:{side}: solver-trusted" in out
+    code, out = _check(capsys, folder, "--proofs")
+    assert code == 1
+    assert f"FAIL block 0001 {key}:{side}: not unsat: a dataset reproduces the release and gives the cell" in out
+
+
+def _values(unit: dict, key: str) -> list:
+    """The value of an interval's cell in each dataset of the file (None: undefined there)."""
+    problem = problem_of(unit)
+    cell = (list(problem.constraints) + list(problem.hidden))[unit["intervals"][key]["cell"]]
+    return [problem.value(np.repeat(np.array(h)[:, :-1], np.array(h)[:, -1], axis=0), cell) for h in unit["datasets"]]
+
+
+def _quiet_forgery(unit: dict) -> tuple[str, str, Fraction, int]:
+    """An end (key, side) proved by a certificate whose witness no other end uses, and the value the
+    other datasets of the file reach nearest it: narrowed there, with that witness gone, no dataset
+    of the file contradicts the narrower interval."""
+    ends = _ends(unit)
+    for key, side, end in ends:
+        if end["by"] == "sat" or sum(e["dataset"] == end["dataset"] for _, _, e in ends) > 1:
+            continue
+        values = _values(unit, key)
+        others = [v for i, v in enumerate(values) if v is not None and i != end["dataset"]]
+        inner = (min if side == "lo" else max)(others) if others else None
+        if inner is not None and inner != Fraction(end["value"]):
+            return key, side, Fraction(inner), end["dataset"]
+    raise AssertionError("no end to forge quietly")
+
+
+@pytest.mark.skipif(DRAT_TRIM is None, reason="drat-trim is not installed (github.com/marijnheule/drat-trim)")
+def test_each_proof_stands_for_its_own_question(runs):
+    """Two of block7's median ends proved one after the other (the second once failed: its question
+    reused auxiliary variables the first one's clauses defined, and found a dataset 'past' the end)."""
+    unit = _certs(runs["block7"])[1]
+    proofs = UnitProofs(unit, DRAT_TRIM)
+    assert [proofs.why_not(key, side) for key, side in (("T1:1A:median(age)", "lo"), ("T1:3A:median(age)", "hi"),
+                                                         ("T1:5B:median(age)", "hi"))] == ["", "", ""]
+    assert proofs.lines > 1000

@@ -160,6 +160,7 @@ class UnitCheck:
     solver: tuple
     checked: tuple
     reached: dict
+    proved: dict | None = None  # with proofs checked: each of ``solver`` -> "" (its proof verified) or why not
 
     def __post_init__(self):
         if set(self.failures) & (set(self.solver) | set(self.checked)):

@@ -12,7 +12,7 @@ import gzip
 import hashlib
 import json
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from pathlib import Path
 from typing import Iterator, Mapping
@@ -20,6 +20,7 @@ from typing import Iterator, Mapping
 from ..attacks.certificates import FORMAT, check_unit
 from ..errors import AuditError
 from .certfile import FILE, intervals_digest, release_digest, unit_release_digest
+from .certproofs import UnitProofs
 from .files import read_findings
 
 FINDINGS = "findings.json"
@@ -28,14 +29,16 @@ SIDES = (("lo", 0), ("hi", 1))
 
 @dataclass
 class CertificateCheck:
-    """What :func:`check_certificates` found: interval ends ``checked`` in full, ``solver`` (the names of
-    the ends resting on a SAT solver's answer: witness checked, unsat not), ``outer`` (ends findings.json
+    """What :func:`check_certificates` found: interval ends ``checked`` in full, ``proved`` (SAT ends whose
+    DRUP proof drat-trim verified, with ``--proofs``), ``solver`` (the names of the ends resting on a SAT
+    solver's answer: witness checked, unsat not), ``outer`` (ends findings.json
     gives as outer bounds, which claim no certificate) and ``failures`` (``LEVEL GEO KEY:lo`` or the
     file -> why)."""
 
     units: int = 0
     intervals: int = 0
     checked: int = 0
+    proved: int = 0
     outer: int = 0
     solver: list[str] = field(default_factory=list)
     failures: dict[str, str] = field(default_factory=dict)
@@ -56,9 +59,11 @@ def locate(path: Path, findings: Path | None = None) -> tuple[Path, Path]:
     return certs, findings
 
 
-def check_certificates(path: Path, findings: Path | None = None, strict: bool = False) -> CertificateCheck:
+def check_certificates(path: Path, findings: Path | None = None, strict: bool = False,
+                       proofs: str | None = None) -> CertificateCheck:
     """Re-check every certificate of a run against its findings.json (see the module docstring); with
-    ``strict`` a solver-trusted end fails. A missing, unreadable or garbled file is the user's error
+    ``strict`` a solver-trusted end fails; with ``proofs`` (drat-trim's path) each SAT end is proved
+    again and its proof checked (:mod:`audit.findings.certproofs`). A missing, unreadable or garbled file is the user's error
     (:class:`AuditError`); a missing certificate, a value other than the one stated, or a broken
     binding is a failure."""
     certs, findings = locate(path, findings)
@@ -80,6 +85,9 @@ def check_certificates(path: Path, findings: Path | None = None, strict: bool = 
                 key = (str(line["level"]), str(line["geo"]))
                 releases[key] = unit_release_digest(line)
                 result = check_unit(line)
+                if proofs is not None:
+                    unit = UnitProofs(line, proofs)
+                    result = replace(result, proved={name: unit.why_not(*name.rsplit(":", 1)) for name in result.solver})
             except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
                 raise AuditError(f"line {number}: malformed unit ({exc.__class__.__name__}: {exc})", str(certs),
                                  f"pass the {FILE} of audit run, unedited") from None
@@ -160,11 +168,17 @@ def _against(out: CertificateCheck, unit: tuple[str, str], certs: Mapping, resul
             elif name in out.failures:
                 pass
             elif f"{key}:{side}" in result.solver:
-                out.solver.append(name)
+                proof = result.proved.get(f"{key}:{side}") if result.proved is not None else None
                 if side not in (info.get("solver_trusted") or ()):
                     out.failures[name] = "findings.json does not call it solver-trusted; its certificate is a SAT solver's unsat"
-                elif strict:
-                    out.failures[name] = "solver-trusted: rests on a SAT solver's unsat answer, which no proof re-checks (--strict)"
+                elif proof == "":
+                    out.proved += 1
+                elif proof is not None:
+                    out.failures[name] = proof
+                else:
+                    out.solver.append(name)
+                    if strict:
+                        out.failures[name] = "solver-trusted: rests on a SAT solver's unsat answer, which no proof re-checks (--strict)"
             elif f"{key}:{side}" in result.checked:
                 out.checked += 1
         if result is not None and key in result.reached:
