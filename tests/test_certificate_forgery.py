@@ -383,10 +383,9 @@ def _quiet_forgery(unit: dict) -> tuple[str, str, Fraction, int]:
 
 @pytest.mark.skipif(DRAT_TRIM is None, reason="drat-trim is not installed (github.com/marijnheule/drat-trim)")
 def test_each_proof_stands_for_its_own_question(runs):
-    """Two of block7's median ends proved one after the other (the second once failed: its question
-    reused auxiliary variables the first one's clauses defined, and found a dataset 'past' the end)."""
+    """Both ends of one of block7's medians proved one after the other (the second once failed: its
+    question reused auxiliary variables the first one's clauses defined, and found a dataset 'past' the end)."""
     unit = _certs(runs["block7"])[1]
     proofs = UnitProofs(unit, DRAT_TRIM)
-    assert [proofs.why_not(key, side) for key, side in (("T1:1A:median(age)", "lo"), ("T1:3A:median(age)", "hi"),
-                                                         ("T1:5B:median(age)", "hi"))] == ["", "", ""]
+    assert [proofs.why_not("T1:3A:median(age)", side) for side in ("lo", "hi")] == ["", ""]
     assert proofs.lines > 1000
