@@ -117,6 +117,10 @@ def test_an_untouched_run_passes_with_its_solver_ends_trusted_not_certified(runs
     code, out = _check(capsys, runs["two_way"], "--strict")
     assert code == 1 and all(f"FAIL block 0001 {name}: solver-trusted" in out for name in sat)
     assert run(["check-certificates", str(runs["block7"] / FILE)]) == 0  # the file's path works as the folder
+    # the report says which exact ends rest on the solver (block7's T1:3A count, its means and medians)
+    assert run(["report", str(runs["block7"] / "findings.json"), "--out", str(runs["block7"].parent / "r.html"), "--quiet"]) == 0
+    html = (runs["block7"].parent / "r.html").read_text()
+    assert "exact (solver-trusted)" in html and "exact, solver-trusted" in html
 
 
 def test_a_narrowed_interval_in_findings_fails(folder, capsys):

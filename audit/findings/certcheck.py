@@ -63,13 +63,14 @@ def check_certificates(path: Path, findings: Path | None = None, strict: bool = 
                        proofs: str | None = None) -> CertificateCheck:
     """Re-check every certificate of a run against its findings.json (see the module docstring); with
     ``strict`` a solver-trusted end fails; with ``proofs`` (drat-trim's path) each SAT end is proved
-    again and its proof checked (:mod:`audit.findings.certproofs`). A missing, unreadable or garbled file is the user's error
-    (:class:`AuditError`); a missing certificate, a value other than the one stated, or a broken
-    binding is a failure."""
+    again and its proof checked (:mod:`audit.findings.certproofs`). A missing, unreadable or garbled
+    file is the user's error (:class:`AuditError`); a missing certificate, a value other than the one
+    stated, or a broken binding is a failure."""
     certs, findings = locate(path, findings)
     doc = read_findings(findings)
-    units = [u for u in doc.units if u.get("intervals")]
-    stated = {(u["level"], u["geo"]): (u["intervals"], u.get("interval_details") or {}) for u in units}
+    units = [{k: u.get(k) for k in ("level", "geo", "intervals", "interval_details")}  # what the digest covers
+             for u in doc.units if u.get("intervals")]
+    stated = {(u["level"], u["geo"]): (u["intervals"], u["interval_details"] or {}) for u in units}
     out = CertificateCheck(intervals=sum(len(iv) for iv, _ in stated.values()))
     content, releases, seal = hashlib.sha256(), {}, None
     for number, raw, line in _lines(certs):
@@ -193,8 +194,9 @@ def _binding(out: CertificateCheck, doc, units: list, seal, releases: dict, cont
     """The seal and findings.json's record of the file against what both files give now."""
     record = doc.get("certificates")
     if content is None:
-        if record is not None:
-            out.failures[FILE] = f"missing: findings.json records one ({record.get('sha256', '')[:16]}...)"
+        if record is not None or out.failures:
+            out.failures[FILE] = ("missing: " + ("findings.json records one" if record is not None else
+                                                 "findings.json states certified ends (audit run --published writes none)"))
         return
     if seal is None:
         out.failures[f"{FILE} seal"] = "no seal line: the file is cut short, or was not written by audit run"
