@@ -31,8 +31,7 @@ def register(app: typer.Typer) -> None:
         each witness dataset reproduces the release and reaches its end, each dual certificate proves it,
         and the file is the one sealed with these findings and inputs. Ends resting on a SAT solver's unsat
         are reported solver-trusted, not certified, unless --proofs proves them again and drat-trim checks
-        the proofs. Exit 0 when all hold, 1 naming what fails, 2 on a
-        missing or garbled file."""
+        the proofs. Exit 0 when all hold, 1 naming what fails, 2 on a missing or garbled file."""
         result = check_certificates(folder, findings, strict, drat_trim(drat) if proofs or drat else None)
         ends = 2 * result.intervals
         how = (f"{result.checked} re-checked in full, {result.proved} by DRUP proofs drat-trim verified" if proofs or drat
@@ -45,6 +44,6 @@ def register(app: typer.Typer) -> None:
         if result.failures:
             raise typer.Exit(1)
         if result.solver:
-            echo(f"PASS, not all certified: {len(result.solver)} ends are solver-trusted (--strict fails them)")
+            echo(f"PASS, not all certified: {len(result.solver)} ends are solver-trusted (--proofs checks them, --strict fails them)")
         else:
             echo("PASS: every exact end certified")

@@ -9,7 +9,6 @@ the file that reproduces a unit's release may give a cell a value outside its st
 from __future__ import annotations
 
 import gzip
-import hashlib
 import json
 import zlib
 from dataclasses import dataclass, field, replace
@@ -19,7 +18,7 @@ from typing import Iterator, Mapping
 
 from ..attacks.certificates import FORMAT, check_unit
 from ..errors import AuditError
-from .certfile import FILE, intervals_digest, release_digest, unit_release_digest
+from .certfile import FILE, Content, intervals_digest, release_digest, unit_release_digest
 from .certproofs import UnitProofs
 from .files import read_findings
 
@@ -72,9 +71,9 @@ def check_certificates(path: Path, findings: Path | None = None, strict: bool = 
              for u in doc.units if u.get("intervals")]
     stated = {(u["level"], u["geo"]): (u["intervals"], u["interval_details"] or {}) for u in units}
     out = CertificateCheck(intervals=sum(len(iv) for iv, _ in stated.values()))
-    content, releases, seal = hashlib.sha256(), {}, None
-    for number, raw, line in _lines(certs):
-        content.update(raw)
+    content, releases, seal = Content(), {}, None
+    for number, line in _lines(certs):
+        content.add(line)
         if number == 1:
             continue
         if seal is not None:
@@ -108,8 +107,8 @@ def unit_against(line: dict, intervals: Mapping, details: Mapping, strict: bool 
     return out
 
 
-def _lines(path: Path) -> Iterator[tuple[int, bytes, dict]]:
-    """The file's lines (number, bytes, JSON), the header checked; none when there is no file."""
+def _lines(path: Path) -> Iterator[tuple[int, dict]]:
+    """The file's lines (number, JSON), the header checked; none when there is no file."""
     if not path.is_file():
         return
     try:
@@ -124,7 +123,7 @@ def _lines(path: Path) -> Iterator[tuple[int, bytes, dict]]:
                 if number == 1 and line.get("format") != FORMAT:
                     raise AuditError(f"not a certificates file of format {FORMAT} (first line: format {line.get('format')!r})",
                                      str(path), f"pass the {FILE} of audit run of this version (run it again to write one)")
-                yield number, raw, line
+                yield number, line
     except (OSError, EOFError, zlib.error) as exc:
         raise AuditError(f"cannot be read as gzip'd JSON lines ({exc.__class__.__name__})", str(path),
                          f"pass the {FILE} of audit run") from None

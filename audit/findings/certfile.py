@@ -5,9 +5,9 @@ the file to its run, and the digests both sides of that binding use.
 The seal (the last line) records ``run``: ``inputs`` (the data, schema and tables digests, as
 findings.json's ``inputs.fingerprint``), ``intervals`` (:func:`intervals_digest` of the findings'
 units), ``release`` (:func:`release_digest` of the units' releases in this file) and ``units``.
-findings.json records the file's own SHA-256 (:func:`content_digest`: its uncompressed lines, the seal
-included) under ``certificates``. Each file can so be checked against the other
-(:mod:`audit.findings.certcheck`).
+findings.json records the file's own SHA-256 under ``certificates``: a :class:`Content` digest of its
+lines, the seal included, each as canonical JSON (so any faithful re-serialisation keeps it). Each
+file can so be checked against the other (:mod:`audit.findings.certcheck`).
 """
 from __future__ import annotations
 
@@ -23,8 +23,25 @@ FILE = "interval_certificates.jsonl.gz"
 RELEASE_KEYS = ("level", "geo", "columns", "rows", "edits", "cells")  # a unit line's release as the attacker reads it
 
 
+def _canonical(doc) -> bytes:
+    return json.dumps(doc, sort_keys=True, separators=(",", ":")).encode("utf-8")
+
+
 def _sha(doc) -> str:
-    return hashlib.sha256(json.dumps(doc, sort_keys=True, separators=(",", ":")).encode("utf-8")).hexdigest()
+    return hashlib.sha256(_canonical(doc)).hexdigest()
+
+
+class Content:
+    """The SHA-256 of a certificates file's lines (parsed JSON), each as canonical JSON and a newline."""
+
+    def __init__(self):
+        self.hash = hashlib.sha256()
+
+    def add(self, line) -> None:
+        self.hash.update(_canonical(line) + b"\n")
+
+    def hexdigest(self) -> str:
+        return self.hash.hexdigest()
 
 
 def unit_release_digest(unit: Mapping) -> str:
@@ -45,7 +62,7 @@ def intervals_digest(units: Iterable[Mapping]) -> str:
 
 
 def line_bytes(doc: Mapping) -> bytes:
-    """One line of the file as written (and as :func:`content_digest` hashes it)."""
+    """One line of the file as written."""
     return (json.dumps(doc, separators=(",", ":")) + "\n").encode("utf-8")
 
 
@@ -58,7 +75,7 @@ class CertificateWriter:
         self.tmp = self.path.with_name(self.path.name + ".tmp")
         self.fh = self._raw = None  # the gzip stream and the file under it, opened with the first unit
         self.units = 0
-        self.content = hashlib.sha256()
+        self.content = Content()
         self.releases: dict[tuple[str, str], str] = {}
 
     def add(self, unit: dict) -> None:
@@ -73,7 +90,7 @@ class CertificateWriter:
 
     def _line(self, doc: dict) -> bytes:
         data = line_bytes(doc)
-        self.content.update(data)
+        self.content.add(json.loads(data))  # as the checker reads it back
         self.fh.write(data)
         return data
 
