@@ -44,9 +44,9 @@ def household(tmp_path_factory) -> dict:
 
 
 def test_every_certificate_of_a_real_release_rechecks(household):
-    failures, solver, checked = check_unit(household)
-    assert failures == {}
-    assert checked + len(solver) == len(_ends(household)) > 100
+    result = check_unit(household)
+    assert result.failures == {}
+    assert len(result.checked) + len(result.solver) == len(_ends(household)) > 100
     assert any(e["by"] == "dual" and len(e["certificates"]) > 1 for _, _, e in _ends(household))  # trees too
 
 
@@ -61,8 +61,8 @@ def test_certificates_of_random_problems_recheck(seed):
     if doc is None:
         assert not intervals
         return
-    failures, solver, checked = check_unit(doc)
-    assert failures == {} and checked + len(solver) == 2 * len(intervals)
+    result = check_unit(doc)
+    assert result.failures == {} and len(result.checked) + len(result.solver) == 2 * len(intervals)
     datasets = all_datasets(problem)
     cells = list(problem.constraints) + list(problem.hidden)
     for key, entry in doc["intervals"].items():
@@ -74,8 +74,7 @@ def test_a_changed_witness_count_fails(household):
     doc = copy.deepcopy(household)
     key, side, end = _ends(doc)[0]
     doc["datasets"][end["dataset"]][0][-1] += 1  # one more person in the witness: the population breaks
-    failures, _, _ = check_unit(doc)
-    assert "does not reproduce the release" in failures[f"{key}:{side}"]
+    assert "does not reproduce the release" in check_unit(doc).failures[f"{key}:{side}"]
 
 
 def test_changed_duals_fail(household):
@@ -89,7 +88,7 @@ def test_changed_duals_fail(household):
         doc = copy.deepcopy(household)
         key, side, _ = where
         change(doc["intervals"][key][side]["certificates"])
-        return check_unit(doc)[0].get(f"{key}:{side}", "")
+        return check_unit(doc).failures.get(f"{key}:{side}", "")
 
     def raise_first(certs):
         certs[0]["multipliers"][0][1] += 10 ** 6
@@ -122,11 +121,14 @@ def test_check_certificates_exit_codes(tmp_path, capsys):
     assert run(["run", str(BLOCK7 / "data.csv"), "-s", str(BLOCK7 / "schema.yaml"), "-t", str(BLOCK7 / "tables.yaml"),
                 "-o", str(parts), "--no-report", "--quiet", "--workers", "2"]) == 1
     assert gzip.decompress((parts / FILE).read_bytes()) == gzip.decompress((out / FILE).read_bytes())
+    assert json.loads((parts / "findings.json").read_text())["certificates"] == \
+        json.loads((out / "findings.json").read_text())["certificates"]  # the same binding, sealed at the merge
+    assert run(["check-certificates", str(parts)]) == 0
     with gzip.open(out / FILE, "rt", encoding="utf-8") as fh:
-        header, unit = [json.loads(line) for line in fh]
+        header, unit, seal = [json.loads(line) for line in fh]
     key, side, end = _ends(unit)[0]
     end["value"] += 1  # an end no dataset reaches
-    _write(out / FILE, [header, unit])
+    _write(out / FILE, [header, unit, seal])
     assert run(["check-certificates", str(out / FILE)]) == 1
     assert f"FAIL block {unit['geo']} {key}:{side}" in capsys.readouterr().out
     (out / FILE).write_bytes(b"not gzip")

@@ -106,7 +106,8 @@ def test_protect_audit_only_audits_the_given_pattern_and_exits_like_gate(tmp_pat
     assert run([*args, "--out", str(tmp_path / "b"), "--rules", "strict", "--quiet"]) == 1
     doc = json.loads((tmp_path / "b" / "findings.json").read_text())
     unit = doc["units"][0]
-    assert unit["intervals"]["T1:3A"] == [2, 2] and unit["interval_details"]["T1:3A"] == {"certified": True, "value": 2}
+    assert unit["intervals"]["T1:3A"] == [2, 2] and unit["interval_details"]["T1:3A"] == {"certified": True, "value": 2,
+                                                                                            "solver_trusted": ["lo"]}
     assert unit["intervals"]["T1:2A:mean(age)"] == [33.5, 33.5]  # a fraction's end as its float, exactly beside it
     assert unit["interval_details"]["T1:2A:mean(age)"]["exact"] == {"lo": "67/2", "hi": "67/2", "value": "67/2"}
     assert not (tmp_path / "b" / "protected.yaml").exists()

@@ -28,10 +28,16 @@ One unit's certificates are a JSON object:
     ``scale * past``; ``past`` null is a Farkas ray (``w`` = 0: the box holds no dataset). The boxes
     split the histograms into parts (one empty box: the root relaxation; more: a closed branch-and-bound tree).
   - ``sat``: ``asked``, the cell's range past the end (``lo``, ``hi``, ``lo_open``, ``hi_open``), and
-    ``answer: "unsat"``: the row-slot SAT solver's proof that no dataset meets it, not re-checked here.
+    ``answer: "unsat"``: the row-slot SAT solver's answer that no dataset meets it. No proof of it is kept
+    and nothing here re-derives it: such an end is *solver-trusted* (its witness and question checked),
+    not certified.
+
+The file (:mod:`audit.findings.certfile`) holds a header line, one such object per unit and a seal line
+that binds it to its run's findings.json and inputs.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
@@ -42,7 +48,7 @@ from ..specs.query import Predicate, Statistic
 from .implied import flat_mask, in_sets, support
 from .intervals import Interval, Proof, hidden_cells, outer_range
 
-FORMAT = 1
+FORMAT = 2  # 2: sealed by a last line binding the file to its run (audit/findings/certfile.py)
 NOTICE = ("CONFIDENTIAL: the witness datasets are records reconstructed from the microdata (the true rows "
           "among them); handle this file as the findings.")
 
@@ -143,18 +149,36 @@ def _frac(v) -> Fraction | None:
     return None if v is None else Fraction(v)
 
 
-def check_unit(doc: dict) -> tuple[dict[str, str], list[str], int]:
-    """Re-check one unit's certificates in exact arithmetic: ``(failures, solver, checked)``, failures
-    mapping ``KEY:lo``/``KEY:hi`` to what is wrong, ``solver`` the ends whose proof is a SAT solver's
-    answer (their witnesses checked), ``checked`` the ends re-checked in full."""
+@dataclass(frozen=True)
+class UnitCheck:
+    """One unit's certificates re-checked (:func:`check_unit`): ``failures`` (``KEY:lo``/``KEY:hi`` -> what
+    is wrong), ``solver`` (the ends resting on a SAT solver's answer: witness checked, unsat not),
+    ``checked`` (the ends re-checked in full) and ``reached`` (each interval's key -> the values its cell
+    takes in the datasets of the file that reproduce the release: none may lie outside the interval)."""
+
+    failures: dict
+    solver: tuple
+    checked: tuple
+    reached: dict
+    proved: dict | None = None  # with proofs checked: each of ``solver`` -> "" (its proof verified) or why not
+
+    def __post_init__(self):
+        if set(self.failures) & (set(self.solver) | set(self.checked)):
+            raise ValueError("an end both failing and holding")
+
+
+def check_unit(doc: dict) -> UnitCheck:
+    """Re-check one unit's certificates in exact arithmetic."""
     problem = problem_of(doc)
     cells = list(problem.constraints) + list(problem.hidden)
     witnesses = [_rows(problem, h) for h in doc["datasets"]]
     bad = [None if rows is None else problem.violations(rows) for rows in witnesses]
+    valid = [rows for rows, why in zip(witnesses, bad) if rows is not None and not why]
     space = _Support(problem)
-    failures, solver, checked = {}, [], 0
+    failures, solver, checked, reached = {}, [], [], {}
     for key, entry in doc["intervals"].items():
         c = cells[int(entry["cell"])]
+        reached[key] = [v for v in (problem.value(rows, c) for rows in valid) if v is not None]
         for side, sense in (("lo", 1), ("hi", -1)):
             end = entry[side]
             if end is None:
@@ -166,11 +190,9 @@ def check_unit(doc: dict) -> tuple[dict[str, str], list[str], int]:
                 why = f"malformed entry ({exc.__class__.__name__}: {exc})"
             if why:
                 failures[name] = why
-            elif end["by"] == "sat":
-                solver.append(name)
             else:
-                checked += 1
-    return failures, solver, checked
+                (solver if end["by"] == "sat" else checked).append(name)
+    return UnitCheck(failures, tuple(solver), tuple(checked), reached)
 
 
 def _rows(problem: Problem, hist) -> np.ndarray | None:

@@ -85,6 +85,9 @@ class Interval:
         out = {"lo": out["lo"], "hi": out["hi"], "certified": self.certified, **({"value": out["value"]} if "value" in out else {})}
         if self.stat:
             out["stat"] = self.stat
+        trusted = [side for side, proof in zip(("lo", "hi"), self.proofs) if proof is not None and proof.by == "sat"]
+        if trusted:  # exact, but on the SAT solver's word: no certificate re-checks that no dataset goes further
+            out["solver_trusted"] = trusted
         fractions = {k: str(v) for k, v in ends.items() if Fraction(v).denominator != 1}
         if fractions:
             out["exact"] = fractions
@@ -93,7 +96,7 @@ class Interval:
 
 def intervals_json(intervals: Mapping[str, Interval]) -> tuple[dict, dict]:
     """findings.json's ``intervals`` (key -> ``[lo, hi]``) and ``interval_details`` (key -> ``certified``,
-    ``value``, ``stat``, ``exact``); read back by :func:`audit.policy.checks.unit_intervals`."""
+    ``value``, ``stat``, ``solver_trusted``, ``exact``); read back by :func:`audit.policy.checks.unit_intervals`."""
     full = {k: iv.to_dict() for k, iv in intervals.items()}
     return ({k: [d["lo"], d["hi"]] for k, d in full.items()},
             {k: {f: v for f, v in d.items() if f not in ("lo", "hi")} for k, d in full.items()})

@@ -1,28 +1,82 @@
 """interval_certificates.jsonl.gz: the certificates of every exact feasibility-interval end of a run
-(:mod:`audit.attacks.certificates`), one unit per line after a header line, and their re-check."""
+(:mod:`audit.attacks.certificates`), one unit per line between a header line and a seal line that binds
+the file to its run, and the digests both sides of that binding use.
+
+The seal (the last line) records ``run``: ``inputs`` (the data, schema and tables digests, as
+findings.json's ``inputs.fingerprint``), ``intervals`` (:func:`intervals_digest` of the findings'
+units), ``release`` (:func:`release_digest` of the units' releases in this file) and ``units``.
+findings.json records the file's own SHA-256 under ``certificates``: a :class:`Content` digest of its
+lines, the seal included, each as canonical JSON (so any faithful re-serialisation keeps it). Each
+file can so be checked against the other (:mod:`audit.findings.certcheck`).
+"""
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
-import zlib
-from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Iterable, Mapping
 
-from ..attacks.certificates import FORMAT, NOTICE, check_unit
-from ..errors import AuditError
+from ..attacks.certificates import FORMAT, NOTICE
 
 FILE = "interval_certificates.jsonl.gz"
+RELEASE_KEYS = ("level", "geo", "columns", "rows", "edits", "cells")  # a unit line's release as the attacker reads it
+
+
+def _canonical(doc) -> bytes:
+    return json.dumps(doc, sort_keys=True, separators=(",", ":")).encode("utf-8")
+
+
+def _sha(doc) -> str:
+    return hashlib.sha256(_canonical(doc)).hexdigest()
+
+
+class Content:
+    """The SHA-256 of a certificates file's lines (parsed JSON), each as canonical JSON and a newline."""
+
+    def __init__(self):
+        self.hash = hashlib.sha256()
+
+    def add(self, line) -> None:
+        self.hash.update(_canonical(line) + b"\n")
+
+    def hexdigest(self) -> str:
+        return self.hash.hexdigest()
+
+
+def unit_release_digest(unit: Mapping) -> str:
+    """SHA-256 of one certificates unit's release (columns, population, edits, cells), canonical JSON."""
+    return _sha({k: unit[k] for k in RELEASE_KEYS})
+
+
+def release_digest(units: Mapping[tuple[str, str], str]) -> str:
+    """SHA-256 over the units' release digests (``(level, geo) -> digest``) in (level, geo) order."""
+    return _sha(sorted([level, geo, d] for (level, geo), d in units.items()))
+
+
+def intervals_digest(units: Iterable[Mapping]) -> str:
+    """SHA-256 of what findings.json states about intervals: per unit that has any, its level, geo,
+    ``intervals`` and ``interval_details``, in (level, geo) order, as canonical JSON."""
+    return _sha(sorted([u["level"], u["geo"], u["intervals"], u.get("interval_details") or {}]
+                       for u in units if u.get("intervals")))
+
+
+def line_bytes(doc: Mapping) -> bytes:
+    """One line of the file as written."""
+    return (json.dumps(doc, separators=(",", ":")) + "\n").encode("utf-8")
 
 
 class CertificateWriter:
     """Writes units' certificates to ``path``, created with the first unit that has any (a run with no
-    exact interval end writes no file)."""
+    exact interval end writes no file), and seals it on :meth:`close`."""
 
     def __init__(self, path: Path):
         self.path = Path(path)
         self.tmp = self.path.with_name(self.path.name + ".tmp")
         self.fh = self._raw = None  # the gzip stream and the file under it, opened with the first unit
         self.units = 0
+        self.content = Content()
+        self.releases: dict[tuple[str, str], str] = {}
 
     def add(self, unit: dict) -> None:
         if self.fh is None:
@@ -30,65 +84,26 @@ class CertificateWriter:
             self._raw = self.tmp.open("wb")
             self.fh = gzip.GzipFile(fileobj=self._raw, mode="wb", compresslevel=6, mtime=0)  # mtime 0: the same bytes each run
             self._line({"format": FORMAT, "notice": NOTICE, "confidential": True})
-        self._line(unit)
+        data = self._line(unit)
+        self.releases[(unit["level"], unit["geo"])] = unit_release_digest(json.loads(data))  # as the checker reads it
         self.units += 1
 
-    def _line(self, doc: dict) -> None:
-        self.fh.write((json.dumps(doc, separators=(",", ":")) + "\n").encode("utf-8"))
+    def _line(self, doc: dict) -> bytes:
+        data = line_bytes(doc)
+        self.content.add(json.loads(data))  # as the checker reads it back
+        self.fh.write(data)
+        return data
 
-    def close(self) -> Path | None:
-        """Finish the file; its path, or None when no unit had certificates."""
+    def close(self, made_from: Mapping | None = None, units: Iterable[Mapping] = ()) -> dict | None:
+        """Seal the file with the run's input digests ``made_from`` and the findings' ``units`` (see the
+        module docstring) and finish it: findings.json's ``certificates`` (``file``, ``sha256``,
+        ``release``), or None when no unit had certificates."""
         if self.fh is None:
             return None
+        release = release_digest(self.releases)
+        self._line({"run": {"inputs": dict(made_from) if made_from is not None else None,
+                            "intervals": intervals_digest(units), "release": release, "units": self.units}})
         self.fh.close()
         self._raw.close()
         self.tmp.replace(self.path)
-        return self.path
-
-
-@dataclass
-class CertificateCheck:
-    """What :func:`check_certificates` found: ends re-checked in full, ends resting on a SAT solver's
-    answer (witness checked, proof not), and the failing ends (``LEVEL GEO KEY:lo`` -> why)."""
-
-    units: int = 0
-    checked: int = 0
-    solver: int = 0
-    failures: dict[str, str] = field(default_factory=dict)
-
-
-def check_certificates(path: Path) -> CertificateCheck:
-    """Re-check every certificate in ``path`` (the file, or the output folder that holds it) without the
-    solvers. A missing, unreadable or garbled file is the user's error (:class:`AuditError`)."""
-    path = Path(path)
-    path = path / FILE if path.is_dir() else path
-    if not path.is_file():
-        raise AuditError("certificates file not found", str(path),
-                         f"give the output folder of audit run (with {FILE}: written when hidden cells have intervals)")
-    out = CertificateCheck()
-    try:
-        with gzip.open(path, "rt", encoding="utf-8") as fh:
-            for number, line in enumerate(fh, 1):
-                try:
-                    doc = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise AuditError(f"line {number} is not JSON ({exc.msg})", str(path), f"pass the {FILE} of audit run") from None
-                if number == 1:
-                    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
-                        raise AuditError(f"not a certificates file of format {FORMAT} (first line)", str(path),
-                                         f"pass the {FILE} of audit run")
-                    continue
-                out.units += 1
-                try:
-                    failures, solver, checked = check_unit(doc)
-                except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
-                    raise AuditError(f"line {number}: malformed unit ({exc.__class__.__name__}: {exc})", str(path),
-                                     f"pass the {FILE} of audit run, unedited") from None
-                where = f"{doc['level']} {doc['geo']}"
-                out.failures.update({f"{where} {k}": why for k, why in failures.items()})
-                out.solver += len(solver)
-                out.checked += checked
-    except (OSError, EOFError, zlib.error, UnicodeDecodeError) as exc:
-        raise AuditError(f"cannot be read as gzip'd JSON lines ({exc.__class__.__name__})", str(path),
-                         f"pass the {FILE} of audit run") from None
-    return out
+        return {"file": self.path.name, "sha256": self.content.hexdigest(), "release": release}

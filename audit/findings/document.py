@@ -27,6 +27,7 @@ from ..attacks.certificates import unit_certificates
 from ..attacks.intervals import intervals_json
 from .certfile import FILE as CERTIFICATES_FILE
 from .certfile import CertificateWriter
+from .provenance import fingerprint
 from ..inputs import Inputs
 from ..problem.build import Problem
 from ..attacks.reidentify import section as reidentification_section, with_attacker
@@ -241,9 +242,8 @@ def run_exact(inputs: Inputs, options: ExactOptions, on_unit: Callable[[dict], N
     key = unit_order(inputs.schedule)
     units.sort(key=lambda u: key((u["level"], u["geo"])))
     store = writer.close() if writer is not None else None
-    if certificates is not None:
-        certificates.close()
-    return document(inputs, options, units, time.perf_counter() - start, rules, store)
+    sealed = certificates.close(input_digests(inputs), units) if certificates is not None else None
+    return document(inputs, options, units, time.perf_counter() - start, rules, store, sealed)
 
 
 def unit_order(schedule) -> Callable[[tuple[str, str]], tuple]:
@@ -266,19 +266,25 @@ def cell_labels(schedule) -> dict[str, str]:
             for table in schedule.tables for cell in table.cells}
 
 
+def input_digests(inputs: Inputs) -> dict:
+    """The inputs' fingerprint (:func:`audit.findings.provenance.fingerprint`) as findings.json records it."""
+    return fingerprint(inputs.data_path, inputs.schema.source, inputs.schedule.source)
+
+
 def document(inputs: Inputs, options: ExactOptions, units: Sequence[dict], seconds: float, rules=None,
-             store: dict | None = None) -> Findings:
-    """The findings around per-unit results, with the verdict of the rules (default policy when None)."""
+             store: dict | None = None, certificates: dict | None = None) -> Findings:
+    """The findings around per-unit results, with the verdict of the rules (default policy when None);
+    ``certificates``: the sealed certificates file (:meth:`CertificateWriter.close`), when one was written."""
     return Findings(
         tool={"name": "disclosure-audit", "version": __version__, "python": platform.python_version()},
         inputs={"data": inputs.data_path, "schema": inputs.schema.source, "tables": inputs.schedule.source,
-                "rows": int(len(inputs.frame)), "unit": inputs.schema.unit},
+                "rows": int(len(inputs.frame)), "unit": inputs.schema.unit, "fingerprint": input_digests(inputs)},
         options={k: v for k, v in asdict(options).items()} | (
             {"attacker": options.attacker.describe()} if options.attacker is not None else {}),
         summary=Summary.of(units), schema=schema_json(inputs.schema), cell_labels=cell_labels(inputs.schedule),
         tables=tables_json(inputs.schedule, inputs.schema), claim_store=store, units=units, seconds=round(seconds, 3),
         created=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        reidentification=reidentification_section(options.attacker, units),
+        reidentification=reidentification_section(options.attacker, units), certificates=certificates,
     ).judged(rules if rules is not None else load_rules())
 
 

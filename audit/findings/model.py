@@ -79,7 +79,8 @@ class Summary:
 
 
 # keys present only in some runs: absent from the document (not null) when None
-OPTIONAL = ("scale", "published", "unavailable", "attacks", "extras_left_out", "versions", "run", "outputs")
+OPTIONAL = ("scale", "published", "unavailable", "attacks", "extras_left_out", "versions", "run", "outputs",
+            "certificates")
 
 
 @dataclass(frozen=True, eq=True)
@@ -118,6 +119,7 @@ class Findings(Mapping):
     versions: Mapping[str, str] | None = None
     run: Mapping[str, Any] | None = None
     outputs: Mapping[str, str] | None = None
+    certificates: Mapping[str, str] | None = None
     checks: Sequence[Check] = ()
 
     KEYS = ("format", "notice", "confidential", "tool", "inputs", "options", "verdict", "summary", "schema",

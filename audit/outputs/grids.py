@@ -29,7 +29,8 @@ def _grid_cell(code: str, interval: Mapping | None) -> dict:
         words, text = f"{words}; {pinned_words(interval['value'])}: published, to an attacker", f"[{interval['value']}]"
     elif interval is not None and code[:1] in "PSDrn":
         span = f"{interval['lo']}" if interval["lo"] == interval["hi"] else f"{interval['lo']}–{interval['hi']}"
-        proof = "exact" if interval.get("certified") else "outer bound"
+        proof = ("exact, solver-trusted" if interval.get("solver_trusted") else "exact") if interval.get("certified") \
+            else "outer bound"
         how = "can tell, at the protection's confidence (not a proof), that the count" if code[:1] == "n" else \
             "can prove it"
         words = f"{words}; an attacker {how} lies in [{interval['lo']}, {interval['hi']}] ({proof})"

@@ -19,7 +19,7 @@ from ..findings.certfile import CertificateWriter
 from ..findings.claimstore import FILE as STORE_FILE
 from ..findings.claimstore import StoreWriter, store_columns
 from ..findings.cells import grid_cap
-from ..findings.document import document, listing_cap, unit_order
+from ..findings.document import document, input_digests, listing_cap, unit_order
 from ..findings.cells import grid_rank, kept_grids
 from ..findings.lines import JsonLines
 from ..findings.model import Findings
@@ -185,8 +185,9 @@ def merge(parts: Path, schema: Schema, schedule: Schedule, options: ExactOptions
         for fh in files.values():
             fh.close()
     store = writer.close()
-    certificates.close()
-    doc = document(Inputs(schema, schedule, pd.DataFrame(), data_path), options, entries, seconds, rules, store)
+    inputs = Inputs(schema, schedule, pd.DataFrame(), data_path)
+    sealed = certificates.close(input_digests(inputs), entries)
+    doc = document(inputs, options, entries, seconds, rules, store, sealed)
     return replace(doc, inputs={**doc.inputs, "rows": int(rows)},
                    scale=summarise(entries, listing_cap(len(entries), scale.claims_cap), parts))
 
