@@ -214,6 +214,27 @@ def test_hiding_one_sensitive_attribute_does_not_pass_a_release_that_proves_anot
     assert section["attributes"]["race"]["inference"]["unlike_majority"]["lift"] == 1.0
 
 
+def test_sf1_with_its_hispanic_cells_hidden_still_fails_on_the_race_it_proves(tmp_path):
+    """The issue's case: every cell naming hispanic suppressed in each SF1 block, so no person has every
+    sensitive value proved (the Bureau's measures are 0, and a conjunction rule passed), while white and
+    black stay proved for 169 and 167 of 175. The rules fail the blocks on those, by name."""
+    inputs = load_inputs(SF1 / "data.csv", SF1 / "schema.yaml", SF1 / "tables.yaml")
+    hidden = sorted({c.key for t in inputs.schedule.tables for c in t.cells if "hispanic" in c.predicate.columns})
+    tables = yaml.safe_load((SF1 / "tables.yaml").read_text())
+    tables["suppress"] = {"/".join(p.geo): hidden for p in inputs.problems()}
+    (tmp_path / "tables.yaml").write_text(yaml.safe_dump(tables))
+    doc = run_exact(load_inputs(SF1 / "data.csv", SF1 / "schema.yaml", tmp_path / "tables.yaml"),
+                    ExactOptions(explain="none"))
+    exact = doc["reidentification"]["exact"]
+    assert exact["inference"]["all"]["attack"]["count"] == exact["confirmed"]["count"] == 0
+    proved = {k: v["inference"]["all"]["attack"]["count"] for k, v in exact["attributes"].items()}
+    assert proved["hispanic"] == 0 and (proved["white"], proved["black"]) == (169, 167)
+    failed = [c for c in doc["checks"] if c["rule"] == "attribute_inference" and c["outcome"] == "fail"]
+    assert len(failed) == 6 and all("hispanic" not in c["message"].split(":")[0] for c in failed)
+    assert all(c["attributes"]["hispanic"] == 0 for c in failed if c["unit"] != "(release)")
+    assert any(c["message"].startswith(("white:", "black:")) for c in failed)
+
+
 def test_combinations_the_policy_names_are_measured_and_judged(tmp_path, capsys):
     paths = _two_sensitive(tmp_path, hide_hisp=False)
     combined = _rules(tmp_path, "attribute_inference: {max_persons: 0, max_lift: off, combinations: [[race, hisp]]}\n")
