@@ -6,6 +6,7 @@ from typing import Iterable, Iterator, Mapping, Sequence
 
 from ..errors import InternalError
 from ..release.magnitude import MAGNITUDE_RULES, sensitive_values
+from ..specs.attacker import combination_key
 from .definitions import REID_RULES, Rule, Rules
 from .verdict import PASS, RELEASE, SKIPPED, Check
 
@@ -194,7 +195,7 @@ def _pct(part: Mapping) -> str:
 
 def _judged(rule: Rule, reid: Mapping) -> list[str]:
     """What a re-identification rule judges: each sensitive attribute, then the combinations it names."""
-    return [*reid["attacker"]["sensitive"], *("+".join(c) for c in rule.settings.get("combinations") or ())]
+    return [*reid["attacker"]["sensitive"], *map(combination_key, rule.settings.get("combinations") or ())]
 
 
 def _reid_unit(rule: Rule, unit: Mapping, names: list[str], bound: int) -> Check:
