@@ -104,12 +104,18 @@ def test_claims_command_gives_every_claim_the_attack_decided(two_blocks, listed,
     assert "no unit 'nowhere'" in capsys.readouterr().err
 
 
-def test_rules_on_listed_claims_agree_with_the_full_store(listed, capped):
+def test_rules_on_listed_claims_agree_with_the_full_store(two_blocks, listed, capped):
     (_, doc), (capped_out, small) = listed, capped
     assert [len([c for c in u["claims"] if c["m"] == 1 and not c["direct"]]) for u in small["units"]] == [1, 1]
     assert small["checks"] == doc["checks"] and small["summary"] == doc["summary"]
     store = list(ClaimStore(capped_out / "claims.csv.gz").claims())
     ncols = len(doc["schema"]["columns"])
+    # --max-columns 3 leaves out the claims over SF1's 10 columns (each published about at block level);
+    # a block with one consistent dataset proves every true record anyway: its groups from the data
+    data = pd.read_csv(two_blocks, dtype=str)
+    groups = {b: data[data["block"] == b].groupby(list(doc["schema"]["columns"])).size().tolist()
+              for b in data["block"].unique()}
+    reconstructed = {u["geo"]: groups[u["geo"].rsplit("/", 1)[1]] for u in doc["units"] if u["reconstructed"]}
     for policy in ("default", "strict", "lenient"):
         rules = load_rules(policy)
         checks = evaluate(small, rules)
@@ -123,7 +129,9 @@ def test_rules_on_listed_claims_agree_with_the_full_store(listed, capped):
                                                   and len(r["columns"]) >= settings["min_columns"] for r in verified),
                 "direct_singletons": lambda: sum(r["m"] == 1 and r["direct"]
                                                  and len(r["columns"]) >= settings["min_columns"] for r in verified),
-                "full_records": lambda: sum(r["m"] for r in verified if len(r["columns"]) == ncols),
+                "full_records": lambda: sum(m for m in reconstructed[c["unit"]] if m < settings["threshold"])
+                if c["unit"] in reconstructed else sum(r["m"] for r in verified
+                                                       if len(r["columns"]) == ncols and r["m"] < settings["threshold"]),
                 "undecided": lambda: sum(r["status"] == "undecided" for r in rows),
             }.get(c["rule"])
             if expected is not None:

@@ -3,11 +3,13 @@ own extract, brute force on small blocks, the findings section, the rules and th
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 import yaml
@@ -104,6 +106,8 @@ def test_proved_values_hold_in_every_consistent_dataset(case, data):
     release, = inputs.release()
     problem, = inputs.problems([release])
     attacker = inputs.schema.attacker
+    if len(attacker.sensitive) > 1:  # the two together too, as a policy's combination
+        attacker = replace(attacker, combinations=(tuple(a.name for a in attacker.sensitive),))
     options = ExactOptions(explain="none", samples=2, solution_cap=8, attacker=attacker)
     result = audit_unit(problem, options)
     engine = make_engine(problem, options)
@@ -116,9 +120,11 @@ def test_proved_values_hold_in_every_consistent_dataset(case, data):
     person_s = [_codes(a, inputs.frame[a.column]) for a in s_attrs]
     world_q = [_codes(q_attr, [r[col[q_attr.column]] for r in w]) for w in worlds]
     world_s = [[_codes(a, [r[col[a.column]] for r in w]) for a in s_attrs] for w in worlds]
+    every = []
     for i in range(len(inputs.frame)):
         holds = [all(all(ws[j][k] == person_s[j][i] for k in range(len(wq)) if wq[k] == person_q[i])
                      for wq, ws in zip(world_q, world_s)) for j in range(len(s_attrs))]
+        every.append(holds)
         for j in range(len(s_attrs)):
             if got["by_attribute"][i, j]:
                 assert holds[j], f"person {i}: {s_attrs[j].name} reported inferred, broken by a consistent dataset"
@@ -133,6 +139,18 @@ def test_proved_values_hold_in_every_consistent_dataset(case, data):
                     assert got["by_attribute"][i, j] == holds[j], (i, a.name)
             if single_atom(problem, q_attr, person_q[i]) and person_q.count(person_q[i]) == 1:
                 assert got["linked"][i] == all(wq.count(person_q[i]) == 1 for wq in world_q)
+    # each attribute and the combination, as the rules judge them: counted only where brute force proves
+    # every value of it, linked only where brute force links
+    counts = result.reidentification.counts
+    for name, members in attacker.measured.items():
+        proved = got["by_attribute"][:, list(members)].all(axis=1)
+        assert all(all(every[i][j] for j in members) for i in np.flatnonzero(proved))
+        entry = counts["attributes"][name]
+        assert entry["inferred"] == proved.sum() and entry["confirmed"] == (proved & got["linked"]).sum()
+        assert entry["inferred_unlike"] <= min(entry["inferred"], entry["unlike"])
+        assert entry["unlike"] + entry["baselines"]["unit_mode"][0] == len(inputs.frame)
+        assert entry["undecided"] == {"confirmed": 0, "inferred_unlike": 0}
+    assert counts["inferred"] == got["proved"].sum()  # the Bureau's measure: every value together
 
 
 def _touching(problem, attr, code) -> list[set]:
@@ -150,6 +168,110 @@ def whole_atoms(problem, attr, code) -> bool:
 
 def single_atom(problem, attr, code) -> bool:
     return whole_atoms(problem, attr, code) and len(_touching(problem, attr, code)) == 1
+
+
+# -- each sensitive attribute on its own ----------------------------------------------------------------
+PERSONS = [("F", "y", "W", "N"), ("F", "y", "W", "Y"), ("F", "o", "B", "N"), ("M", "y", "W", "N"),
+           ("M", "y", "W", "Y"), ("M", "o", "W", "N"), ("M", "o", "W", "N"), ("F", "y", "W", "Y")]
+
+
+def _two_sensitive(folder: Path, hide_hisp: bool = True) -> tuple[Path, Path, Path]:
+    """A block whose sex x age x race table proves the one old woman Black (the block's majority is
+    white); ethnicity is published in its own table, both cells suppressed (``hide_hisp``)."""
+    cat = lambda *codes: {"type": "categorical", "values": {c: c for c in codes}}  # noqa: E731
+    pd.DataFrame([dict(zip(("sex", "age", "race", "hisp"), p), block="b1") for p in PERSONS]).to_csv(
+        folder / "data.csv", index=False)
+    schema = {"unit": "person", "geography": ["block"],
+              "columns": {"sex": cat("F", "M"), "age": cat("y", "o"), "race": cat("W", "B"), "hisp": cat("Y", "N")},
+              "attacker": {"quasi_identifiers": ["block", "sex", "age"], "sensitive": ["race", "hisp"]}}
+    (folder / "schema.yaml").write_text(yaml.safe_dump(schema))
+    tables = {"tables": [{"id": "T", "by": ["sex", "age", "race"], "margins": True},
+                         {"id": "H", "by": ["hisp"], "margins": True}]}
+    if hide_hisp:
+        tables["suppress"] = {"b1": ["H:Y", "H:N"]}
+    (folder / "tables.yaml").write_text(yaml.safe_dump(tables))
+    return folder / "data.csv", folder / "schema.yaml", folder / "tables.yaml"
+
+
+def test_hiding_one_sensitive_attribute_does_not_pass_a_release_that_proves_another(tmp_path):
+    """Ethnicity hidden, race still proved for the old woman: the Bureau's every-value measures are 0
+    (reported), and both rules fail on race, by name, per unit and for the release."""
+    doc = run_exact(load_inputs(*_two_sensitive(tmp_path)), ExactOptions(explain="none"))
+    counts = doc["units"][0]["reidentification"]
+    assert (counts["confirmed"], counts["inferred_unlike"]) == (0, 0)  # no one has race and ethnicity proved
+    race, hisp = counts["attributes"]["race"], counts["attributes"]["hisp"]
+    assert (race["confirmed"], race["unlike"], race["inferred_unlike"]) == (1, 1, 1)
+    assert (hisp["inferred"], hisp["confirmed"], hisp["inferred_unlike"]) == (0, 0, 0)
+    judged = apply(dict(doc), load_rules("default"))
+    checks = {(c["rule"], c["unit"]): c for c in judged["checks"]}
+    for rule in ("reidentification", "attribute_inference"):
+        unit, release = checks[(rule, "b1")], checks[(rule, "(release)")]
+        assert unit["outcome"] == "fail" and unit["message"].startswith("race: 1 person")
+        assert unit["attributes"] == {"race": 1, "hisp": 0} and "every sensitive value together: 0" in unit["message"]
+        assert release["outcome"] == "fail" and set(release["attributes"]) == {"exact: race"}
+    section = doc["reidentification"]["exact"]
+    assert section["confirmed"]["count"] == 0 and section["attributes"]["race"]["confirmed"]["count"] == 1
+    assert section["attributes"]["race"]["inference"]["unlike_majority"]["lift"] == 1.0
+
+
+def test_sf1_with_its_hispanic_cells_hidden_still_fails_on_the_race_it_proves(tmp_path):
+    """The issue's case: every cell naming hispanic suppressed in each SF1 block, so no person has every
+    sensitive value proved (the Bureau's measures are 0, and a conjunction rule passed), while white and
+    black stay proved for 169 and 167 of 175. The rules fail the blocks on those, by name."""
+    inputs = load_inputs(SF1 / "data.csv", SF1 / "schema.yaml", SF1 / "tables.yaml")
+    hidden = sorted({c.key for t in inputs.schedule.tables for c in t.cells if "hispanic" in c.predicate.columns})
+    tables = yaml.safe_load((SF1 / "tables.yaml").read_text())
+    tables["suppress"] = {"/".join(p.geo): hidden for p in inputs.problems()}
+    (tmp_path / "tables.yaml").write_text(yaml.safe_dump(tables))
+    doc = run_exact(load_inputs(SF1 / "data.csv", SF1 / "schema.yaml", tmp_path / "tables.yaml"),
+                    ExactOptions(explain="none"))
+    exact = doc["reidentification"]["exact"]
+    assert exact["inference"]["all"]["attack"]["count"] == exact["confirmed"]["count"] == 0
+    proved = {k: v["inference"]["all"]["attack"]["count"] for k, v in exact["attributes"].items()}
+    assert proved["hispanic"] == 0 and (proved["white"], proved["black"]) == (169, 167)
+    failed = [c for c in doc["checks"] if c["rule"] == "attribute_inference" and c["outcome"] == "fail"]
+    assert len(failed) == 6 and all("hispanic" not in c["message"].split(":")[0] for c in failed)
+    assert all(c["attributes"]["hispanic"] == 0 for c in failed if c["unit"] != "(release)")
+    assert any(c["message"].startswith(("white:", "black:")) for c in failed)
+
+
+def test_combinations_the_policy_names_are_measured_and_judged(tmp_path, capsys):
+    paths = _two_sensitive(tmp_path, hide_hisp=False)
+    combined = _rules(tmp_path, "attribute_inference: {max_persons: 0, max_lift: off, combinations: [[race, hisp]]}\n")
+    doc = run_exact(load_inputs(*paths), ExactOptions(explain="none"), rules=combined)
+    assert doc["options"]["attacker"]["combinations"] == [["race", "hisp"]]
+    both = doc["units"][0]["reidentification"]["attributes"]["race+hisp"]
+    race = doc["units"][0]["reidentification"]["attributes"]["race"]
+    assert both["inferred"] <= race["inferred"] and both["unlike"] >= race["unlike"]
+    check, = [c for c in doc["checks"] if c["rule"] == "attribute_inference"]
+    assert set(check["attributes"]) == {"race", "hisp", "race+hisp"}
+    # findings of a run whose policy did not name it: the combination is not known to be safe
+    plain = run_exact(load_inputs(*paths), ExactOptions(explain="none"))
+    check, = [c for c in apply(dict(plain), combined)["checks"] if c["rule"] == "attribute_inference"]
+    assert check["outcome"] == "fail" and "race+hisp not measured" in check["message"]
+    # a combination of attributes the attacker model does not hold: one line, exit 2
+    (tmp_path / "bad.yaml").write_text("attribute_inference: {combinations: [[race, sex]]}\n")
+    data, schema, tables = paths
+    assert run(["run", str(data), "-s", str(schema), "-t", str(tables), "-r", str(tmp_path / "bad.yaml"),
+                "-o", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "attribute_inference.combinations names 'sex'" in err and "bad.yaml" in err and "Traceback" not in err
+
+
+def test_protection_breaks_the_proof_of_the_attribute_still_proved(tmp_path):
+    """With ethnicity hidden, protect for attribute_inference still has race's proof to break."""
+    from audit.protection.options import Policy, ProtectOptions
+    from audit.protection.unit import suppress_unit, unit_contexts
+
+    inputs = load_inputs(*_two_sensitive(tmp_path))
+    policy = Policy.from_rules(_rules(tmp_path, "attribute_inference: {max_persons: 0, max_lift: off}\nundecided: on\n"))
+    options = ProtectOptions(exact=ExactOptions(explain="none", attacker=inputs.schema.attacker))
+    ctx, = unit_contexts(inputs)
+    out = suppress_unit(ctx, policy, options)
+    assert out.status == "protected" and out.cells
+    after, _ = ctx.problem(set(out.cells))
+    counts = audit_unit(after, options.exact).reidentification.counts
+    assert counts["attributes"]["race"]["inferred_unlike"] == 0
 
 
 # -- the ranking measure, without the ranking attack --------------------------------------------------

@@ -379,7 +379,7 @@ def test_sf1_summary_signoff_and_baseline(sf1_report):
     for leak in (r"\bnull\b", r"\bNone\b", r"\[\]", r"\{\}", r"\b1 [a-z ]*units\b"):
         assert not re.search(leak, text), leak
     memo = re.search(r'<div id="memo">.*?</div>', html, re.S).group(0)
-    assert "can be rebuilt over every attribute" in memo and "Worst block: " in memo
+    assert "can be rebuilt over every published attribute" in memo and "Worst block: " in memo
     assert "run audit protect" in memo  # no protection.json beside these findings
     signoff = re.search(r'<table id="signoff-table">.*?</table>', html, re.S).group(0)
     rows = re.findall(r"<tr><td>([^<]+)</td><td>([^<]+)</td><td><span class=\"tag (pass|fail|review)\">", signoff)

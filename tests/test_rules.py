@@ -63,6 +63,11 @@ def test_builtin_policies_load_and_cover_every_rule():
     ("rank_lift:\n  max: high\n", ":2", "must be a number"),
     ("undecided:\n  action: maybe\n", ":2", "action must be fail or warn"),
     ("full_records: 3\n", ":1", "must be on, off or a mapping"),
+    ("full_records:\n  threshold: 1\n", ":2", "full_records.threshold must be from 2 to 10"),
+    ("full_records:\n  threshold: off\n", ":2", "full_records.threshold must be from 2 to 10"),
+    ("attribute_inference:\n  combinations: race\n", ":2", "must be a list of lists"),
+    ("reidentification:\n  combinations: [[race]]\n", ":2", "combinations[0] must list two or more distinct"),
+    ("reidentification:\n  combinations: [[race, race]]\n", ":2", "combinations[0] must list two or more distinct"),
     ("derived_singletons: [1\n", ":", "malformed YAML"),
 ])
 def test_bad_rules_name_file_line_and_fix(tmp_path, text, where, words):
@@ -150,3 +155,36 @@ def test_apply_is_idempotent():
     d = doc(unit("a", [claim(ncols=4)]))
     once = copy.deepcopy(apply(d, load_rules()))
     assert apply(d, load_rules()) == once
+
+
+def test_full_records_count_only_records_proved_for_a_group_under_the_threshold(tmp_path):
+    """A record over every published column proved for m persons counts when m < threshold: 1 person
+    alone and 2 pairs (5 persons) under 3, a group of 3 only under 4; none under 2 but the one alone."""
+    groups = {"1": 1, "2": 4, "3": 3, "7": 7}
+    a = unit("a", full_records=15, full_records_by_group=groups)
+    b = unit("b", full_records=12, full_records_by_group={"3": 3, "9": 9})
+    for threshold, counts in ((2, [1, 0]), (3, [5, 0]), (4, [8, 3]), (10, [15, 12])):
+        rules = load_rules(write(tmp_path, f"full_records: {{threshold: {threshold}}}\n"))
+        checks = [c for c in evaluate(doc(a, b), rules) if c["rule"] == "full_records"]
+        assert [c["count"] for c in checks] == counts
+        assert [c["outcome"] for c in checks] == ["fail" if n else "pass" for n in counts]
+    rules = load_rules(write(tmp_path, "full_records: on\n"))
+    check, = evaluate(doc(a), rules)
+    assert "(1 group of 1, 2 groups of 2)" in check["message"] and "fewer than 3 persons" in check["message"]
+
+
+def test_full_records_threshold_defaults_to_the_small_cells_threshold(tmp_path):
+    def threshold(text: str) -> int:
+        return next(r for r in load_rules(write(tmp_path, text)).rules if r.id == "full_records").settings["threshold"]
+
+    assert threshold("full_records: on\nsmall_cells: {threshold: 5}\n") == 5
+    assert threshold("full_records: on\n") == 3  # no small_cells rule
+    assert threshold("full_records: {threshold: 4}\nsmall_cells: {threshold: 5}\n") == 4
+    settings = {name: load_rules(name).to_dict()["rules"]["full_records"]["threshold"] for name in builtin_names()}
+    assert settings == {"default": 3, "strict": 5, "lenient": 3}
+
+
+def test_full_records_of_findings_without_group_sizes_count_every_record(tmp_path):
+    """An older findings file has no full_records_by_group: every reconstructed record counts (not safe)."""
+    check, = evaluate(doc(unit("a", full_records=4)), load_rules(write(tmp_path, "full_records: on\n")))
+    assert check["outcome"] == "fail" and check["count"] == 4 and "re-run audit run" in check["message"]

@@ -12,6 +12,9 @@ attacker file"), and the attacker model (:mod:`audit.specs.attacker`) names the 
   has their quasi-identifiers (verified claims R(q, 1)); a sensitive value is *proved* when the
   verified claims R(q, m) and R(q ∪ s, m) say that all m persons with those quasi-identifiers have
   it (or the unit has one consistent dataset); *confirmed* = linked and every sensitive value proved.
+  The Bureau's measures take every sensitive value together; the rules judge each sensitive
+  attribute (and each combination the policy names) on its own, under ``attributes``: hiding one
+  attribute's cells must not pass a release that still proves another.
   Soundness: a value is reported proved only if it holds in every dataset consistent with the release.
 * **ranking attack**: the unit's top-n ranked rows (n persons) are the reconstruction; a person
   unique on the quasi-identifiers whose values appear in it is a putative match, confirmed when the
@@ -27,6 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Iterable, Mapping, Sequence
 
+from ..errors import AuditError
 from ..specs.attacker import AttackerModel
 from .engines.linear import wilson
 from .engines.rank_options import torch_available
@@ -50,6 +54,9 @@ DEFINITIONS = {
     "unit_mode": "baseline: guess the unit's modal sensitive value (the published tables show it)",
     "parent_mode": "baseline: guess the parent geography's modal sensitive value",
     "ci": "Wilson score interval at the stated confidence",
+    "attributes": "the same measures for each sensitive attribute on its own and each combination the policy "
+                  "names (a+b): confirmed = linked with that value proved; unlike = unlike the unit's majority "
+                  "on that attribute",
 }
 
 
@@ -99,6 +106,16 @@ class ReidentificationResults:
         return {"persons": n, "attack": attack, "baselines": bases, "best_baseline": best,
                 "lift": round((attack["rate"] or 0.0) - (bases[best]["rate"] or 0.0), 6)}
 
+    def _attribute(self, a: Mapping, n: int) -> dict:
+        """One sensitive attribute's (or combination's) rates: confirmed, and inferred for all persons
+        and for those unlike their unit's majority on it."""
+        base = a.get("baselines") or {}
+        return {"confirmed": rate(a.get("confirmed", 0), n, self.confidence),
+                "inference": {"all": self._inference(a.get("inferred", 0), {k: v[0] for k, v in base.items()}, n),
+                              "unlike_majority": self._inference(a.get("inferred_unlike", 0),
+                                                                 {k: v[1] for k, v in base.items()},
+                                                                 a.get("unlike", 0))}}
+
     def to_dict(self) -> dict:
         t, c = self.totals, self.confidence
         n = t.get("persons", 0)
@@ -112,7 +129,8 @@ class ReidentificationResults:
                    "all": self._inference(t.get("inferred", 0), {k: v[0] for k, v in base.items()}, n),
                    "unlike_majority": self._inference(t.get("inferred_unlike", 0), {k: v[1] for k, v in base.items()},
                                                       t.get("unlike", 0))},
-               "by_attribute": {k: rate(v, n, c) for k, v in (t.get("by_attribute") or {}).items()}}
+               "by_attribute": {k: rate(v, n, c) for k, v in (t.get("by_attribute") or {}).items()},
+               "attributes": {name: self._attribute(a, n) for name, a in (t.get("attributes") or {}).items()}}
         if t.get("notes"):
             out["notes"] = list(t["notes"])
         return out
@@ -154,11 +172,29 @@ class ReidentificationAttack:
 
 
 # ------------------------------------------------------------------------------------ findings hooks
-def with_attacker(options, schema):
-    """The exact attack's options with the schema's attacker model (unchanged when it has none)."""
-    if getattr(schema, "attacker", None) is None or options.attacker is not None:
+def with_attacker(options, schema, rules=None):
+    """The exact attack's options with the schema's attacker model (unchanged when it has none or the
+    options have one), measuring the combinations of sensitive attributes the ``rules`` name."""
+    attacker = getattr(schema, "attacker", None)
+    if attacker is None or options.attacker is not None:
         return options
-    return replace(options, attacker=schema.attacker)
+    return replace(options, attacker=replace(attacker, combinations=policy_combinations(rules, attacker)))
+
+
+def policy_combinations(rules, attacker: AttackerModel) -> tuple[tuple[str, ...], ...]:
+    """The combinations of sensitive attributes the re-identification rules name, checked against the
+    attacker model (AuditError naming the rules file)."""
+    names = [a.name for a in attacker.sensitive]
+    out: list[tuple[str, ...]] = []
+    for rule in getattr(rules, "rules", ()):
+        for combo in rule.settings.get("combinations") or ():
+            unknown = [n for n in combo if n not in names]
+            if unknown:
+                raise AuditError(f"{rule.id}.combinations names '{unknown[0]}', not a sensitive attribute of the "
+                                 "schema's attacker model", rules.source, f"use two or more of {names}")
+            if tuple(combo) not in out:
+                out.append(tuple(combo))
+    return tuple(out)
 
 
 def section(attacker: AttackerModel | None, units: Sequence[Mapping], confidence: float = CONFIDENCE) -> dict:

@@ -51,15 +51,18 @@ class UnitMeasure:
     """One unit's counts, and (exact attack) the verified claims that pin failing persons' values."""
 
     counts: dict
-    pins: dict[str, list[Verdict]] = field(default_factory=dict)  # "confirmed" / "inferred_unlike" -> claims
+    # ("confirmed" | "inferred_unlike", attribute or combination) -> the claims pinning those persons' values
+    pins: dict[tuple[str, str], list[Verdict]] = field(default_factory=dict)
     undecided: list[Verdict] = field(default_factory=list)  # claims the engine could not settle (fail closed)
 
     def failing(self, max_confirmed: int | None, max_inferred: int | None) -> list[Verdict]:
-        """The pinning claims of the persons a rule with these bounds fails on (each claim once)."""
+        """The pinning claims of the persons a rule with these bounds fails on, attribute by attribute
+        (and each measured combination), each claim once."""
         out: dict[Claim, Verdict] = {}
-        for key, bound in (("confirmed", max_confirmed), ("inferred_unlike", max_inferred)):
-            if bound is not None and self.counts[key] > bound:
-                out.update((v.claim, v) for v in self.pins.get(key, ()))
+        for name, entry in self.counts.get("attributes", {}).items():
+            for kind, bound in (("confirmed", max_confirmed), ("inferred_unlike", max_inferred)):
+                if bound is not None and entry[kind] > bound:
+                    out.update((v.claim, v) for v in self.pins.get((kind, name), ()))
         return list(out.values())
 
 
@@ -92,15 +95,22 @@ class _Persons:
             out[:, j] = np.where(codes >= 0, codes, -1 - rows[:, col]) if len(rows) else 0
         return out
 
-    def baselines(self, prior: np.ndarray | None) -> dict[str, np.ndarray]:
-        """Per person: unlike the unit's majority, and whether each baseline's guess is right."""
-        mode = _mode(self.sens)
-        right = (self.sens == mode).all(axis=1) if mode is not None else np.zeros(0, bool)
-        parent = _mode(self.keys(np.asarray(prior), self.sensitive)) if prior is not None and len(prior) else mode
+    def baselines(self, prior: np.ndarray | None, members: Sequence[int] | None = None) -> dict[str, np.ndarray]:
+        """Per person: unlike the unit's majority, and whether each baseline's guess is right, on the
+        sensitive attributes ``members`` (indices; all of them by default) taken together."""
+        cols = list(range(len(self.sensitive))) if members is None else list(members)
+        sens = self.sens[:, cols]
+        mode = _mode(sens)
+        right = (sens == mode).all(axis=1) if mode is not None else np.zeros(0, bool)
+        parent = _mode(self.keys(np.asarray(prior), self.sensitive)[:, cols]) if prior is not None and len(prior) \
+            else mode
         return {"unlike": ~right, "unit_mode": right,
-                "parent_mode": (self.sens == parent).all(axis=1) if parent is not None else right}
+                "parent_mode": (sens == parent).all(axis=1) if parent is not None else right}
 
-    def counts(self, prior, putative, confirmed, inferred, by_attribute) -> dict:
+    def counts(self, prior, putative, confirmed, inferred, by_attribute, open_by_attribute=None) -> dict:
+        """The unit's counts: the Bureau's measures (every sensitive value together) and, under
+        ``attributes``, each sensitive attribute and combination on its own (``open_by_attribute``:
+        the exact attack's undecided values, n x attributes)."""
         base = self.baselines(prior)
         unlike = base["unlike"]
         return {
@@ -111,7 +121,24 @@ class _Persons:
             "unlike": int(unlike.sum()), "inferred_unlike": int((inferred & unlike).sum()),
             "baselines": {name: [int(base[name].sum()), int((base[name] & unlike).sum())]
                           for name in ("unit_mode", "parent_mode")},
+            "attributes": {name: self._attribute(prior, members, putative, by_attribute, open_by_attribute)
+                           for name, members in self.attacker.measured.items()},
         }
+
+    def _attribute(self, prior, members, putative, by_attribute, open_by_attribute) -> dict:
+        """One attribute's (or combination's) counts: persons linked with its value proved (``confirmed``),
+        proved (``inferred``), unlike the unit's majority on it, both, the baselines, and undecided."""
+        proved = by_attribute[:, list(members)].all(axis=1)
+        base = self.baselines(prior, members)
+        unlike = base["unlike"]
+        out = {"confirmed": int((putative & proved).sum()), "inferred": int(proved.sum()), "unlike": int(unlike.sum()),
+               "inferred_unlike": int((proved & unlike).sum()),
+               "baselines": {name: [int(base[name].sum()), int((base[name] & unlike).sum())]
+                             for name in ("unit_mode", "parent_mode")}}
+        if open_by_attribute is not None:
+            held = (by_attribute | open_by_attribute)[:, list(members)].all(axis=1) & ~proved
+            out["undecided"] = {"confirmed": int((putative & held).sum()), "inferred_unlike": int((unlike & held).sum())}
+        return out
 
     # -- exact attack -----------------------------------------------------------------------------
     def _allowed(self, key: np.ndarray) -> tuple[list[list[int]] | None, bool]:
@@ -208,7 +235,8 @@ class _Persons:
 
         linked, proved, undecided = np.zeros(n, bool), np.zeros(n, bool), np.zeros(n, bool)
         by_attr = np.zeros((n, len(self.sensitive)), bool)
-        pins: list[list[Verdict]] = [[] for _ in range(n)]
+        open_attr = np.zeros((n, len(self.sensitive)), bool)
+        pins: list[list[Verdict | None]] = [[None] * len(self.sensitive) for _ in range(n)]
         allowed_of: dict[tuple, tuple] = {}
         for i in range(n):
             key = tuple(self.qi[i].tolist())
@@ -224,19 +252,17 @@ class _Persons:
                 got = [holds(t, j, code) for t in combos] if code >= 0 else [("not", None)]
                 status = "not" if any(s == "not" for s, _ in got) else \
                     "undecided" if any(s == "undecided" for s, _ in got) else "proved"
-                by_attr[i, j] = status == "proved"
+                by_attr[i, j], open_attr[i, j] = status == "proved", status == "undecided"
                 statuses.append(status)
-                if status == "proved" and not pins[i]:
-                    pins[i] = [next(v for _, v in got if v is not None)] if any(v for _, v in got) else []
+                if status == "proved":
+                    pins[i][j] = next((v for _, v in got if v is not None), None)
             proved[i] = all(s == "proved" for s in statuses)
             undecided[i] = "not" not in statuses and not proved[i]
-            if not proved[i]:
-                pins[i] = []
             linked[i] = exact and bool(self.unique[i]) and sum(len(groups.get(t, ())) for t in combos) == 1 \
                 and all(counted(t) for t in combos)
         held = [v for v in zeros.values() if v.status == UNDECIDED]
         return {"linked": linked, "proved": proved, "by_attribute": by_attr, "undecided": undecided,
-                "pins": pins, "held": held}
+                "open_by_attribute": open_attr, "pins": pins, "held": held}
 
     # -- ranking attack ---------------------------------------------------------------------------
     def guesses(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -260,12 +286,20 @@ def measure_exact(result, attacker: AttackerModel, prior: np.ndarray | None = No
     persons = _Persons(result.problem, attacker)
     got = persons.proofs(result, verify)
     confirmed = got["linked"] & got["proved"]
-    counts = persons.counts(prior, got["linked"], confirmed, got["proved"], got["by_attribute"])
+    counts = persons.counts(prior, got["linked"], confirmed, got["proved"], got["by_attribute"],
+                            got["open_by_attribute"])
     unlike = persons.baselines(prior)["unlike"]
     counts["undecided"] = {"confirmed": int((got["linked"] & got["undecided"]).sum()),
                            "inferred_unlike": int((unlike & got["undecided"]).sum())}
-    pins = {"confirmed": [v for i in np.flatnonzero(confirmed) for v in got["pins"][i]],
-            "inferred_unlike": [v for i in np.flatnonzero(got["proved"] & unlike) for v in got["pins"][i]]}
+    pins: dict[tuple[str, str], list[Verdict]] = {}
+    for name, members in attacker.measured.items():
+        proved = got["by_attribute"][:, list(members)].all(axis=1)
+        # a combination falls with any one of its values: one attribute's pin is enough to defeat
+        pinned = [next((got["pins"][i][j] for j in members if got["pins"][i][j] is not None), None)
+                  for i in range(len(proved))]
+        for kind, who in (("confirmed", got["linked"] & proved),
+                          ("inferred_unlike", proved & persons.baselines(prior, members)["unlike"])):
+            pins[(kind, name)] = [pinned[i] for i in np.flatnonzero(who) if pinned[i] is not None]
     if persons.notes:
         counts["notes"] = persons.notes
     return UnitMeasure(counts, pins, got["held"])

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from .. import __version__
-from ..problem.claims import UNDECIDED, VERIFIED, candidates
+from ..problem.claims import UNDECIDED, VERIFIED, candidates, distinct_rows
 from .claimstore import FILE as STORE_FILE
 from .claimstore import StoreWriter, encode, store_columns
 from ..attacks.exact import ExactOptions, UnitResult, audit_unit
@@ -33,6 +33,7 @@ from ..problem.build import Problem
 from ..attacks.reidentify import section as reidentification_section, with_attacker
 from ..release.constraints import UnitRelease
 from ..policy.rules import load_rules
+from ..policy.definitions import SMALL_MAX
 from ..attacks.joint import joint_proofs
 from ..attacks.joint_problems import level_problems
 from ..problem.coupled import coupled_levels
@@ -71,9 +72,9 @@ def prior_rows(frame: pd.DataFrame, inputs: Inputs, problem: Problem, cache: dic
 def unit_summary(result: UnitResult) -> dict:
     """Exact counts of one unit's verdicts: what every rule evaluates."""
     problem = result.problem
-    ncols = problem.n_attributes
     counts = {VERIFIED: 0, UNDECIDED: 0}
     by_columns: dict[bool, dict[int, int]] = {False: {}, True: {}}  # direct? -> columns -> singletons
+    by_group: dict[int, int] = {}  # group size m < SMALL_MAX -> persons in full records proved for m persons
     full = explained = minimal = 0
     for v in result.verdicts:
         counts[v.status] = counts.get(v.status, 0) + 1
@@ -84,20 +85,38 @@ def unit_summary(result: UnitResult) -> dict:
                 if not v.direct:
                     explained += bool(v.cells)
                     minimal += v.minimal
-            if k == ncols:
+            if problem.full_record(v.claim.assignment):
                 full += v.claim.m
+                if v.claim.m < SMALL_MAX:
+                    by_group[v.claim.m] = by_group.get(v.claim.m, 0) + v.claim.m
+    if result.reconstructed and not full and problem.truth is not None and len(problem.truth):
+        full, by_group = _reconstructed_records(problem)  # --max-columns cut the full-record claims
     derived, direct = (sum(by_columns[d].values()) for d in (False, True))
     return {"verified": counts[VERIFIED], "undecided": counts[UNDECIDED] + result.omitted, "refuted": result.refuted,
             "verified_singletons": derived + direct, "derived_singletons": derived,
             "explained_singletons": explained, "minimal_explanations": minimal, "full_records": full,
+            "full_records_by_group": {str(m): n for m, n in sorted(by_group.items())},
             "singletons_by_columns": {name: {str(k): n for k, n in sorted(by_columns[d].items())}
                                       for name, d in (("derived", False), ("direct", True))}}
+
+
+def _reconstructed_records(problem: Problem) -> tuple[int, dict[int, int]]:
+    """A unit with one consistent dataset proves every true record: (persons, group size -> persons), the
+    truth grouped over the published columns (and a coupled problem's child-unit column)."""
+    cols = sorted(problem.published_columns | ({problem.index(problem.child)} if problem.child else set()))
+    if not problem.published_columns:
+        return 0, {}
+    _, sizes = distinct_rows(problem.truth[:, cols])
+    by_group: dict[int, int] = {}
+    for m in sizes.tolist():
+        if m < SMALL_MAX:
+            by_group[m] = by_group.get(m, 0) + m
+    return int(sizes.sum()), by_group
 
 
 def listed(result: UnitResult, cap: int) -> list:
     """The claims a unit lists, most telling first (most columns, then least likely under the
     baseline): the first ``cap`` derived singletons, full records and undecided claims."""
-    ncols = result.problem.n_attributes
     verdicts = result.verdicts
     width = [result.problem.width(v.claim.assignment) for v in verdicts]
     kinds: tuple[list[int], list[int], list[int]] = ([], [], [])
@@ -105,7 +124,7 @@ def listed(result: UnitResult, cap: int) -> list:
         if v.status == VERIFIED:
             if v.claim.m == 1 and not v.direct:
                 kinds[0].append(i)
-            if width[i] == ncols:
+            if result.problem.full_record(v.claim.assignment):
                 kinds[1].append(i)
         elif v.status == UNDECIDED:
             kinds[2].append(i)
@@ -207,7 +226,7 @@ def run_exact(inputs: Inputs, options: ExactOptions, on_unit: Callable[[dict], N
     ``cap`` are :func:`unit_json`'s; by default they run in this process.
     """
     start = time.perf_counter()
-    options = with_attacker(options, inputs.schema)
+    options = with_attacker(options, inputs.schema, rules)
     releases = inputs.release()
     proofs = joint_proofs(inputs.schema, inputs.schedule, releases, explain=options.explain != "none")
     problems = level_problems(inputs.frame, inputs.schema, inputs.schedule, releases, proofs, options.max_rows)

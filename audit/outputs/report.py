@@ -164,7 +164,7 @@ def _memo(doc: Findings, rows: list[dict], reid: Mapping | None, protection: Map
         risks.append(f"In {s.units_reconstructed:,} of {of} exactly one dataset fits the published tables: "
                      f"every {noun} in them can be rebuilt.")
     if s.full_records:
-        risks.append(f"{plural(s.full_records, noun)} can be rebuilt over every attribute.")
+        risks.append(f"{plural(s.full_records, noun)} can be rebuilt over every published attribute.")
     if s.derived_singletons:
         risks.append(f"{plural(s.derived_singletons, 'statement')} that single out one {noun} follow from "
                      f"combining published numbers, in {s.units_with_derived_singletons:,} of {of}.")

@@ -203,6 +203,11 @@ def reid_section(doc: Findings) -> dict | None:
                 ("Sensitive values right, all persons", inf["all"]["attack"], inf["all"]["baselines"]),
                 ("Sensitive values right, persons unlike their unit's majority", inf["unlike_majority"]["attack"],
                  inf["unlike_majority"]["baselines"])]
+        for name, a in (part.get("attributes") or {}).items():  # what the rules judge: each attribute on its own
+            unlike = a["inference"]["unlike_majority"]
+            rows += [(f"{name}: re-identified with it proved" if key == "exact" else f"{name}: confirmed",
+                      a["confirmed"], None),
+                     (f"{name} right, persons unlike their unit's majority on it", unlike["attack"], unlike["baselines"])]
         out["parts"].append({"title": title, "run": True, "key": key, "part": part, "rows": rows,
                              "lift": inf["unlike_majority"]["lift"], "unlike": inf["unlike_majority"]["persons"],
                              "missing": part.get("units_not_measured", 0), "notes": part.get("notes") or []})

@@ -6,6 +6,7 @@ from typing import Iterable, Iterator, Mapping, Sequence
 
 from ..errors import InternalError
 from ..release.magnitude import MAGNITUDE_RULES, sensitive_values
+from ..specs.attacker import combination_key
 from .definitions import REID_RULES, Rule, Rules
 from .verdict import PASS, RELEASE, SKIPPED, Check
 
@@ -13,9 +14,9 @@ from .verdict import PASS, RELEASE, SKIPPED, Check
 # ----------------------------------------------------------------------------------------------- checks
 
 def _check(rule: Rule, unit: str, failed: bool | None, message: str, count: int = 0,
-           cells: Mapping[str, str] | None = None) -> Check:
+           cells: Mapping[str, str] | None = None, attributes: Mapping[str, float] | None = None) -> Check:
     outcome = SKIPPED if failed is None else (rule.action if failed else PASS)
-    return Check(rule.id, unit, outcome, count, message, cells)
+    return Check(rule.id, unit, outcome, count, message, cells, attributes)
 
 
 def _plural(n: int, word: str) -> str:
@@ -41,9 +42,7 @@ def _unit_check(rule: Rule, unit: dict, rank_units: dict | None) -> Check:
     if rule.id == "direct_singletons":
         return _singletons(rule, unit, True)
     if rule.id == "full_records":
-        n = unit["summary"].get("full_records", 0)
-        return _check(rule, geo, n > 0, f"{_plural(n, 'record')} reconstructed over every column"
-                      if n else "no record reconstructed over every column", n)
+        return _records_check(rule, unit)
     if rule.id == "reconstructed_units":
         hit = bool(unit.get("reconstructed"))
         return _check(rule, geo, hit, "exactly one dataset reproduces the published tables: the unit is fully "
@@ -78,6 +77,25 @@ def _unit_check(rule: Rule, unit: dict, rank_units: dict | None) -> Check:
             return _check(rule, geo, None, "the ranking attack has no result for this unit")
         return _lift_check(rule, geo, entry, rank_units.get("__k_over_u__"))
     raise InternalError(f"rule '{rule.id}' has no check")
+
+
+def _records_check(rule: Rule, unit: dict) -> Check:
+    """Persons whose record over every published column the release proves for a group smaller than
+    the threshold (a larger group is a published count the policy allows)."""
+    t, s = rule.settings["threshold"], unit["summary"]
+    by_group = s.get("full_records_by_group")
+    if by_group is None:  # findings of an older run: every reconstructed record counted, whatever its group
+        n = s.get("full_records", 0)
+        return _check(rule, unit["geo"], n > 0, f"{_plural(n, 'record')} reconstructed over every column (group "
+                      "sizes not in these findings: re-run audit run)" if n else "no record reconstructed", n)
+    small = {int(m): n for m, n in by_group.items() if int(m) < t and n}
+    if not small:
+        return _check(rule, unit["geo"], False, f"no record over every published column proved for fewer than {t} "
+                      f"persons ({_plural(s.get('full_records', 0), 'person')} in larger groups)")
+    n = sum(small.values())
+    groups = ", ".join(f"{_plural(k // m, 'group')} of {m}" for m, k in sorted(small.items()))
+    return _check(rule, unit["geo"], True, f"{_plural(n, 'record')} over every published column proved for fewer "
+                  f"than {t} persons ({groups})", n)
 
 
 def _magnitude_check(rule: Rule, unit: dict) -> Check:
@@ -197,43 +215,85 @@ def _pct(part: Mapping) -> str:
     return f"{part['rate']:.1%} (95% CI {lo:.1%}-{hi:.1%})" if part.get("rate") is not None else "n/a (nobody)"
 
 
+def _judged(rule: Rule, reid: Mapping) -> list[str]:
+    """What a re-identification rule judges: each sensitive attribute, then the combinations it names."""
+    return [*reid["attacker"]["sensitive"], *map(combination_key, rule.settings.get("combinations") or ())]
+
+
+def _reid_unit(rule: Rule, unit: Mapping, names: list[str], bound: int) -> Check:
+    """One unit: fail when, for some sensitive attribute or combination, more persons than ``bound`` have
+    its value proved (linked, or unlike the unit's majority on it), counting undecided ones (fail closed)."""
+    key = REID_RULES[rule.id][0]
+    what = "linked on the quasi-identifiers with it proved" if key == "confirmed" else \
+        "unlike their unit's majority on it with it proved"
+    counts, geo = unit.get("reidentification"), unit["geo"]
+    if counts is None:
+        return _check(rule, geo, None, "not measured: the exact attack did not finish this unit")
+    attrs = counts.get("attributes") or {}
+    missing = [n for n in names if n not in attrs]
+    if missing:
+        return _check(rule, geo, True, f"{', '.join(missing)} not measured in these findings (an older run, or a "
+                      "combination the run's policy did not name): re-run audit run with this policy", 1)
+    persons = {n: attrs[n][key] + (attrs[n].get("undecided") or {}).get(key, 0) for n in names}
+    over = {n: v for n, v in persons.items() if v > bound}
+    joint = f"every sensitive value together: {counts[key]}"
+    if not over:
+        return _check(rule, geo, False, f"no sensitive attribute proved for more than {bound} persons {what} ("
+                      + ", ".join(f"{n}: {v}" for n, v in persons.items()) + f"; {joint})", 0, attributes=persons)
+    words = "; ".join(f"{n}: {_plural(v, 'person')}" + (f" ({attrs[n]['undecided'][key]} undecided, not known to "
+                      "be safe)" if (attrs[n].get("undecided") or {}).get(key) else "") for n, v in over.items())
+    return _check(rule, geo, True, f"{words} {what} (more than {bound}; {joint})", max(over.values()),
+                  attributes=persons)
+
+
+def _reid_release(rule: Rule, reid: Mapping, names: list[str], limit: float) -> Check | None:
+    """The release: each attack's rate (confirmed) or lift (inference, persons unlike the majority), per
+    sensitive attribute and combination; one above ``limit`` fails."""
+    ran = [(name, reid[name]) for name in ("exact", "ranking") if (reid.get(name) or {}).get("status") == "run"]
+    if not ran:
+        return None
+    confirmed = REID_RULES[rule.id][0] == "confirmed"
+    values, texts, unmeasured = {}, [], []
+    for attack, part in ran:
+        attrs = part.get("attributes") or {}
+        parts = []
+        for n in names:
+            a = attrs.get(n)
+            if a is None:
+                unmeasured.append(f"{attack}: {n}")
+                continue
+            if confirmed:
+                v = a["confirmed"]["rate"] or 0.0
+                parts.append(f"{n} {_pct(a['confirmed'])}")
+            else:
+                inf = a["inference"]["unlike_majority"]
+                v = inf["lift"]
+                parts.append(f"{n} {_pct(inf['attack'])}, {v:+.1%} over the {inf['best_baseline']} baseline")
+            values[f"{attack}: {n}"] = v
+        texts.append(f"{attack} attack: " + ("; ".join(parts) or "no attribute measured")
+                     + (f" (every sensitive value together: confirmed {_pct(part['confirmed'])})" if confirmed else ""))
+    over = [k for k, v in values.items() if v > limit]
+    # the exact attack measures what the policy names; an older findings file or rank.json may not
+    failed = bool(over) or any(u.startswith("exact:") for u in unmeasured)
+    note = f"; not measured: {', '.join(unmeasured)}" if unmeasured else ""
+    what = "confirmed rate" if confirmed else "inference lift for persons unlike their unit's majority"
+    return _check(rule, RELEASE, failed, " | ".join(texts) + note + (
+        f" ({what} above the bound {limit:.0%}: {', '.join(over)})" if over else f" (within the bound {limit:.0%})"),
+        len(over) + sum(u.startswith("exact:") for u in unmeasured), attributes={k: values[k] for k in over} or None)
+
+
 def _reid_checks(rule: Rule, units: Iterable[Mapping], reid: Mapping | None) -> list[Check]:
-    """Per unit (exact attack: persons whose values are proved) and for the release (each attack's rate)."""
+    """Per unit (exact attack: persons whose values are proved) and for the release (each attack's rate),
+    each sensitive attribute and named combination judged on its own."""
     reid = reid or {}
     if reid.get("status") != "run":
         return [_check(rule, RELEASE, None, reid.get("reason") or "the findings have no re-identification section")]
-    key, limit_key = REID_RULES[rule.id]
-    bound, limit = rule.settings["max_persons"], rule.settings[limit_key]
-    what = ("linked on the quasi-identifiers with every sensitive value proved" if key == "confirmed"
-            else "unlike their unit's majority with their sensitive values proved")
-    out = []
-    for unit in units if bound is not None else ():
-        if unit.get("level") != reid["attacker"]["geography"]:
-            continue
-        counts = unit.get("reidentification")
-        if counts is None:
-            out.append(_check(rule, unit["geo"], None, "not measured: the exact attack did not finish this unit"))
-            continue
-        n, held = counts[key], (counts.get("undecided") or {}).get(key, 0)
-        out.append(_check(rule, unit["geo"], n + held > bound, f"{_plural(n, 'person')} {what}"
-                          + (f", {held} more undecided (not known to be safe)" if held else "")
-                          + (f" (more than {bound})" if n + held > bound else ""), n + held))
-    ran = [(name, reid[name]) for name in ("exact", "ranking") if (reid.get(name) or {}).get("status") == "run"]
-    if limit is not None and ran:
-        if key == "confirmed":
-            values = [(name, part["confirmed"]["rate"] or 0.0, f"{name} attack: confirmed {_pct(part['confirmed'])}")
-                      for name, part in ran]
-        else:
-            values = []
-            for name, part in ran:
-                inf = part["inference"]["unlike_majority"]
-                values.append((name, inf["lift"], f"{name} attack: {_pct(inf['attack'])} of persons unlike their "
-                               f"unit's majority inferred, {inf['lift']:+.1%} over the {inf['best_baseline']} baseline"))
-        over = [v for v in values if v[1] > limit]
-        out.append(_check(rule, RELEASE, bool(over), "; ".join(t for _, _, t in values)
-                          + (f" (above the bound {limit:.0%})" if over else f" (within the bound {limit:.0%})"),
-                          len(over)))
-    return out
+    names = _judged(rule, reid)
+    bound, limit = rule.settings["max_persons"], rule.settings[REID_RULES[rule.id][1]]
+    out = [_reid_unit(rule, unit, names, bound) for unit in (units if bound is not None else ())
+           if unit.get("level") == reid["attacker"]["geography"]]
+    release = _reid_release(rule, reid, names, limit) if limit is not None else None
+    return out + ([release] if release is not None else [])
 
 
 def evaluate(doc: Mapping, rules: Rules, rank: Mapping | None = None, linear: Mapping | None = None) -> list[dict]:

@@ -15,7 +15,9 @@ RULES: dict[str, tuple[str, dict[str, tuple[type, Any, str]]]] = {
                                 "covers at least this many columns")}),
     "direct_singletons": ("Verified singleton claims published directly (a count of one)", {
         "min_columns": (int, 3, "fail when a published count of exactly one covers at least this many columns")}),
-    "full_records": ("Fully reconstructed records", {}),
+    "full_records": ("Records reconstructed for a small group", {
+        "threshold": (int, None, "fail when the release proves a record over every column it publishes about for "
+                                 "fewer than this many persons (2 to 10; default: small_cells' threshold, else 3)")}),
     "reconstructed_units": ("Units with exactly one consistent dataset", {}),
     "small_cells": ("Published counts under the threshold", {
         "threshold": (int, 3, "fail on a published exact count from 1 to threshold-1 (2 to 10)")}),
@@ -25,16 +27,21 @@ RULES: dict[str, tuple[str, dict[str, tuple[type, Any, str]]]] = {
     "linear_accuracy": ("Linear reconstruction accuracy", {
         "max": (float, None, "largest allowed accuracy of the linear attack, 0 to 1"),
         "max_lift": (float, 0.10, "largest allowed accuracy over the majority-guess baseline, 0 to 1")}),
-    "reidentification": ("Persons re-identified with their sensitive values", {
-        "max_persons": (int, 0, "per unit: fail when more persons than this are linked on the quasi-identifiers "
-                                "with every sensitive value proved (exact attack)"),
+    "reidentification": ("Persons re-identified with a sensitive value", {
+        "max_persons": (int, 0, "per unit: fail when, for some sensitive attribute (or named combination), more "
+                                "persons than this are linked on the quasi-identifiers with its value proved "
+                                "(exact attack)"),
         "max_rate": (float, 0.05, "release: fail when an attack's confirmed re-identification rate (confirmed / "
-                                  "persons) is above this, 0 to 1")}),
+                                  "persons) for some sensitive attribute (or combination) is above this, 0 to 1"),
+        "combinations": (tuple, (), "sensitive attributes also judged together, e.g. [[race, hispanic]]")}),
     "attribute_inference": ("Sensitive values inferred beyond the baseline", {
-        "max_persons": (int, 0, "per unit: fail when more persons unlike their unit's majority than this have "
-                                "their sensitive values proved (exact attack)"),
-        "max_lift": (float, 0.10, "release: fail when an attack infers the sensitive values of persons unlike "
-                                  "their unit's majority more often than the best baseline by more than this, 0 to 1")}),
+        "max_persons": (int, 0, "per unit: fail when, for some sensitive attribute (or named combination), more "
+                                "persons unlike their unit's majority on it than this have its value proved "
+                                "(exact attack)"),
+        "max_lift": (float, 0.10, "release: fail when an attack infers some sensitive attribute (or combination) "
+                                  "of persons unlike their unit's majority on it more often than the best baseline "
+                                  "by more than this, 0 to 1"),
+        "combinations": (tuple, (), "sensitive attributes also judged together, e.g. [[race, hispanic]]")}),
     "protection_levels": ("Hidden cells whose feasibility interval is too narrow", {
         "upper": (int, None, "the interval must reach at least this far above the true count"),
         "lower": (int, None, "the interval must reach at least this far below the true count (at most down to 0)"),
@@ -55,6 +62,7 @@ RULES: dict[str, tuple[str, dict[str, tuple[type, Any, str]]]] = {
 REID_RULES = {"reidentification": ("confirmed", "max_rate"), "attribute_inference": ("inferred_unlike", "max_lift")}
 TOP_KEYS = ("name", "description", *RULES)
 SMALL_MAX = 10  # findings list exact published counts 1..SMALL_MAX-1, so thresholds go up to 10
+RECORD_THRESHOLD = 3  # full_records' group threshold when the policy has no small_cells rule
 
 
 @dataclass(frozen=True)

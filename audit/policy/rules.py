@@ -14,7 +14,7 @@ from ..specs._yaml import Located, load_yaml
 from ..errors import AuditError
 from ..release.magnitude import TOP
 from .checks import checks_of
-from .definitions import ACTIONS, REID_RULES, RULES, SMALL_MAX, TOP_KEYS, Rule, Rules
+from .definitions import ACTIONS, RECORD_THRESHOLD, REID_RULES, RULES, SMALL_MAX, TOP_KEYS, Rule, Rules
 from .verdict import FAIL, RELEASE, WARN, Check, Failing, Judgement
 
 
@@ -69,6 +69,9 @@ def parse_rules(doc: Located) -> Rules:
                     allowed = [*spec, "action"]
                     raise doc.error(f"unknown setting '{key}' of rule '{rid}'", rid, key, fix=f"use one of {allowed}")
                 kind = spec[key][0]
+                if kind is tuple:
+                    settings[key] = _combinations(doc, rid, key, v)
+                    continue
                 if v is None or v is False:
                     settings[key] = None
                     continue
@@ -81,8 +84,43 @@ def parse_rules(doc: Located) -> Rules:
                             fix=f"e.g. {rid}: on" if not spec else f"e.g. {rid}: {{{next(iter(spec))}: ...}}")
         _check_ranges(doc, rid, settings)
         out.append(Rule(rid, action, settings))
+    out = _resolve_record_threshold(doc, out)
     name = data.get("name", Path(str(doc.file)).stem)
     return Rules(str(name), tuple(out), str(data.get("description", "") or "").strip(), str(doc.file))
+
+
+def _combinations(doc: Located, rid: str, key: str, value: Any) -> tuple[tuple[str, ...], ...]:
+    """A list of combinations, each a list of two or more distinct attribute names (off: none)."""
+    if value is None or value is False:
+        return ()
+    fix = f"{key}: [[race, hispanic]]"
+    if not isinstance(value, list):
+        raise doc.error(f"{rid}.{key} must be a list of lists of sensitive attributes, not {value!r}", rid, key, fix=fix)
+    out = []
+    for i, combo in enumerate(value):
+        if (not isinstance(combo, list) or len(combo) < 2 or len(set(map(str, combo))) != len(combo)
+                or not all(isinstance(a, str) for a in combo)):
+            raise doc.error(f"{rid}.{key}[{i}] must list two or more distinct sensitive attributes, not {combo!r}",
+                            rid, key, i, fix=fix)
+        if tuple(combo) not in out:
+            out.append(tuple(combo))
+    return tuple(out)
+
+
+def _resolve_record_threshold(doc: Located, rules: list[Rule]) -> list[Rule]:
+    """full_records' threshold, when not given: small_cells' (a group the policy would not publish as a
+    count is one it must not reconstruct), else :data:`RECORD_THRESHOLD`."""
+    by_id = {r.id: r for r in rules}
+    full = by_id.get("full_records")
+    if full is None or full.settings["threshold"] is not None:
+        return rules
+    given = doc.data.get("full_records") if isinstance(doc.data, Mapping) else None
+    if isinstance(given, Mapping) and "threshold" in given:  # threshold: off
+        raise doc.error("full_records.threshold must be from 2 to 10", "full_records", "threshold",
+                        fix=f"threshold: {RECORD_THRESHOLD}")
+    small = by_id.get("small_cells")
+    t = small.settings["threshold"] if small is not None else RECORD_THRESHOLD
+    return [Rule(r.id, r.action, {**r.settings, "threshold": t}) if r is full else r for r in rules]
 
 
 def _check_ranges(doc: Located, rid: str, s: dict) -> None:
@@ -94,6 +132,8 @@ def _check_ranges(doc: Located, rid: str, s: dict) -> None:
             raise bad(key, f"{rid}.{key} must be at least 1", f"{key}: 2")
     if rid == "small_cells" and (s["threshold"] is None or not 2 <= s["threshold"] <= SMALL_MAX):
         raise bad("threshold", f"small_cells.threshold must be from 2 to {SMALL_MAX}", "threshold: 3")
+    if rid == "full_records" and s["threshold"] is not None and not 2 <= s["threshold"] <= SMALL_MAX:
+        raise bad("threshold", f"full_records.threshold must be from 2 to {SMALL_MAX}", "threshold: 3")
     for key in ("max", "max_lift", "up_to_k_over_u"):
         if rid in ("rank_lift", "linear_accuracy") and s.get(key) is not None and not 0 <= s[key] <= 1:
             raise bad(key, f"{rid}.{key} must be between 0 and 1", f"{key}: 0.1")

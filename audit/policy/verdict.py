@@ -20,8 +20,10 @@ RELEASE = "(release)"  # the unit name of checks that concern the whole release
 @dataclass(frozen=True)
 class Check:
     """One rule on one unit (or on the release, ``unit`` :data:`RELEASE`); ``cells``: the magnitude
+    """One rule on one unit (or on the release, ``unit`` :data:`RELEASE`); ``cells``: the magnitude
     rules' primary sensitive sums, or the suppressed cells ``small_cells`` finds pinned by their rule,
-    cell -> reason."""
+    cell -> reason; ``attributes``: the re-identification rules' persons
+    (unit) or rates (release, those above the bound) per sensitive attribute or combination."""
 
     rule: str
     unit: str
@@ -29,6 +31,7 @@ class Check:
     count: int
     message: str
     cells: Mapping[str, str] | None = None
+    attributes: Mapping[str, float] | None = None
 
     def __post_init__(self):
         if self.outcome not in OUTCOMES:
@@ -39,11 +42,14 @@ class Check:
                "message": self.message}
         if self.cells is not None:
             out["cells"] = dict(self.cells)
+        if self.attributes is not None:
+            out["attributes"] = dict(self.attributes)
         return out
 
     @classmethod
     def from_json(cls, data: Mapping) -> "Check":
-        return cls(data["rule"], data["unit"], data["outcome"], data["count"], data["message"], data.get("cells"))
+        return cls(data["rule"], data["unit"], data["outcome"], data["count"], data["message"], data.get("cells"),
+                   data.get("attributes"))
 
 
 @dataclass(frozen=True)

@@ -185,6 +185,20 @@ class Problem:
         """Columns that describe the persons: every domain but a coupled problem's child-unit column."""
         return len(self.domains) - (self._child_column >= 0)
 
+    @cached_property
+    def published_columns(self) -> frozenset[int]:
+        """The columns the unit's release publishes about: those a published or hidden cell selects on or
+        sums (a coupled problem's child-unit column aside). A column no cell names is one value to the attacker."""
+        cols = {self.index(name) for c in self.constraints + self.hidden
+                for name in (*c.predicate.columns, *([c.statistic.column] if c.statistic.column else []))}
+        return frozenset(cols - {self._child_column})
+
+    def full_record(self, assignment) -> bool:
+        """Whether a claim covers every column the release publishes about (and so states a whole record
+        as published): its columns, the child-unit column aside, are exactly :attr:`published_columns`."""
+        return bool(self.published_columns) and \
+            {c for c, _ in assignment if c != self._child_column} == self.published_columns
+
     def width(self, assignment) -> int:
         """How many of a claim's columns describe the persons: a claim naming one block is that block's
         claim over its own columns, one naming none the parent's."""

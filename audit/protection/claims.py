@@ -21,7 +21,6 @@ def failing(result: UnitResult, policy: Policy) -> tuple[list, list]:
     """(failing verified verdicts, undecided verdicts) of one attacked unit under the policy; a claim's
     columns are those that describe the persons (:meth:`audit.problem.build.Problem.width`)."""
     problem = result.problem
-    ncols = problem.n_attributes
     out, undecided = [], []
     for v in result.verdicts:
         if v.status == UNDECIDED:
@@ -32,7 +31,8 @@ def failing(result: UnitResult, policy: Policy) -> tuple[list, list]:
         k = problem.width(v.claim.assignment)
         if ((v.claim.singleton and not v.direct and policy.derived is not None and k >= policy.derived)
                 or (v.claim.singleton and v.direct and policy.direct is not None and k >= policy.direct)
-                or (policy.full_records and k == ncols)):
+                or (policy.full_records is not None and v.claim.m < policy.full_records
+                    and problem.full_record(v.claim.assignment))):
             out.append(v)
     if result.reidentification is not None:  # a person whose sensitive values are proved: the claims pinning them
         seen = {v.claim for v in out}

@@ -20,7 +20,7 @@ class Policy:
 
     derived: int | None = 2        # verified derived singleton claims over >= k columns
     direct: int | None = None      # verified direct singleton claims (a published 1) over >= k columns
-    full_records: bool = False     # verified claims over every column
+    full_records: int | None = None  # verified claims over every published column for fewer persons than this
     reconstructed: bool = False    # exactly one dataset fits
     small: int | None = None       # published exact counts 1..t-1
     undecided: bool = True         # fail closed
@@ -34,7 +34,7 @@ class Policy:
         on = {r.id: r for r in rules.rules if r.action == "fail"}
         get = lambda rid, key: on[rid].settings.get(key) if rid in on else None  # noqa: E731
         return cls(derived=get("derived_singletons", "min_columns"), direct=get("direct_singletons", "min_columns"),
-                   full_records="full_records" in on, reconstructed="reconstructed_units" in on,
+                   full_records=get("full_records", "threshold"), reconstructed="reconstructed_units" in on,
                    small=get("small_cells", "threshold"), undecided="undecided" in on,
                    reidentification=get("reidentification", "max_persons"),
                    inference=get("attribute_inference", "max_persons"),

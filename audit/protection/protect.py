@@ -70,7 +70,7 @@ def audit_pattern(inputs: Inputs, exact: ExactOptions, rules, out: Path, progres
     """``audit protect --audit-only``: the schedule's own suppression pattern audited as it stands (the
     peers' "Audit"): no new suppression is searched for. Writes findings.json and the claim store to
     ``out``; the document carries every hidden count's feasibility interval and the rules' verdict."""
-    doc = audited(inputs, with_attacker(exact, inputs.schema), rules, "audit: units", progress, out)
+    doc = audited(inputs, with_attacker(exact, inputs.schema, rules), rules, "audit: units", progress, out)
     write_json(doc, out / "findings.json")
     return doc
 
@@ -109,7 +109,7 @@ def protect(inputs: Inputs, options: ProtectOptions, rules, out: Path,
     finished (its ``protection.partial.json``) are taken as they are."""
     start = time.perf_counter()
     policy = Policy.from_rules(rules)
-    options = replace(options, exact=with_attacker(options.exact, inputs.schema))
+    options = replace(options, exact=with_attacker(options.exact, inputs.schema, rules))
     params = {k: v for k, v in asdict(options).items() if k != "exact"} | {"exact": asdict(options.exact) | {
         "attacker": options.exact.attacker and options.exact.attacker.describe()}}
     key = run_key(inputs, {"parameters": params, "rules": rules.to_dict()})

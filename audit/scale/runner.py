@@ -140,7 +140,7 @@ def run_scaled(source, schema: Schema, schedule: Schedule, options: ExactOptions
     total)`` after each unit is written. Raises :class:`Interrupted` on Ctrl-C (parts intact).
     """
     start = time.perf_counter()
-    options = with_attacker(options, schema)
+    options = with_attacker(options, schema, rules)
     out = Path(out)
     parts = out / "parts"
     manifest = parts / "run.json"

@@ -54,15 +54,20 @@ class Attribute:
 
 @dataclass(frozen=True)
 class AttackerModel:
-    """Quasi-identifiers (a geography level plus attributes) and sensitive attributes."""
+    """Quasi-identifiers (a geography level plus attributes) and sensitive attributes; ``combinations``:
+    groups of sensitive attributes (names) measured together as well as each on its own (the policy's)."""
 
     geography: str
     quasi_identifiers: tuple[Attribute, ...]
     sensitive: tuple[Attribute, ...]
+    combinations: tuple[tuple[str, ...], ...] = ()
 
     def __post_init__(self):
         if not self.sensitive:
             raise ValueError("an attacker model needs at least one sensitive attribute")
+        names = {a.name for a in self.sensitive}
+        if any(len(c) < 2 or not set(c) <= names for c in self.combinations):
+            raise ValueError(f"combinations {self.combinations} must group two or more of {sorted(names)}")
         shared = {a.column for a in self.quasi_identifiers} & {a.column for a in self.sensitive}
         if shared:
             raise ValueError(f"column(s) {sorted(shared)} are both quasi-identifying and sensitive")
@@ -70,7 +75,22 @@ class AttackerModel:
     def describe(self) -> dict:
         """The model as the findings show it (names only)."""
         return {"geography": self.geography, "quasi_identifiers": [a.name for a in self.quasi_identifiers],
-                "sensitive": [a.name for a in self.sensitive]}
+                "sensitive": [a.name for a in self.sensitive],
+                **({"combinations": [list(c) for c in self.combinations]} if self.combinations else {})}
+
+    @property
+    def measured(self) -> dict[str, tuple[int, ...]]:
+        """What is judged of the sensitive attributes: each on its own, then each combination (named
+        ``a+b``), as indices into :attr:`sensitive`."""
+        index = {a.name: j for j, a in enumerate(self.sensitive)}
+        out = {a.name: (j,) for j, a in enumerate(self.sensitive)}
+        out.update({combination_key(c): tuple(index[n] for n in c) for c in self.combinations})
+        return out
+
+
+def combination_key(names) -> str:
+    """The name a combination of sensitive attributes is reported under: ``race+hispanic``."""
+    return "+".join(names)
 
     @property
     def known(self) -> str:
