@@ -20,7 +20,6 @@ RELEASE = "(release)"  # the unit name of checks that concern the whole release
 @dataclass(frozen=True)
 class Check:
     """One rule on one unit (or on the release, ``unit`` :data:`RELEASE`); ``cells``: the magnitude
-    """One rule on one unit (or on the release, ``unit`` :data:`RELEASE`); ``cells``: the magnitude
     rules' primary sensitive sums, or the suppressed cells ``small_cells`` finds pinned by their rule,
     cell -> reason; ``attributes``: the re-identification rules' persons
     (unit) or rates (release, those above the bound) per sensitive attribute or combination."""
