@@ -33,7 +33,9 @@ from .problem.coupled import coupled_levels
 from .errors import AuditError, InconsistentRelease
 from .attacks.exact import ExactOptions, UnitResult, audit_unit, make_engine
 from .findings.cells import GridKeeper, grid_cap, grid_json
-from .findings.document import document, unit_json
+from .findings.claimstore import FILE as STORE_FILE
+from .findings.claimstore import StoreWriter, store_columns
+from .findings.document import LISTED, document, listing_cap, store_unit, unit_json
 from .findings.model import Findings
 from .attacks.implied import LinearProof
 from .inputs import Inputs
@@ -41,7 +43,7 @@ from .attacks.intervals import without_values
 from .data.microdata import read_table
 from .problem.build import Problem
 from .release.constraints import EMPTY, PUBLISHED, STRUCTURAL, SUPPRESSED, UnitRelease, Value
-from .specs.schedule import Schedule, load_schedule
+from .specs.schedule import MARGIN, Schedule, load_schedule
 from .specs.schema import Schema, load_schema
 from .release.tabulate import _hide
 
@@ -128,6 +130,11 @@ def releases_from_frame(frame: pd.DataFrame, schema: Schema, schedule: Schedule,
         empty = [g for g, c in zip(geo, codes) if not c.strip()]
         if empty:
             raise _row_error(name, i, f"the geography column {empty[0]} is empty", f"give every row its {empty[0]} code")
+        margin = [g for g, c in zip(geo, codes) if c.strip() == MARGIN]
+        if margin:
+            raise _row_error(name, i, f"{margin[0]} is '{MARGIN}', which marks a margin (a total over codes), not a "
+                             f"unit", f"give the unit's own {margin[0]} code, and leave totals over units out of "
+                             "the release (each unit is attacked on its own tables)")
         finer = [g for g in geo[depth[table.level]:] if g in text and text[g][i].strip()]
         if finer:
             raise _row_error(name, i, f"{finer[0]} = {text[finer[0]][i]!r}, but {table.id} is published by {table.level}",
@@ -201,7 +208,8 @@ def _value(cell, stat, raw: str, status: str, table, name: str, i: int) -> Value
             raise _row_error(name, i, f"count {raw} is not a multiple of round_to {p.round_to}",
                              "check the schedule's protection, or the value")
         t = p.suppress_below
-        if t and not (p.round_to and p.round_to > 1) and value < t and (value > 0 or p.protect_zeros):
+        if t and not (p.round_to and p.round_to > 1) and value < t and (value > 0 or p.protect_zeros) \
+                and not cell.structural:  # a structural zero is never suppressed, protect_zeros or not
             raise _row_error(name, i, f"count {raw} is published though {table.id} suppresses counts below {t}",
                              "check that -t is the schedule this release was published with")
     if status == STRUCTURAL or cell.structural:
@@ -317,24 +325,29 @@ def attack_unit(problem: Problem, options: ExactOptions = ExactOptions()) -> Uni
     A unit that admits no dataset raises :class:`InconsistentRelease` naming the conflicting cells; one
     past ``max_rows`` or whose first dataset runs out of budget is returned undecided as a whole.
     """
+    return _attack(problem, options)[0]
+
+
+def _attack(problem: Problem, options: ExactOptions) -> tuple[UnitResult, np.ndarray | None]:
+    """:func:`attack_unit`'s result and the first dataset its candidates came from (None: none found)."""
     start = time.perf_counter()
     if problem.proof:  # one dataset, proved from the published values (audit.attacks.joint.as_proved)
         result = audit_unit(problem, options)
         result.problem = replace(problem, truth=None)
         result.seconds = time.perf_counter() - start
-        return result
+        return result, problem.truth
     if problem.n_rows[1] > options.max_rows and problem.joint is not None:  # a coarser unit the joint solve left open
         first, engine = a_dataset(problem.joint, options.seed, options.unit_seconds), None
         if first is None:
             return _undecided(problem, "timeout", f"no dataset of the joint model found within {MIP_NODES:,} MIP nodes "
-                              f"or --unit-seconds {options.unit_seconds:g}", start)
+                              f"or --unit-seconds {options.unit_seconds:g}", start), None
     elif problem.n_rows[1] > options.max_rows:
-        return _undecided(problem, "too-large", f"{problem.n_rows[1]} rows > --max-rows {options.max_rows}", start)
+        return _undecided(problem, "too-large", f"{problem.n_rows[1]} rows > --max-rows {options.max_rows}", start), None
     else:
         try:
             first, engine = first_dataset(problem, options)
         except TimeoutError as err:
-            return _undecided(problem, "timeout", f"no consistent dataset found within the budget ({err})", start)
+            return _undecided(problem, "timeout", f"no consistent dataset found within the budget ({err})", start), None
     if first is None:
         raise InconsistentRelease(f"no dataset reproduces the published values: conflicting cells "
                                   f"{engine.conflicting_cells()}", f"unit {'/'.join(problem.geo)}",
@@ -343,17 +356,25 @@ def attack_unit(problem: Problem, options: ExactOptions = ExactOptions()) -> Uni
     result.problem = problem
     result.intervals = without_values(result.intervals)  # the first dataset's counts, not the truth
     result.seconds = time.perf_counter() - start
-    return result
+    return result, first
 
 
 def _undecided(problem: Problem, status: str, reason: str, start: float) -> UnitResult:
     return UnitResult(problem, status=status, reason=reason, seconds=time.perf_counter() - start)
 
 
-def unit_findings(result: UnitResult, release: UnitRelease | None) -> dict:
+def unit_findings(result: UnitResult, release: UnitRelease | None, first: np.ndarray | None = None,
+                  header: tuple[str, ...] | None = None, options: ExactOptions = ExactOptions(),
+                  cap: int = LISTED) -> dict:
     """The unit's findings (:func:`audit.findings.document.unit_json`); a unit attacked no further than its
-    status (too large, timed out) counts as undecided: its claims are not known, so never safe."""
-    unit = unit_json(result, release)
+    status (too large, timed out) counts as undecided: its claims are not known, so never safe.
+
+    With a store ``header`` its claims are attached for the claim store; the ``first`` dataset the
+    candidates came from gives the refuted ones (true in it, contradicted by another consistent dataset).
+    """
+    if header is not None and first is not None:
+        result = replace(result, problem=replace(result.problem, truth=first))  # only the refuted rows read it
+    unit = unit_json(result, release, cap, header, options.max_columns)
     if result.status != "done" and not unit["claims"]:
         unit["summary"]["undecided"] = max(unit["summary"]["undecided"], 1)
         unit["claims_unknown"] = True
@@ -361,8 +382,9 @@ def unit_findings(result: UnitResult, release: UnitRelease | None) -> dict:
 
 
 def run_published(release: Path, schema_path: Path, tables_path: Path, options: ExactOptions,
-                  on_unit: Callable[[dict], None] | None = None, rules=None) -> Findings:
-    """Read the release, attack every unit, and assemble the findings document (no microdata)."""
+                  on_unit: Callable[[dict], None] | None = None, rules=None, out: Path | None = None) -> Findings:
+    """Read the release, attack every unit, and assemble the findings document (no microdata); with
+    ``out``, every claim goes to the claim store ``out/claims.csv.gz`` as in a microdata run."""
     start = time.perf_counter()
     schema = load_schema(schema_path)
     schedule = load_schedule(tables_path, schema)
@@ -370,16 +392,21 @@ def run_published(release: Path, schema_path: Path, tables_path: Path, options: 
     problems = published_problems(releases, schema, schedule, options.max_rows)
     by_unit = {(r.level, r.geo): r for r in releases}
     keeper = GridKeeper(grid_cap(len(problems)))
+    header = store_columns(schema, schedule) if out is not None else None
+    writer = StoreWriter(Path(out) / STORE_FILE, header) if header is not None else None
+    cap = listing_cap(len(problems))
     units = []
     for problem in problems:
         published = by_unit.get((problem.level, problem.geo))
-        units.append(unit_findings(attack_unit(problem, options), published))
+        result, first = _attack(problem, options)
+        units.append(store_unit(unit_findings(result, published, first, header, options, cap), writer))
         if published is not None:
             keeper.offer(units[-1], grid_json(published))
         if on_unit:
             on_unit(units[-1])
+    store = writer.close() if writer is not None else None
     doc = document(Inputs(schema, schedule, pd.DataFrame(), str(release)), options, units,
-                   time.perf_counter() - start, rules)
+                   time.perf_counter() - start, rules, store)
     finest = max(schedule.levels, key=schema.geography.index)
     return replace(
         doc, notice=NOTICE, inputs={**doc.inputs, "data": None, "release": str(release),
