@@ -110,24 +110,33 @@ def unit_intervals(unit: Mapping) -> dict[str, dict]:
     return {k: {"lo": lo, "hi": hi, **details.get(k, {})} for k, (lo, hi) in (unit.get("intervals") or {}).items()}
 
 
+def too_narrow(settings: Mapping, intervals: Mapping[str, dict]) -> dict[str, str] | None:
+    """The hidden cells (:func:`unit_intervals`) whose interval misses the protection levels, cell ->
+    why; None when a true value is not known (a published release alone)."""
+    bad = {}
+    for cell, iv in intervals.items():
+        if "value" not in iv:
+            return None
+        v = iv["value"]
+        below, above = protection_needed(settings, v, "stat" not in iv)
+        if not iv["certified"] or v - iv["lo"] < below or iv["hi"] - v < above:
+            bad[cell] = (f"{cell} in [{iv['lo']}, {iv['hi']}]{'' if iv['certified'] else ' (not certified)'}, "
+                         f"true {v}, needs [{v - below:g}, {v + above:g}]")
+    return bad
+
+
 def _protection_check(rule: Rule, unit: dict) -> Check:
     geo, intervals = unit["geo"], unit_intervals(unit)
     if not intervals:
         why = unit.get("intervals_skipped")
         return _check(rule, geo, None if why else False, why or "no cell is hidden")
-    bad = []
-    for cell, iv in intervals.items():
-        if "value" not in iv:
-            return _check(rule, geo, None, "the true values are not known (a published release alone)")
-        v = iv["value"]
-        below, above = protection_needed(rule.settings, v, "stat" not in iv)
-        if not iv["certified"] or v - iv["lo"] < below or iv["hi"] - v < above:
-            bad.append(f"{cell} in [{iv['lo']}, {iv['hi']}]{'' if iv['certified'] else ' (not certified)'}, "
-                       f"true {v}, needs [{v - below:g}, {v + above:g}]")
+    bad = too_narrow(rule.settings, intervals)
+    if bad is None:
+        return _check(rule, geo, None, "the true values are not known (a published release alone)")
     if not bad:
         return _check(rule, geo, False, f"every hidden cell's interval meets the protection levels ({len(intervals)} cells)")
     return _check(rule, geo, True, f"{_plural(len(bad), 'hidden cell')} with too narrow an interval (e.g. "
-                  f"{'; '.join(bad[:3])})", len(bad))
+                  f"{'; '.join(list(bad.values())[:3])})", len(bad))
 
 
 def rank_lift(curve: Mapping, k_over_u: list | None, upto: float) -> tuple[float, float | None, str]:
