@@ -113,8 +113,10 @@ def _unit(old: Mapping | None, new: Mapping, settings: Mapping | None, keys: tup
         if n > had.get(key, 0):
             yield _worse(f"reidentification.{key}", geo, had.get(key, 0), n, f"persons {key} {had.get(key, 0)} -> {n}")
     if settings is not None:
-        for cell, why in _narrowed(old, new, settings, *keys).items():
-            yield _worse("protection_levels", geo, None, cell, f"newly below the protection levels: {why}")
+        narrowed = _narrowed(old, new, settings, *keys)
+        if narrowed:
+            yield _worse("protection_levels", geo, None, sorted(narrowed), f"{len(narrowed)} values newly below the "
+                         f"protection levels (e.g. {'; '.join(list(narrowed.values())[:2])})")
 
 
 def got_worse(old: Findings, new: Findings, new_claims: list[dict], by_claims: bool = False) -> list[dict]:
