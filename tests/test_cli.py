@@ -308,6 +308,44 @@ def test_diff_fails_when_a_table_adds_risk_to_a_rule_already_failing(tmp_path, c
     assert run(["diff", str(new), str(old), "--json"]) == 0  # the table removed: less risk
     back = json.loads(capsys.readouterr().out)
     assert back["worse"] == [] and back["new_claims"] == [] and len(back["removed_claims"]) == 50
+    # a table of age groups publishing counts of 1 and 2: small cells, where nothing else got worse;
+    # taken away again, the release publishes a subset of its values: nothing it proves is new
+    grouped = tmp_path / "grouped.yaml"
+    grouped.write_text((BLOCK7 / "tables.yaml").read_text() + """  - id: T2
+    title: Persons by age group
+    geography: block
+    protection: {suppress_below: 1}
+    cells:
+      - {id: a, label: Under 30, where: {age: {max: 29}}}
+      - {id: b, label: 30 to 59, where: {age: {min: 30, max: 59}}}
+      - {id: c, label: 60 or over, where: {age: {min: 60}}}
+""")
+    more = _block7_run(tmp_path / "more", grouped)
+    assert run(["diff", str(new), str(more), "--json"]) == 1
+    result = json.loads(capsys.readouterr().out)
+    assert [(w["rule"], w["old"], w["new"]) for w in result["worse"]] == [("small_cells", "pass", "fail")]
+    assert run(["diff", str(more), str(new), "--json"]) == 0
+    assert "nothing it proves is new" in json.loads(capsys.readouterr().out)["within"]
+
+
+def test_a_release_publishes_within_another_only_with_the_same_protection(tmp_path):
+    """Same data, schema and table ids: a table whose threshold changed publishes other values."""
+    from dataclasses import replace as changed
+
+    from audit.findings.files import read_findings
+    from audit.findings.provenance import fingerprint
+    from audit.outputs.diff_risk import publishes_within
+
+    assert run(["run", str(BLOCK7 / "data.csv"), "-s", str(BLOCK7 / "schema.yaml"), "-t", str(BLOCK7 / "tables.yaml"),
+                "-o", str(tmp_path / "a"), "--explain", "none", "--no-report", "--quiet", "--max-columns", "1"]) == 1
+    doc = read_findings(tmp_path / "a" / "findings.json")
+    assert publishes_within(doc, doc)
+    lower = tmp_path / "lower.yaml"
+    lower.write_text((BLOCK7 / "tables.yaml").read_text().replace("suppress_below: 3", "suppress_below: 2"))
+    inputs = {**doc.inputs, "tables": str(lower)}
+    other = changed(doc, inputs={**inputs, "fingerprint": fingerprint(inputs["data"], inputs["schema"], lower)})
+    assert publishes_within(doc, other) is None
+    assert publishes_within(doc, changed(doc, inputs={**doc.inputs, "tables": str(lower)})) is None  # file changed
 
 
 def test_diff_gate_compares_claims_not_labels(tmp_path):

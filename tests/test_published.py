@@ -2,6 +2,7 @@
 consistent dataset -- the microdata audit's verified claims -- and says what it cannot report."""
 from __future__ import annotations
 
+import copy
 import json
 import tempfile
 from dataclasses import replace
@@ -79,6 +80,26 @@ def test_release_read_back_and_attacked_equals_brute_force(case):
     """Suppression (primary, complementary, by name), rounding, structural zeros: the release is written
     as audit tabulate writes it, read back alone, and attacked; the brute force re-tabulates every
     codebook dataset of every size the published totals allow."""
+    _read_back_equals_brute_force(case)
+
+
+def _protecting_zeros(case):
+    schema, tables, rows = copy.deepcopy(case)
+    for table in tables["tables"]:
+        if "suppress_below" in table.get("protection", {}):
+            table["protection"]["protect_zeros"] = True
+    return schema, tables, rows
+
+
+@settings(SETTINGS, max_examples=40)
+@given(cases().map(_protecting_zeros))
+def test_protected_zeros_read_back_and_attacked_equals_brute_force(case):
+    """The same with ``protect_zeros: true`` wherever a table suppresses: zeros hidden with the small
+    counts, structural zeros (edits, universes) published as such and read back so."""
+    _read_back_equals_brute_force(case)
+
+
+def _read_back_equals_brute_force(case) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         inputs = _load(*case, Path(tmp))
         release, = inputs.release()

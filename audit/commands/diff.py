@@ -35,7 +35,7 @@ def register(app: typer.Typer) -> None:
         if rules is not None:
             policy = load_rules(rules)
             a, b = a.judged(policy), b.judged(policy)
-        result = compare(a, b, store_beside(old, a), store_beside(new, b))
+        result = compare(a, b, store_beside(old, a), store_beside(new, b), (old, new))
         if out is not None:
             out.parent.mkdir(parents=True, exist_ok=True)
             out.write_text(json.dumps(result, indent=1), encoding="utf-8")

@@ -5,7 +5,7 @@ import re
 from typing import Mapping
 
 from ..findings.model import Findings
-from .diff_risk import gates, got_worse
+from .diff_risk import gates, got_worse, publishes_within
 from .words import claim_text
 
 RANGE = re.compile(r"^(-?\d+)-(-?\d+)$")
@@ -82,12 +82,13 @@ def _failing(doc: Findings) -> set[tuple[str, str]]:
     return {(c.rule, c.unit) for c in doc.checks if c.outcome == "fail"}
 
 
-def compare(old: Findings, new: Findings, old_store=None, new_store=None) -> dict:
+def compare(old: Findings, new: Findings, old_store=None, new_store=None, files: tuple = (None, None)) -> dict:
     """Units newly at risk, singleton claims and full records newly verified (and no longer), checks newly
     failing, and ``worse``: everything riskier in ``new`` (:func:`audit.outputs.diff_risk.got_worse`).
 
     Claims are compared unit by unit over the claim stores when both are given, else over the
-    claims the documents list (a bounded selection per unit).
+    claims the documents list (a bounded selection per unit). ``files``: the two findings files (their
+    runs' inputs are looked for beside them).
     """
     if old_store is None or new_store is None:
         old_store = new_store = None
@@ -115,6 +116,11 @@ def compare(old: Findings, new: Findings, old_store=None, new_store=None) -> dic
             removed += [{"unit": key[1], "columns": _claim(found, old_store)["columns"]}
                         for found in _claims(old.units[i], old_store).values()]
     added.sort(key=lambda c: (c["unit"], -len(c["columns"])))
+    within = publishes_within(old, new, files)
+    if within:
+        added = []  # implied by the old release's values, which include the new one's
+    worse = got_worse(old, new, added, old_store is not None, within)
+    fails = gates(worse)
     fa, fb = _failing(old), _failing(new)
     newly = sorted(fb - fa)
     fixed = sorted(fa - fb)
@@ -127,14 +133,14 @@ def compare(old: Findings, new: Findings, old_store=None, new_store=None) -> dic
     if old_store is None:
         lines.append("(claims compared over those findings.json lists: a claim store is missing beside one of the "
                      "files, so singleton counts are compared too)")
-    lines += [f"NEWLY FAILING {r} in {u}" for r, u in newly]
-    lines += [f"no longer failing {r} in {u}" for r, u in fixed]
-    worse = got_worse(old, new, added, by_claims=old_store is not None)
-    fails = gates(worse)
+    if within:
+        lines.append(f"the new release publishes a subset of the old one's values: {within}")
     lines.append(f"got worse: {len({w['unit'] for w in worse})} units or totals"
                  + ("" if fails else " (under rules that only warn)") if worse
                  else "got worse: nothing (no rule counts more risk in the new findings)")
-    return {"old_verdict": old.verdict, "new_verdict": new.verdict, "worse": worse, "fails": fails,
+    lines += [f"NEWLY FAILING {r} in {u}" for r, u in newly]
+    lines += [f"no longer failing {r} in {u}" for r, u in fixed]
+    return {"old_verdict": old.verdict, "new_verdict": new.verdict, "worse": worse, "fails": fails, "within": within,
             "newly_failing": [{"rule": r, "unit": u} for r, u in newly],
             "no_longer_failing": [{"rule": r, "unit": u} for r, u in fixed],
             "units_newly_at_risk": at_risk, "new_claims": added, "removed_claims": removed, "lines": lines}

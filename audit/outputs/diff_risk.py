@@ -2,10 +2,15 @@
 ``audit diff`` (exit 1 when anything did, even under a rule that already failed)."""
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Iterator, Mapping
 
+from ..errors import AuditError
 from ..findings.model import Findings
+from ..findings.provenance import fingerprint
 from ..policy.checks import too_narrow, unit_intervals
+from ..specs.schedule import load_schedule
+from ..specs.schema import load_schema
 
 RISKY = {"warn": 1, "fail": 2}  # a check's outcome as risk: pass and skipped are 0
 # unit summary counts that are risk (more is worse); ``rows`` and the like are the data's, not the release's
@@ -119,12 +124,52 @@ def _unit(old: Mapping | None, new: Mapping, settings: Mapping | None, keys: tup
                          f"protection levels (e.g. {'; '.join(list(narrowed.values())[:2])})")
 
 
-def got_worse(old: Findings, new: Findings, new_claims: list[dict], by_claims: bool = False) -> list[dict]:
+def _found(path: str | None, findings: Path | None) -> str | None:
+    """An input path as a run recorded it: as given, else (relative to where that run was started)
+    beside the output folder the findings file is in."""
+    if not path or Path(path).is_absolute() or Path(path).exists() or findings is None:
+        return path
+    near = Path(findings).resolve().parent.parent / path
+    return str(near) if near.exists() else path
+
+
+def publishes_within(old: Findings, new: Findings, files: tuple = (None, None)) -> str | None:
+    """Why every value the new release publishes is one the old release publishes, so that nothing it
+    proves is new (same data and schema, each new table one of the old schedule's with its protection,
+    the same named suppressions), or None when that is not shown (a file gone or changed since the run).
+    ``files``: the two findings files, to find inputs recorded relative to where their run started."""
+    a, b = ({k: _found(d.get(k), f) if k in ("data", "schema", "tables") else v for k, v in d.items()}
+            for d, f in zip((old.inputs or {}, new.inputs or {}), files))
+    try:
+        made = [fingerprint(d["data"], d["schema"], d["tables"]) for d in (a, b)]
+        if not a["data"] or made != [a["fingerprint"], b["fingerprint"]] or made[0]["data"] != made[1]["data"] \
+                or made[0]["schema"] != made[1]["schema"]:
+            return None
+        schema = load_schema(Path(b["schema"]))
+        before, after = load_schedule(Path(a["tables"]), schema), load_schedule(Path(b["tables"]), schema)
+    except (AuditError, OSError, KeyError, TypeError):
+        return None
+    tables = {t.id: t for t in before.tables}
+    if any(tables.get(t.id) != t for t in after.tables):
+        return None
+    cells = {c.key for t in after.tables for c in t.cells}
+
+    def named(schedule) -> dict:
+        return {u: k for u, k in ((u, frozenset(keys) & cells) for u, keys in (schedule.suppress or {}).items()) if k}
+
+    if named(before) != named(after):
+        return None
+    return f"every table of {b['tables']} is one of {a['tables']}'s, over the same data: nothing it proves is new"
+
+
+def got_worse(old: Findings, new: Findings, new_claims: list[dict], by_claims: bool = False,
+              within: str | None = None) -> list[dict]:
     """Everything riskier in ``new`` than in ``old``: checks newly failing (or warning) or failing with a
     larger count, per unit and release-wide measures that grew, and singleton claims and full records
     newly verified (``new_claims``, from :func:`audit.outputs.diff.compare`). With ``by_claims`` (every
     claim of both runs compared) the singleton and full-record counts of a unit with no such new claim
-    are left to that comparison (:data:`BY_CLAIMS`)."""
+    are left to that comparison (:data:`BY_CLAIMS`). With ``within`` (:func:`publishes_within`) only a
+    less finished attack counts."""
     out = []
     before = {(c.rule, c.unit): c for c in old.checks}
     for c in new.checks:
@@ -157,6 +202,8 @@ def got_worse(old: Findings, new: Findings, new_claims: list[dict], by_claims: b
     if by_claims:
         out = [w for w in out if w["unit"] in fresh or (w.get("rule") or w["what"]).split(".")[0] not in BY_CLAIMS
                and not w["what"].endswith("_singletons")]
+    if within:  # what it proves the old release proved: only a less finished attack is still worse (fail closed)
+        out = [w for w in out if w["what"] in ("status", "undecided") or w.get("rule") == "undecided"]
     return [w for w in map(lambda w: _gated(w, new.rules), out) if w["action"] != "off"]
 
 
