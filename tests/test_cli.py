@@ -300,11 +300,16 @@ def test_diff_fails_when_a_table_adds_risk_to_a_rule_already_failing(tmp_path, c
     worse = {(w["rule"], w["what"], w["action"]): w for w in result["worse"]}
     assert worse["derived_singletons", "check", "fail"]["old"] == 13 and worse["derived_singletons", "check", "fail"]["new"] == 59
     assert ("full_records", "check", "fail") in worse and ("reconstructed_units", "check", "fail") in worse
-    assert worse["derived_singletons", "new_claims", "fail"]["new"] == len(result["new_claims"]) == 50
+    assert len(result["new_claims"]) == 50  # 46 of them over 2 or more columns, as the rule counts
+    assert worse["derived_singletons", "new_claims", "fail"]["new"] == 46
     assert worse["protection_levels", "protection_levels", "warn"]["unit"] == "0001"
     assert run(["diff", str(old), str(new)]) == 1
     out = capsys.readouterr().out
     assert "WORSE in 0001: derived_singletons: 13 -> 59;" in out and "protection_levels (warn): 12 values" in out
+    only = tmp_path / "wide.yaml"  # a policy counting only singletons over 5 or more columns: none got worse
+    only.write_text("derived_singletons: {min_columns: 5}\ndirect_singletons: {min_columns: 5}\n")
+    assert run(["diff", str(old), str(new), "--rules", str(only), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["worse"] == []
     assert run(["diff", str(new), str(old), "--json"]) == 0  # the table removed: less risk
     back = json.loads(capsys.readouterr().out)
     assert back["worse"] == [] and back["new_claims"] == [] and len(back["removed_claims"]) == 50

@@ -102,10 +102,12 @@ def compare(old: Findings, new: Findings, old_store=None, new_store=None, files:
         before = old.units[old_at[key]] if key in old_at else None
         a = _claims(before, old_store) if before is not None else {}
         b = _claims(u, new_store)
+        width = len(new_store.attributes) if new_store is not None else max((len(k[1]) for k in b), default=0)
+        full = {k for k in b if len(k[1]) == width}
         for k in _uncovered(a, b, numeric):
             c = _claim(b[k], new_store)
-            added.append({"unit": u["geo"], "columns": c["columns"], "m": c["m"], "text": claim_text(c, schema, u),
-                          "cells": c.get("cells", [])})
+            added.append({"unit": u["geo"], "columns": c["columns"], "m": c["m"], "direct": bool(c.get("direct")),
+                          "full": k in full, "text": claim_text(c, schema, u), "cells": c.get("cells", [])})
         removed += [{"unit": u["geo"], "columns": _claim(found, old_store)["columns"]} for k, found in a.items()
                     if k not in b]
         if u["summary"].get("derived_singletons", 0) > 0 and \

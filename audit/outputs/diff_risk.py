@@ -44,20 +44,27 @@ def _at_least(by_columns: Mapping) -> dict[int, int]:
     return {k: sum(n for c, n in counts.items() if c >= k) for k in counts}
 
 
-def _singletons(old: Mapping, new: Mapping, geo: str) -> Iterator[dict]:
-    """More derived or direct singletons, in all or over k or more columns for some k (each rule's
-    ``min_columns``): one entry per kind."""
+def _counted(rules: Mapping, kind: str) -> int | None:
+    """The fewest columns a singleton of ``kind`` (derived, direct) needs for its rule to count it (None: off)."""
+    rule = rules.get(f"{kind}_singletons")
+    return None if rule is None else int(rule.get("min_columns", 1))
+
+
+def _singletons(old: Mapping, new: Mapping, geo: str, rules: Mapping) -> Iterator[dict]:
+    """More derived or direct singletons over k or more columns, for some k at least the rule's
+    ``min_columns``: one entry per kind."""
     for kind in ("derived", "direct"):
+        least = _counted(rules, kind)
+        if least is None:
+            continue
         a = _at_least((old.get("singletons_by_columns") or {}).get(kind))
         b = _at_least((new.get("singletons_by_columns") or {}).get(kind))
-        up = [k for k in b if b[k] > a.get(k, 0)]
+        up = [k for k in b if b[k] > a.get(k, 0) and k >= least]
         if not up:
             continue
-        total_a, total_b = (max(d.values(), default=0) for d in (a, b))
         k = max(up)
-        wide = "" if k == min(b) else f", over {k} or more columns {a.get(k, 0)} -> {b[k]}"
-        yield _worse(f"{kind}_singletons", geo, total_a, total_b,
-                     f"{kind} singleton claims {total_a} -> {total_b}{wide}")
+        yield _worse(f"{kind}_singletons", geo, a.get(k, 0), b[k],
+                     f"{kind} singleton claims over {k} or more columns {a.get(k, 0)} -> {b[k]}")
 
 
 def _leaves(tree, prefix: str = "") -> Iterator[tuple[str, float]]:
@@ -100,14 +107,14 @@ def _narrowed(old: Mapping | None, new: Mapping, settings: Mapping, was: set[str
     return out
 
 
-def _unit(old: Mapping | None, new: Mapping, settings: Mapping | None, keys: tuple[set, set]) -> Iterator[dict]:
+def _unit(old: Mapping | None, new: Mapping, rules: Mapping, keys: tuple[set, set]) -> Iterator[dict]:
     geo, before = new["geo"], old or {"summary": {}}
     was = old.get("status", "done") if old is not None else None
     if new.get("status", "done") != "done" and was in ("done", None):
         yield _worse("status", geo, was, new["status"],
                      f"not attacked to the end: {new['status']}" + (f" ({new['reason']})" if new.get("reason") else ""))
     s, t = before["summary"], new["summary"]
-    yield from _singletons(s, t, geo)
+    yield from _singletons(s, t, geo, rules)
     for key, words in UNIT_COUNTS.items():
         if t.get(key, 0) > s.get(key, 0):
             yield _worse(key, geo, s.get(key, 0), t[key], f"{words} {s.get(key, 0)} -> {t[key]}")
@@ -117,8 +124,8 @@ def _unit(old: Mapping | None, new: Mapping, settings: Mapping | None, keys: tup
     for key, n in _leaves(new.get("reidentification")):
         if n > had.get(key, 0):
             yield _worse(f"reidentification.{key}", geo, had.get(key, 0), n, f"persons {key} {had.get(key, 0)} -> {n}")
-    if settings is not None:
-        narrowed = _narrowed(old, new, settings, *keys)
+    if "protection_levels" in rules:
+        narrowed = _narrowed(old, new, rules["protection_levels"], *keys)
         if narrowed:
             yield _worse("protection_levels", geo, None, sorted(narrowed), f"{len(narrowed)} values newly below the "
                          f"protection levels (e.g. {'; '.join(list(narrowed.values())[:2])})")
@@ -185,15 +192,16 @@ def got_worse(old: Findings, new: Findings, new_claims: list[dict], by_claims: b
             out.append({**_worse("check", c.unit, b.count, c.count, f"{b.count} -> {c.count}", c.rule),
                         "action": c.outcome})
     old_units = {(u["level"], u["geo"]): u for u in old.units}
-    settings = ((new.rules or {}).get("rules") or {}).get("protection_levels")
-    if settings and settings.get("action", "fail") == "off":
-        settings = None
+    rules = (new.rules or {}).get("rules") or {}
     keys = (published_keys(old), published_keys(new))
     for u in new.units:
-        out += _unit(old_units.get((u["level"], u["geo"])), u, settings, keys)
-    fresh = {c["unit"] for c in new_claims}
+        out += _unit(old_units.get((u["level"], u["geo"])), u, rules, keys)
+    counted = [c for c in new_claims if c.get("full") and "full_records" in rules
+               or c["m"] == 1 and len(c["columns"]) >= (_counted(rules, "direct" if c.get("direct") else "derived")
+                                                       or len(c["columns"]) + 1)]
+    fresh = {c["unit"] for c in counted}
     for unit in sorted(fresh):
-        n = sum(c["unit"] == unit for c in new_claims)
+        n = sum(c["unit"] == unit for c in counted)
         out.append(_worse("new_claims", unit, None, n, f"{n} singleton claims or full records newly verified"))
     for key, words in TOTALS.items():
         a, b = getattr(old.summary, key, 0), getattr(new.summary, key, 0)
@@ -208,12 +216,13 @@ def got_worse(old: Findings, new: Findings, new_claims: list[dict], by_claims: b
 
 
 def _gated(w: dict, rules: Mapping | None) -> dict:
-    """The item with the rule that counts it and that rule's ``action`` in the policy (fail, warn, off;
-    fail when the policy does not name it: fail closed)."""
+    """The item with the rule that counts it and that rule's ``action`` in the policy (fail, warn, or off
+    when the policy leaves the rule out; findings with no policy at all: fail)."""
     rule = w.get("rule") or RULE_OF.get(w["what"]) or w["what"]
     if rule.startswith("reidentification."):
         rule = "attribute_inference" if "inferred" in rule or "by_attribute" in rule else "reidentification"
-    action = w.get("action") or (((rules or {}).get("rules") or {}).get(rule) or {}).get("action", "fail")
+    named = (rules or {}).get("rules")
+    action = w.get("action") or ("fail" if not named else (named.get(rule) or {}).get("action", "off"))
     return {**w, "rule": rule, "action": action}
 
 
