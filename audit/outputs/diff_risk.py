@@ -191,11 +191,12 @@ def got_worse(old: Findings, new: Findings, new_claims: list[dict], by_claims: b
         elif b is not None and c.count > b.count:
             out.append({**_worse("check", c.unit, b.count, c.count, f"{b.count} -> {c.count}", c.rule),
                         "action": c.outcome})
-    old_units = {(u["level"], u["geo"]): u for u in old.units}
+    old_at = {(u["level"], u["geo"]): i for i, u in enumerate(old.units)}  # units are read one at a time
     rules = (new.rules or {}).get("rules") or {}
     keys = (published_keys(old), published_keys(new))
     for u in new.units:
-        out += _unit(old_units.get((u["level"], u["geo"])), u, rules, keys)
+        i = old_at.get((u["level"], u["geo"]))
+        out += _unit(None if i is None else old.units[i], u, rules, keys)
     counted = [c for c in new_claims if c.get("full") and "full_records" in rules
                or c["m"] == 1 and len(c["columns"]) >= (_counted(rules, "direct" if c.get("direct") else "derived")
                                                        or len(c["columns"]) + 1)]
