@@ -145,7 +145,7 @@ def run_audit(data: Optional[Path], schema: Optional[Path], tables: Path, out: P
                     on_unit(u)
 
             if options.published is not None:
-                doc = run_published(options.published, schema, tables, exact, on_unit=tick, rules=policy)
+                doc = run_published(options.published, schema, tables, exact, on_unit=tick, rules=policy, out=out)
             else:
                 doc = ExactAttack(inputs, exact, on_unit=tick, rules=policy, run_units=runner, out=out,
                                   on_total=bar.total).evaluate().results().detail

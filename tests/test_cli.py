@@ -276,3 +276,93 @@ def test_run_with_the_linear_attack_applies_its_rule(tmp_path):
     assert check["outcome"] in ("pass", "fail") and "multi reconstructed with accuracy" in check["message"]
     assert code == (1 if doc["verdict"] == "fail" else 0)
     assert 'class="chart-linear"' in (tmp_path / "report.html").read_text()
+
+
+def _block7_run(out: Path, tables: Path) -> Path:
+    assert run(["run", str(BLOCK7 / "data.csv"), "-s", str(BLOCK7 / "schema.yaml"), "-t", str(tables), "-o", str(out),
+                "--explain", "none", "--no-report", "--quiet"]) == 1
+    return out / "findings.json"
+
+
+def test_diff_fails_when_a_table_adds_risk_to_a_rule_already_failing(tmp_path, capsys):
+    """block7 without its race-by-sex cells already fails derived_singletons (13 over 2+ columns); adding
+    them back makes it 59, reconstructs the block and narrows 12 values: exit 1 and each said per rule and
+    unit. Removing them again adds nothing (exit 0), though no rule newly passes derived_singletons."""
+    fewer = tmp_path / "fewer.yaml"
+    fewer.write_text("".join(line for line in (BLOCK7 / "tables.yaml").read_text().splitlines(True)
+                             if not re.search(r"id: 4[A-D]\b", line)))
+    old, new = _block7_run(tmp_path / "old", fewer), _block7_run(tmp_path / "new", BLOCK7 / "tables.yaml")
+    failing_before = {(c["rule"], c["outcome"]) for c in json.loads(old.read_text())["checks"]}
+    assert ("derived_singletons", "fail") in failing_before
+    capsys.readouterr()
+    assert run(["diff", str(old), str(new), "--json"]) == 1
+    result = json.loads(capsys.readouterr().out)
+    worse = {(w["rule"], w["what"], w["action"]): w for w in result["worse"]}
+    assert worse["derived_singletons", "check", "fail"]["old"] == 13 and worse["derived_singletons", "check", "fail"]["new"] == 59
+    assert ("full_records", "check", "fail") in worse and ("reconstructed_units", "check", "fail") in worse
+    assert len(result["new_claims"]) == 50  # 46 of them over 2 or more columns, as the rule counts
+    assert worse["derived_singletons", "new_claims", "fail"]["new"] == 46
+    assert worse["protection_levels", "protection_levels", "warn"]["unit"] == "0001"
+    assert run(["diff", str(old), str(new)]) == 1
+    out = capsys.readouterr().out
+    assert "WORSE in 0001: derived_singletons: 13 -> 59;" in out and "protection_levels (warn): 12 values" in out
+    only = tmp_path / "wide.yaml"  # a policy counting only singletons over 5 or more columns: none got worse
+    only.write_text("derived_singletons: {min_columns: 5}\ndirect_singletons: {min_columns: 5}\n")
+    assert run(["diff", str(old), str(new), "--rules", str(only), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["worse"] == []
+    assert run(["diff", str(new), str(old), "--json"]) == 0  # the table removed: less risk
+    back = json.loads(capsys.readouterr().out)
+    assert back["worse"] == [] and back["new_claims"] == [] and len(back["removed_claims"]) == 50
+    # a table of age groups publishing counts of 1 and 2: small cells, where nothing else got worse;
+    # taken away again, the release publishes a subset of its values: nothing it proves is new
+    grouped = tmp_path / "grouped.yaml"
+    grouped.write_text((BLOCK7 / "tables.yaml").read_text() + """  - id: T2
+    title: Persons by age group
+    geography: block
+    protection: {suppress_below: 1}
+    cells:
+      - {id: a, label: Under 30, where: {age: {max: 29}}}
+      - {id: b, label: 30 to 59, where: {age: {min: 30, max: 59}}}
+      - {id: c, label: 60 or over, where: {age: {min: 60}}}
+""")
+    more = _block7_run(tmp_path / "more", grouped)
+    assert run(["diff", str(new), str(more), "--json"]) == 1
+    result = json.loads(capsys.readouterr().out)
+    assert [(w["rule"], w["old"], w["new"]) for w in result["worse"]] == [("small_cells", "pass", "fail")]
+    assert run(["diff", str(more), str(new), "--json"]) == 0
+    assert "nothing it proves is new" in json.loads(capsys.readouterr().out)["within"]
+
+
+def test_a_release_publishes_within_another_only_with_the_same_protection(tmp_path):
+    """Same data, schema and table ids: a table whose threshold changed publishes other values."""
+    from dataclasses import replace as changed
+
+    from audit.findings.files import read_findings
+    from audit.findings.provenance import fingerprint
+    from audit.outputs.diff_risk import publishes_within
+
+    assert run(["run", str(BLOCK7 / "data.csv"), "-s", str(BLOCK7 / "schema.yaml"), "-t", str(BLOCK7 / "tables.yaml"),
+                "-o", str(tmp_path / "a"), "--explain", "none", "--no-report", "--quiet", "--max-columns", "1"]) == 1
+    doc = read_findings(tmp_path / "a" / "findings.json")
+    assert publishes_within(doc, doc)
+    lower = tmp_path / "lower.yaml"
+    lower.write_text((BLOCK7 / "tables.yaml").read_text().replace("suppress_below: 3", "suppress_below: 2"))
+    inputs = {**doc.inputs, "tables": str(lower)}
+    other = changed(doc, inputs={**inputs, "fingerprint": fingerprint(inputs["data"], inputs["schema"], lower)})
+    assert publishes_within(doc, other) is None
+    assert publishes_within(doc, changed(doc, inputs={**doc.inputs, "tables": str(lower)})) is None  # file changed
+
+
+def test_diff_gate_compares_claims_not_labels(tmp_path):
+    """A singleton restated over coarser codes (age 30-34 where the old release said 32) is not new; one
+    over finer codes, or that the old release did not know, is."""
+    from audit.outputs.diff import _uncovered
+
+    key = lambda m, **cols: (m, frozenset(cols.items()))  # noqa: E731
+    old = {key(1, age="32", sex="M"): None, key(2, age="40-44", sex="F"): None, key(1, age="45", sex="F"): None}
+    new = [key(1, age="30-34", sex="M"), key(2, age="40-49", sex="F"), key(1, age="30-34", sex="F"),
+           key(1, age="40-49", sex="F")]
+    assert _uncovered(old, dict.fromkeys(new), {"age"}) == [new[2]]  # the one woman of 40-49 is the one of 45
+    assert _uncovered({key(2, age="40-44", sex="F"): None}, {new[3]: None}, {"age"}) == [new[3]]  # m differs
+    finer = {key(1, age="32", sex="M"): None, key(1, sex="F|M"): None}
+    assert _uncovered({key(1, age="30-34", sex="M"): None}, finer, {"age"}) == list(finer)

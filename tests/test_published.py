@@ -2,12 +2,14 @@
 consistent dataset -- the microdata audit's verified claims -- and says what it cannot report."""
 from __future__ import annotations
 
+import copy
 import json
 import tempfile
 from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from hypothesis import given, settings
@@ -78,6 +80,26 @@ def test_release_read_back_and_attacked_equals_brute_force(case):
     """Suppression (primary, complementary, by name), rounding, structural zeros: the release is written
     as audit tabulate writes it, read back alone, and attacked; the brute force re-tabulates every
     codebook dataset of every size the published totals allow."""
+    _read_back_equals_brute_force(case)
+
+
+def _protecting_zeros(case):
+    schema, tables, rows = copy.deepcopy(case)
+    for table in tables["tables"]:
+        if "suppress_below" in table.get("protection", {}):
+            table["protection"]["protect_zeros"] = True
+    return schema, tables, rows
+
+
+@settings(SETTINGS, max_examples=40)
+@given(cases().map(_protecting_zeros))
+def test_protected_zeros_read_back_and_attacked_equals_brute_force(case):
+    """The same with ``protect_zeros: true`` wherever a table suppresses: zeros hidden with the small
+    counts, structural zeros (edits, universes) published as such and read back so."""
+    _read_back_equals_brute_force(case)
+
+
+def _read_back_equals_brute_force(case) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         inputs = _load(*case, Path(tmp))
         release, = inputs.release()
@@ -176,3 +198,66 @@ def test_cli_published_run_is_deterministic_and_says_what_is_unavailable(tmp_pat
     assert run(["gate", "--published", str(release), "-s", schema, "-t", tables, "-o", str(tmp_path / "g"),
                 "--explain", "none"]) == 1
     assert capsys.readouterr().out.startswith("FAIL")
+
+
+def _zeros_case(tmp_path: Path) -> tuple[str, str, Path, Path]:
+    """block7 (protect_zeros: true, so its empty 5A is suppressed) with a cell the schema's edit makes a
+    structural zero (no one married under 15), tabulated by audit tabulate."""
+    data, schema, tables = (str(p) for p in default_paths(SAMPLES / "block7"))
+    zeros = tmp_path / "tables.yaml"
+    zeros.write_text(Path(tables).read_text()
+                     + "      - {id: 6A, label: Married under 15, where: {marital: [M], age: {max: 14}}}\n")
+    release = tmp_path / "release.csv"
+    assert run(["tabulate", data, "-s", schema, "-t", str(zeros), "-o", str(release)]) == 0
+    return data, schema, zeros, release
+
+
+def test_structural_and_protected_zeros_round_trip_with_protect_zeros(tmp_path):
+    """The published release carries the microdata's constraints: the structural zero is read back as
+    structural (it was refused as a count below the threshold), the protected zero as suppressed 0..2."""
+    data, schema, zeros, release = _zeros_case(tmp_path)
+    inputs = load_inputs(Path(data), Path(schema), zeros)
+    truth = inputs.release()
+    status = {(v.cell.id, v.stat.name): v.status for v in truth[0].values}
+    assert status["6A", "count"] == "structural" and status["5A", "count"] == "suppressed"
+    for frame in (pd.read_csv(release, dtype=str, keep_default_na=False),
+                  pd.read_csv(release, dtype=str, keep_default_na=False)[["block", "table", "cell", "statistic", "value"]]):
+        read, notes = releases_from_frame(frame, inputs.schema, inputs.schedule)
+        assert notes == [] and [r.values for r in read] == [r.values for r in truth]
+        blind, = published_problems(read, inputs.schema, inputs.schedule)
+        known, = inputs.problems(truth)
+        assert blind.constraints == known.constraints and blind.n_rows == known.n_rows
+        five = next(c for c in blind.constraints if c.key == "T1:5A:count")
+        assert (five.lo, five.hi) == (0, 2)  # a protected zero: 0 is hidden too
+
+
+def test_published_run_writes_the_claim_store_audit_claims_reads(tmp_path, capsys):
+    data, schema, zeros, release = _zeros_case(tmp_path)
+    pub, micro = tmp_path / "pub", tmp_path / "micro"
+    assert run(["run", "--published", str(release), "-s", schema, "-t", str(zeros), "-o", str(pub),
+                "--explain", "none", "--no-report", "-q"]) == 1
+    assert run(["run", data, "-s", schema, "-t", str(zeros), "-o", str(micro), "--explain", "none", "--no-report",
+                "-q"]) == 1
+    doc = json.loads((pub / "findings.json").read_text())
+    assert doc["claim_store"]["file"] == "claims.csv.gz" and doc["outputs"]["claims"] == str(pub / "claims.csv.gz")
+    assert doc["claim_store"]["claims"] == doc["summary"]["verified"] + doc["summary"]["refuted"] == 80
+    capsys.readouterr()
+    verified = []
+    for out in (pub, micro):
+        assert run(["claims", str(out), "--status", "verified", "--format", "json"]) == 0
+        verified.append(sorted(json.dumps(c, sort_keys=True) for c in json.loads(capsys.readouterr().out)))
+    assert verified[0] == verified[1] and len(verified[0]) == 80
+
+
+def test_a_margin_code_in_the_release_is_refused(tmp_path, capsys):
+    data, schema, tables = (str(p) for p in default_paths(SAMPLES / "block7"))
+    release = tmp_path / "release.csv"
+    assert run(["tabulate", data, "-s", schema, "-t", tables, "-o", str(release)]) == 0
+    lines = release.read_text().splitlines()
+    release.write_text("\n".join(lines + ["*" + lines[1][4:]]) + "\n")
+    capsys.readouterr()
+    assert run(["run", "--published", str(release), "-s", schema, "-t", tables, "-o", str(tmp_path / "out"), "-q"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and str(release) in err[0] and f"line {len(lines) + 1}" in err[0], err
+    assert "'*'" in err[0] and "margin" in err[0] and "fix:" in err[0]
+    assert not (tmp_path / "out" / "findings.json").exists()

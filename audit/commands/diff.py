@@ -9,6 +9,7 @@ import typer
 
 from ..findings.claimstore import store_beside
 from ..outputs.diff import compare
+from ..outputs.diff_risk import worse_lines
 from ..findings.files import read_findings
 from ..policy.rules import load_rules
 from ..outputs.terminal import echo
@@ -27,26 +28,26 @@ def register(app: typer.Typer) -> None:
         json_out: JsonOpt = False,
         quiet: QuietOpt = False,
     ) -> None:
-        """Compare two findings: units and claims newly verified, rules newly failing. Exit 1 if a rule newly fails."""
+        """Compare two findings: what got worse, claims newly verified, rules newly failing. Exit 1 when anything the rules count got worse."""
         if out is not None:
             output_file(out)
         a, b = read_findings(old), read_findings(new)
         if rules is not None:
             policy = load_rules(rules)
             a, b = a.judged(policy), b.judged(policy)
-        result = compare(a, b, store_beside(old, a), store_beside(new, b))
+        result = compare(a, b, store_beside(old, a), store_beside(new, b), (old, new))
         if out is not None:
             out.parent.mkdir(parents=True, exist_ok=True)
             out.write_text(json.dumps(result, indent=1), encoding="utf-8")
         if json_out:
             typer.echo(json.dumps(result, indent=1))
         elif not quiet:
-            for line in result["lines"][: limit + 10]:
+            for line in result["lines"][: limit + 10] + worse_lines(result["worse"], limit):
                 echo(line)
             shown = result["new_claims"][:limit]
             for c in shown:
                 echo(f"  + {c['unit']}: {c['text']}")
             if len(result["new_claims"]) > len(shown):
                 echo(f"  ... and {len(result['new_claims']) - len(shown)} more newly verified claims")
-        if result["newly_failing"]:
+        if result["fails"]:
             raise typer.Exit(1)

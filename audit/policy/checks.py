@@ -146,28 +146,35 @@ def unit_intervals(unit: Mapping) -> dict[str, dict]:
     return {k: {"lo": v, "hi": v, "certified": True, "value": v, "pinned": True} for k, v in pinned.items()} | out
 
 
+def too_narrow(settings: Mapping, intervals: Mapping[str, dict]) -> dict[str, str]:
+    """The hidden cells (:func:`unit_intervals`) whose interval misses the protection levels, cell ->
+    why; cells whose true value is not known (a published release alone) are not judged."""
+    bad = {}
+    for cell, iv in intervals.items():
+        if "value" not in iv:
+            continue
+        v = iv["value"]
+        below, above = protection_needed(settings, v, "stat" not in iv)
+        if not iv["certified"] or v - iv["lo"] < below or iv["hi"] - v < above:
+            where = pinned_words(v) if iv.get("pinned") else \
+                f"in [{iv['lo']}, {iv['hi']}]{'' if iv['certified'] else ' (not certified)'}, true {v}"
+            bad[cell] = f"{cell} {where}, needs [{v - below:g}, {v + above:g}]"
+    return bad
+
+
 def _protection_check(rule: Rule, unit: dict) -> Check:
     geo, intervals = unit["geo"], unit_intervals(unit)
     why = unit.get("intervals_skipped")
     if not intervals:
         return _check(rule, geo, None if why else False, why or "no cell is hidden")
-    bad, unknown = [], False
-    for cell, iv in intervals.items():
-        if "value" not in iv:
-            unknown = True
-            continue
-        v = iv["value"]
-        below, above = protection_needed(rule.settings, v, "stat" not in iv)
-        if not iv["certified"] or v - iv["lo"] < below or iv["hi"] - v < above:
-            where = pinned_words(v) if iv.get("pinned") else \
-                f"in [{iv['lo']}, {iv['hi']}]{'' if iv['certified'] else ' (not certified)'}, true {v}"
-            bad.append(f"{cell} {where}, needs [{v - below:g}, {v + above:g}]")
+    bad = too_narrow(rule.settings, intervals)
+    unknown = any("value" not in iv for iv in intervals.values())
     if not bad and (unknown or why):  # only the cells pinned by their rule were judged
         return _check(rule, geo, None, why or "the true values are not known (a published release alone)")
     if not bad:
         return _check(rule, geo, False, f"every hidden cell's interval meets the protection levels ({len(intervals)} cells)")
     return _check(rule, geo, True, f"{_plural(len(bad), 'hidden cell')} with too narrow an interval (e.g. "
-                  f"{'; '.join(bad[:3])})", len(bad))
+                  f"{'; '.join(list(bad.values())[:3])})", len(bad))
 
 
 def rank_lift(curve: Mapping, k_over_u: list | None, upto: float) -> tuple[float, float | None, str]:
