@@ -29,7 +29,7 @@ from ..problem.coupled import build_coupled_problems, coupled_levels
 from ..release.constraints import UnitRelease
 from ..release.tabulate import tabulate, units_of
 from .options import Policy, ProtectOptions, geo_key
-from .protected import protected_schedule
+from .protected import pinned, protected_schedule
 from .secondary import suppress_unit as joint
 
 # exact rounds in a row after which no fewer claims fail, then the monotone completion: an exact round
@@ -47,8 +47,11 @@ class CoupledContext:
         self.inputs, self.level, self.geo = inputs, level, geo
         self.depth = inputs.schema.geography.index(level)
         self.frame = inputs.frame.iloc[rows]
-        self.base = {k: frozenset(v) for k, v in suppress.items()}
         self.schedule = replace(inputs.schedule, suppress={})
+        self.base = {k: frozenset(v) for k, v in suppress.items() if self._inside(k)}
+        for r in tabulate(self.frame, inputs.schema, replace(self.schedule, suppress=self.base)):
+            if self._inside(geo_key(r.geo)) and pinned(r):  # the heuristic's own cells stay hidden under any pattern
+                self.base[geo_key(r.geo)] = self.base.get(geo_key(r.geo), frozenset()) | pinned(r)
         self.already = frozenset(self.key(k, cell) for k, cells in self.base.items() for cell in cells
                                  if self._inside(k))
 
