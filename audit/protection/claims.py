@@ -79,9 +79,9 @@ class Attempt:
         if floor is None:
             return self
         claims = {v.claim for v in floor.bad}
-        pinned = {c for c, _, _ in floor.short if c in hidden or c.rsplit(":", 1)[0] in hidden}
+        pinned = {(c, sense) for c, sense, _ in floor.short if c in hidden or c.rsplit(":", 1)[0] in hidden}
         return replace(self, bad=[v for v in self.bad if v.claim not in claims], recon=self.recon and not floor.recon,
-                       short=[s for s in self.short if s[0] not in pinned])
+                       short=[s for s in self.short if s[:2] not in pinned])
 
 
 REMEDY = ("merge the unit with a neighbouring unit before publishing (its tables then describe more persons), "
@@ -89,27 +89,40 @@ REMEDY = ("merge the unit with a neighbouring unit before publishing (its tables
           "suppressing its total does not help: the attacker is taken to know every unit's population")
 
 
-def undefeatable(floor: Attempt, final: Attempt, problem: Problem, schema) -> list[dict]:
-    """What ``final`` (the last pattern's attempt) still fails that ``floor`` (every cell hidden) fails
-    too, each with why no suppression defeats it, in plain words."""
+def undefeatable(floor: Attempt, final: Attempt, problem: Problem, schema, hidden: frozenset = frozenset(),
+                 threshold: bool = False) -> list[dict]:
+    """What ``final`` (the last pattern's attempt) still fails that ``floor`` (every cell the search may
+    hide, hidden) fails too (of intervals, those of the ``hidden`` cells, which every pattern hides), each
+    with why no suppression removes it, in plain words; ``threshold``: the floor keeps the schedule's
+    threshold suppressions, which the attacker knows lie below the threshold."""
     n, words, unit = problem.n_rows[1], schema_json(schema), {"level": problem.level, "geo": "/".join(problem.geo)}
-    known = (f"the unit's population of {n} is known to the attacker (its published total, or assumed known "
-             "when the total is hidden)")
+    known = (f"the unit's population of {n}" + (" and its child units' populations are" if problem.n_attributes
+                                                 < len(problem.domains) else " is") + " known to the attacker "
+             "(published totals, or assumed known where a total is hidden)")
+    given = "the schema's values and constraints (edits)" + (
+        ", and the counts the schedule hides below its threshold (known to lie under it)," if threshold else "")
     out = []
     claims = {v.claim for v in floor.bad}
     for v in (v for v in final.bad if v.claim in claims):
         entry = claim_json(v, final.result)
         cols = " and ".join(", ".join(entry["columns"]).rsplit(", ", 1))
         if v.claim.m == n:
-            why = (f"{known}, and the schema's values and constraints (edits) allow {'that one person' if n == 1 else 'every person'} "
+            why = (f"{known}, and {given} allow {'that one person' if n == 1 else 'every person'} "
                    f"no other {cols}: the claim holds in every dataset, whatever cells are hidden")
         else:
-            why = f"{known}; with the schema's values and constraints (edits) it implies the claim, whatever cells are hidden"
+            why = f"{known}; with {given} it implies the claim, whatever cells are hidden"
         out.append({"claim": claim_text(entry, words, unit), "columns": entry["columns"], "m": v.claim.m, "why": why})
     if final.recon and floor.recon:
         out.append({"claim": f"{unit['level']} {unit['geo']} is reconstructed (exactly one dataset fits)", "why":
-                    f"{known}, and the schema's values and constraints (edits) allow exactly one dataset of {n}: "
+                    f"{known}, and {given} allow exactly one dataset of {n}: "
                     "it is reconstructed whatever cells are hidden"})
+    for cell, sense in sorted({s[:2] for s in final.short} & {s[:2] for s in floor.short}):
+        if cell in hidden or cell.rsplit(":", 1)[0] in hidden:
+            out.append({"cell": cell, "claim": f"the hidden count {cell} is known too narrowly "
+                                               f"{'below' if sense == 1 else 'above'} its value (protection_levels)",
+                        "why": f"it is hidden in every pattern (below the schedule's threshold or the small_cells rule's), "
+                               f"and even with every other cell hidden, {known} and with the threshold and the schema's "
+                               "constraints they bound its interval too narrowly"})
     return out
 
 

@@ -273,6 +273,7 @@ def suppress_unit(ctx: UnitContext, policy: Policy, options: ProtectOptions,
     out.after = seen.summary
     if out.status == "unfixable" and floor is not None:
         out.undefeatable = undefeatable(floor, raw, problem, ctx.inputs.schema)
+    if out.undefeatable:
         out.reason = (f"{len(out.undefeatable)} failing claims no suppression defeats (the rest are defeated by "
                       "the cells listed); see undefeatable")
     out.loss = information_loss(problem, out.cells, counts)
