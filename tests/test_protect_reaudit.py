@@ -14,6 +14,7 @@ import yaml
 from _oracle import all_datasets, verified_claims
 from audit.cli import run as cli
 from audit.inputs import load_inputs
+from audit.outputs.sections import protection_section
 from audit.protection import protect as protect_module
 from audit.protection.unit import unit_contexts
 from audit.release.constraints import SUPPRESSED
@@ -61,6 +62,8 @@ def test_a_unit_no_suppression_fixes_is_named_and_the_other_units_are_protected(
     assert claim["columns"] == {"race": "W", "age": "A"} and claim["m"] == 1
     assert "population of 1 is known to the attacker" in claim["why"]
     assert "population of 1" in out and "merge the unit" in out and "Recommendation for every unit but b2" in out
+    section = protection_section(report)  # the report's protection section names them too
+    assert section["still_failing"] == ["b2"] and section["undefeatable"][0][:2] == ("b2", claim["claim"])
     # protected.yaml is written, and its re-audit fails in b2 alone, on that rule alone
     written = yaml.safe_load((tmp_path / "out" / "protected.yaml").read_text())["suppress"]
     assert written["b1"] == units["b1"]["cells"]
