@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from _oracle import all_datasets, verified_claims
+from _oracle import all_datasets, consistent_worlds, to_atoms, verified_claims
 from audit.cli import run as cli
 from audit.inputs import load_inputs
 from audit.outputs.sections import protection_section
@@ -144,6 +144,21 @@ def test_with_complementary_suppression_the_reaudit_attacks_the_verified_pattern
             assert _hidden(ctx.release(set(unit["cells"]))) == again[unit["geo"]]
         if "/".join(ctx.geo) in report["suppress"]:
             assert set(report["suppress"]["/".join(ctx.geo)]) == again["/".join(ctx.geo)]
+    if seed is None:  # brute force on block 3: every dataset that tabulates to its protected release
+        _no_claim_the_rules_forbid(load_inputs(*args[:1], args[2], tmp_path / "out" / "protected.yaml"), ("t1", "3"))
+
+
+def _no_claim_the_rules_forbid(inputs, geo) -> None:
+    """Over every dataset of the unit's size that the real tabulator turns into its published release: no
+    singleton over two or more columns (none is published: the threshold hides every 1), no full record
+    and more than one dataset (the default rules)."""
+    release = next(r for r in inputs.release() if r.geo == geo)
+    problem = next(p for p in inputs.problems([release]))
+    worlds = consistent_worlds(inputs.schema, inputs.schedule, release, len(problem.truth))
+    proved = verified_claims(problem, [to_atoms(problem, w) for w in worlds])
+    assert len({tuple(sorted(w)) for w in worlds}) > 1
+    assert not [c for c in proved if c.m == 1 and len(c.assignment) >= 2]
+    assert not [c for c in proved if len(c.assignment) == problem.n_attributes]
 
 
 def test_a_unit_the_reaudit_fails_is_never_printed_protected(tmp_path, capsys, monkeypatch):
