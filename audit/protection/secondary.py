@@ -304,6 +304,7 @@ def suppress_unit(ctx, policy, options, log: Callable[[str], None] | None = None
             if seen.passes:
                 out.status = "unfixable"
                 break
+            bad, recon, short = seen.bad, seen.recon, seen.short
             pinned = {s[:2] for s in raw.short} - {s[:2] for s in seen.short}
             clauses = [(pos, neg) for pos, neg in clauses if pos or neg - always]
             cuts, aims = [c for c, a in zip(cuts, aims) if a not in pinned], [a for a in aims if a not in pinned]
@@ -315,6 +316,12 @@ def suppress_unit(ctx, policy, options, log: Callable[[str], None] | None = None
                           (f" (still too narrow: {', '.join(stuck[:5])}{' ...' if len(stuck) > 5 else ''}; a count "
                            "the population pins, or a threshold suppression the attacker knows is below t)"
                            if stuck else ""))
+            break
+        if picked == chosen:  # nothing found rules the failing pattern out: attacking it again changes nothing
+            out.status = "unfixable"
+            stuck = sorted({cell for cell, _, _ in short} | ({"a failing claim"} if bad or recon else set()))
+            out.reason = (f"the search finds no pattern that removes what still fails ({', '.join(stuck[:5])}"
+                          f"{' ...' if len(stuck) > 5 else ''}): the constraints it derives leave the failing pattern")
             break
         rounds.advance(sum(cost.get(k, 1.0) for k in picked), picked - chosen)
         chosen = picked
@@ -331,7 +338,7 @@ def suppress_unit(ctx, policy, options, log: Callable[[str], None] | None = None
     out.lower_bound = rounds.lower_bound
     out.minimal = rounds.minimal(out.status, sum(cost.get(k, 1.0) for k in chosen))
     out.after = summary
-    if out.status == "unfixable" and floor is not None:
+    if floor is not None and seen.passes and not raw.passes:  # all it fails, no suppression removes
         out.undefeatable = undefeatable(floor, raw, problem, ctx.inputs.schema, always, threshold=any(
             p.suppress_below and not p.complementary for p in release.protection.values()))
     if out.undefeatable:

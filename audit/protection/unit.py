@@ -271,7 +271,7 @@ def suppress_unit(ctx: UnitContext, policy: Policy, options: ProtectOptions,
     out.lower_bound = rounds.lower_bound
     out.minimal = rounds.minimal(out.status, len(out.cells))
     out.after = seen.summary
-    if out.status == "unfixable" and floor is not None:
+    if floor is not None and seen.passes and not raw.passes:  # all it fails, no suppression defeats
         out.undefeatable = undefeatable(floor, raw, problem, ctx.inputs.schema)
     if out.undefeatable:
         out.reason = (f"{len(out.undefeatable)} failing claims no suppression defeats (the rest are defeated by "
