@@ -177,3 +177,17 @@ def test_a_unit_the_reaudit_fails_is_never_printed_protected(tmp_path, capsys, m
     assert unit["failing_rules"] == ["small_cells"] and report["failing_units"] == {"t1/3": ["small_cells"]}
     assert report["recommendation"] is None and not (tmp_path / "out" / "protected.yaml").exists()
     assert "t1/3: fails the re-audit (small_cells" in out and "t1/3: protected" not in out
+
+
+def test_two_tracts_with_tract_tables_are_each_protected_with_their_blocks(tmp_path):
+    """The coupled step of one tract holds only its own units' cells: with a second tract's blocks in
+    the pattern, re-tabulating the tract's rows stopped with "unit 't2' is not a geographic unit"."""
+    tables = [{"id": "B1", "geography": "block", "by": ["a", "b"], "margins": True},
+              {"id": "T1", "geography": "tract", "by": ["a", "c"], "margins": True}]
+    frame = pd.DataFrame([{"tract": tract, "block": b, "a": a, "b": bb, "c": c} for tract in ("t1", "t2")
+                          for b, a, bb, c in TRACT])
+    args = _write(tmp_path, ABC, {"protection": {"suppress_below": 2, "complementary": True}, "tables": tables}, frame)
+    assert cli(["protect", *args, "-o", str(tmp_path / "out"), "-q"]) == 0
+    report = json.loads((tmp_path / "out" / "protection.json").read_text())
+    assert {d["geo"] for d in report["levels"]} == {"t1", "t2"}
+    assert {k.split("/")[0] for k in report["suppress"]} == {"t1", "t2"}
