@@ -65,16 +65,18 @@ def register(app: typer.Typer) -> None:
             if strategy == "suppress":
                 labels, pinned = report["cell_labels"], report.get("pinned_by_rule") or {}
                 for u in report["units"]:
-                    echo(f"{u['geo']}: {u['status']}, {len(u['cells'])} cells to suppress{_bound_note(u)}")
+                    echo(f"{u['geo']}: {_status(u)}, {len(u['cells'])} cells to suppress{_bound_note(u)}")
                     for cell in u["cells"]:
                         value = pinned.get(u["geo"], {}).get(cell)
                         echo(f"  {labels.get(cell, cell)} ({cell})" + ("" if value is None else
                              f": {pinned_words(value)}, listed so the attacker sees [0, N]"))
+                    _undefeatable(u)
                 for d in report.get("levels", ()):  # a tract with its blocks (BLOCK/TABLE:CELL)
-                    echo(f"{d['geo']} ({d['level']}, with its child units): {d['status']}, {len(d['cells'])} more cells to "
+                    echo(f"{d['geo']} ({d['level']}, with its child units): {_status(d)}, {len(d['cells'])} more cells to "
                          f"suppress{_bound_note(d)} ({_joint_note(d)})")
                     for cell in d["cells"]:
                         echo(f"  {labels.get(cell.rpartition('/')[2], cell)} ({cell})")
+                    _undefeatable(d)
                 t = report["totals"]
                 where = sum(bool(cells) for cells in report["suppress"].values())  # blocks the tracts added to included
                 echo(f"{t['cells_suppressed']} cells suppressed in {where} units "
@@ -86,13 +88,33 @@ def register(app: typer.Typer) -> None:
                            "attacker-at-confidence model, not a proof)")
             for geo, rules_left in (report.get("failing_units") or {}).items():
                 echo(f"still failing in {geo}: {', '.join(rules_left) or 'undecided'}")
-            if rec:
+            if rec and not rec.get("complete", True):
+                echo(f"Recommendation for every unit but {', '.join(rec['still_failing'])} (they still fail, whatever "
+                     f"is suppressed: see above): {out / 'protected.yaml'}, {out / 'protection.json'}, "
+                     f"{out / 'findings.json'}")
+            elif rec:
                 echo(f"Recommendation: {out / 'protected.yaml'}, {out / 'protection.json'}, {out / 'findings.json'}")
             else:
                 echo(f"No recommendation ({report.get('reason') or 'no pattern passes the rules'}; no protected.yaml "
                      f"written): {out / 'protection.json'}, {out / 'findings.json'}")
-        if rec is None:
+        if rec is None or report["after"]["verdict"] != "pass":  # a partial recommendation's release still fails
             raise typer.Exit(1)
+
+
+def _status(unit: dict) -> str:
+    """A unit's status as the re-audit found it (and the search's, where they differ)."""
+    if unit["status"] == "fails-reaudit":
+        return f"fails the re-audit ({', '.join(unit['failing_rules'])}; the search found it {unit['search_status']})"
+    return "cannot be fully protected by suppression" if unit.get("undefeatable") else unit["status"]
+
+
+def _undefeatable(unit: dict) -> None:
+    """The claims of a unit that no suppression defeats, why, and what the agency can do instead."""
+    for entry in unit.get("undefeatable", ()):
+        echo(f"  still proved whatever is suppressed: {entry['claim']}")
+        echo(f"    why: {entry['why']}")
+    if unit.get("undefeatable"):
+        echo(f"  instead: {unit['remedy']}")
 
 
 def _bound_note(unit: dict) -> str:

@@ -141,11 +141,16 @@ def protection_section(prot: Mapping | None) -> dict | None:
              if isinstance(u, Mapping) and u.get("status") == "protected" and u.get("minimal") is False]
     if loose:
         facts.append(("not proved minimal", flat("; ".join(loose), 400)))
+    stuck = prot.get("undefeatable") or {}
+    undefeatable = [(geo, flat(e.get("claim"), 400), flat(e.get("why"), 600)) for geo, u in stuck.items()
+                    if isinstance(u, Mapping) for e in u.get("undefeatable") or () if isinstance(e, Mapping)]
+    remedy = next((u.get("remedy") for u in stuck.values() if isinstance(u, Mapping) and u.get("remedy")), None)
     return {"strategy": prot.get("strategy") or (rec or {}).get("strategy") if isinstance(rec, Mapping) else prot.get("strategy"),
             "offered": rec is not None, "cells": cells[:100], "more": max(len(cells) - 100, 0),
             "count": count if count is not None else len(cells), "before": before.get("verdict"),
             "after": after.get("verdict"), "after_failing": [f.get("rule") for f in after.get("failing") or ()],
-            "compare": compare, "facts": facts}
+            "compare": compare, "facts": facts, "undefeatable": undefeatable[:100], "remedy": remedy,
+            "still_failing": list((rec or {}).get("still_failing") or ()) if isinstance(rec, Mapping) else []}
 
 
 def intervals_section(doc: Findings, cell_labels: Mapping[str, str]) -> dict | None:

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable
 
 import numpy as np
@@ -13,7 +13,8 @@ from ..attacks.exact import UnitResult, certificate_cells
 from ..attacks.implied import LinearProof
 from ..problem.build import Problem
 from ..release.constraints import UnitRelease
-from ..findings.document import unit_json
+from ..findings.document import claim_json, schema_json, unit_json
+from ..outputs.words import claim_text
 from ..policy.checks import evaluate
 from .options import Policy, ProtectOptions, cell_of
 
@@ -70,6 +71,59 @@ class Attempt:
     @property
     def passes(self) -> bool:
         return not self.reason and not self.bad and not self.recon and not self.short
+
+    def without(self, floor: "Attempt | None", hidden: frozenset = frozenset()) -> "Attempt":
+        """This attempt less what ``floor`` (the unit with every cell hidden) fails too: the claims and
+        the reconstruction no suppression defeats (suppressing more proves no more), and the too narrow
+        intervals of ``hidden`` cells (those every pattern hides)."""
+        if floor is None:
+            return self
+        claims = {v.claim for v in floor.bad}
+        pinned = {(c, sense) for c, sense, _ in floor.short if c in hidden or c.rsplit(":", 1)[0] in hidden}
+        return replace(self, bad=[v for v in self.bad if v.claim not in claims], recon=self.recon and not floor.recon,
+                       short=[s for s in self.short if s[:2] not in pinned])
+
+
+REMEDY = ("merge the unit with a neighbouring unit before publishing (its tables then describe more persons), "
+          "or coarsen or drop the columns the schema leaves a single value, or accept the risk for this unit; "
+          "suppressing its total does not help: the attacker is taken to know every unit's population")
+
+
+def undefeatable(floor: Attempt, final: Attempt, problem: Problem, schema, hidden: frozenset = frozenset(),
+                 threshold: bool = False) -> list[dict]:
+    """What ``final`` (the last pattern's attempt) still fails that ``floor`` (every cell the search may
+    hide, hidden) fails too (of intervals, those of the ``hidden`` cells, which every pattern hides), each
+    with why no suppression removes it, in plain words; ``threshold``: the floor keeps the schedule's
+    threshold suppressions, which the attacker knows lie below the threshold."""
+    n, words, unit = problem.n_rows[1], schema_json(schema), {"level": problem.level, "geo": "/".join(problem.geo)}
+    known = (f"the unit's population of {n}" + (" and its child units' populations are" if problem.n_attributes
+                                                 < len(problem.domains) else " is") + " known to the attacker "
+             "(published totals, or assumed known where a total is hidden)")
+    given = "the schema's values and constraints (edits)" + (
+        ", and the counts the schedule hides below its threshold (known to lie under it)," if threshold else "")
+    out = []
+    claims = {v.claim for v in floor.bad}
+    for v in (v for v in final.bad if v.claim in claims):
+        entry = claim_json(v, final.result)
+        cols = " and ".join(", ".join(entry["columns"]).rsplit(", ", 1))
+        if v.claim.m == n:
+            why = (f"{known}, and {given} allow {'that one person' if n == 1 else 'every person'} "
+                   f"no other {cols}: the claim holds in every dataset, whatever cells are hidden")
+        else:
+            why = f"{known}; with {given} it implies the claim, whatever cells are hidden"
+        out.append({"claim": claim_text(entry, words, unit), "columns": entry["columns"], "m": v.claim.m, "why": why})
+    if final.recon and floor.recon:
+        out.append({"claim": f"{unit['level']} {unit['geo']} is reconstructed (exactly one dataset fits)", "why":
+                    f"{known}, and {given} allow exactly one dataset of {n}: "
+                    "it is reconstructed whatever cells are hidden"})
+    for cell, sense in sorted({s[:2] for s in final.short} & {s[:2] for s in floor.short}):
+        if cell in hidden or cell.rsplit(":", 1)[0] in hidden:
+            out.append({"cell": cell, "claim": f"the hidden count {cell} is known too narrowly "
+                                               f"{'below' if sense == 1 else 'above'} its value (protection_levels)",
+                        "why": f"it is hidden in every pattern (below the schedule's threshold or the small_cells rule's), "
+                               f"and even with every other cell hidden, {known} and with the threshold and the schema's "
+                               "constraints they bound its interval too narrowly"})
+    return out
 
 
 def twins(problem: Problem) -> dict[tuple, list[str]]:
@@ -165,6 +219,8 @@ def _explain(engine, claim: Claim, hidden: set[str], proof: Callable[[Claim], tu
     the budget, the cells of a checked linear ``proof`` (sound, not minimal), else every published cell
     (all of them imply the claim)."""
     found = engine.explainer().explain(claim, None, (lambda: proof(claim)) if proof else None, among)
+    if found == ((), True):  # it needs no published cell: the population and the edits imply it
+        return frozenset()
     cells = found[0] if found else ()
     if not cells:
         cells = (proof(claim) if proof else None) or tuple(engine.cells)

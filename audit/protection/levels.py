@@ -29,7 +29,8 @@ from ..problem.coupled import build_coupled_problems, coupled_levels
 from ..release.constraints import UnitRelease
 from ..release.tabulate import tabulate, units_of
 from .options import Policy, ProtectOptions, geo_key
-from .protected import protected_schedule
+from .protected import pinned, protected_schedule
+from .claims import REMEDY
 from .secondary import suppress_unit as joint
 
 # exact rounds in a row after which no fewer claims fail, then the monotone completion: an exact round
@@ -47,8 +48,11 @@ class CoupledContext:
         self.inputs, self.level, self.geo = inputs, level, geo
         self.depth = inputs.schema.geography.index(level)
         self.frame = inputs.frame.iloc[rows]
-        self.base = {k: frozenset(v) for k, v in suppress.items()}
         self.schedule = replace(inputs.schedule, suppress={})
+        self.base = {k: frozenset(v) for k, v in suppress.items() if self._inside(k)}
+        for r in tabulate(self.frame, inputs.schema, replace(self.schedule, suppress=self.base)):
+            if self._inside(geo_key(r.geo)) and pinned(r):  # the heuristic's own cells stay hidden under any pattern
+                self.base[geo_key(r.geo)] = self.base.get(geo_key(r.geo), frozenset()) | pinned(r)
         self.already = frozenset(self.key(k, cell) for k, cells in self.base.items() for cell in cells
                                  if self._inside(k))
 
@@ -130,7 +134,7 @@ def protect_levels(inputs: Inputs, suppress: dict[str, list[str]], policy: Polic
             if entry is not None:
                 if log:
                     log(f"{level} {geo_key(geo)}: finished by the interrupted run ({entry['status']})")
-                if entry["status"] in ("protected", "pass"):
+                if entry["status"] in ("protected", "pass") or entry.get("undefeatable"):
                     _add(suppress, ctx.split(entry["cells"]))
                 yield entry
                 continue
@@ -146,9 +150,11 @@ def protect_levels(inputs: Inputs, suppress: dict[str, list[str]], policy: Polic
             entry.update(status=found.status, cells=found.cells, reason=found.reason, before=found.before,
                          after=found.after, iterations=found.iterations, minimal=found.minimal, pruned=found.pruned,
                          lower_bound=found.lower_bound, seconds=round(found.seconds, 3))
+            if found.undefeatable:
+                entry.update(undefeatable=found.undefeatable, remedy=REMEDY)
             if found.status not in ("protected", "pass"):
                 entry["failing_rules"] = _failing_rules(policy, found.status, found.after)
-            else:
+            if found.status in ("protected", "pass") or found.undefeatable:  # the rest protected
                 _add(suppress, ctx.split(found.cells))
             yield entry
 

@@ -40,11 +40,12 @@ from ..findings.document import cell_labels, run_exact
 from ..findings.files import write_json
 from ..outputs.progress import Progress
 from ..release.constraints import pinned_counts
+from ..outputs.words import plural
 from ..release.tabulate import units_of
 from .claims import rules_failed
 from .levels import protect_levels
 from .options import Policy, ProtectOptions, geo_key
-from .protected import write_schedule_yaml
+from .protected import pin, write_schedule_yaml
 from .resume import PARTIAL, finished, run_key
 from .sweeps import _noise, _round_sweep, _sweep_failing
 from .unit import UnitContext, UnitProtection, information_loss, suppress_unit, unit_contexts
@@ -152,21 +153,24 @@ def protect(inputs: Inputs, options: ProtectOptions, rules, out: Path,
                     units.append(suppress_unit(ctx, policy, options, log) if done is None else UnitProtection.from_dict(done))
                     contexts[geo_key(ctx.geo)] = ctx
                     bar.update(note=geo_key(ctx.geo))
-            suppress = {geo_key(u.geo): u.cells for u in units if u.cells and u.status in ("protected", "pass")}
+            suppress = {geo_key(u.geo): u.cells for u in units if u.cells and kept(u.to_dict())}
             report["units"] = [u.to_dict() for u in units]
             for u, d in zip(units, report["units"]):
                 if u.status not in ("protected", "pass"):  # where the search stopped, by the ordinary path
                     d["failing_rules"] = _still_failing(contexts[d["geo"]], u.cells, options, rules)
-            report["failing_units"] = {d["geo"]: d["failing_rules"] for d in report["units"] if "failing_rules" in d}
+            report["failing_units"] = {d["geo"]: d["failing_rules"] for d in report["units"] if not kept(d)}
             if not report["failing_units"]:  # a tract table can prove a block's claim or give its hidden cell away
                 levels += protect_levels(inputs, suppress, policy, options, log, levels_done)
                 report["levels"] = levels
                 report["failing_units"] = {d["geo"]: [f"{r} (coupled with its child units)" for r in d["failing_rules"]]
-                                           for d in report["levels"] if "failing_rules" in d}
+                                           for d in report["levels"] if not kept(d)}
+            report["undefeatable"] = {d["geo"]: {k: d.get(k) for k in ("level", "failing_rules", "undefeatable", "remedy")}
+                                      for d in report["units"] + levels if d.get("undefeatable")}
         except KeyboardInterrupt:
             raise interrupted("search") from None
-        report["suppress"] = suppress
-        report["pinned_by_rule"] = _pinned_listed(contexts, suppress)
+        added = suppress
+        report["pinned_by_rule"] = _pinned_listed(contexts, added)
+        report["suppress"] = suppress = pin(inputs.frame, inputs.schema, inputs.schedule, suppress)
         labels = cell_labels(inputs.schedule)
         report["cell_labels"] = {k: labels.get(k, k) for cells in suppress.values() for k in cells}
         if report["failing_units"]:
@@ -174,14 +178,17 @@ def protect(inputs: Inputs, options: ProtectOptions, rules, out: Path,
                                 f"{len(units) + len(report.get('levels', ()))} units")
         else:
             header = (f"Protected by `audit protect --strategy suppress` from {inputs.schedule.source}.\n"
-                      "suppress: cells hidden in one geographic unit only (the attacker sees them as [0, N]).")
+                      "suppress: cells hidden in one geographic unit only (the attacker sees them as [0, N]);\n"
+                      "with complementary suppression, every cell the unit hides, so re-tabulating adds none."
+                      + "".join(f"\nStill failing, whatever is suppressed: {geo} (see protection.json)"
+                                for geo in report["undefeatable"]))
             write_schedule_yaml(inputs.schedule.source, sched_path, suppress, header=header)
         report["totals"] = {
             "units_protected": sum(u.status == "protected" for u in units),
             "units_not_protected": [geo_key(u.geo) for u in units if u.status not in ("protected", "pass")]
             + [d["geo"] for d in report.get("levels", ()) if d["status"] not in ("protected", "pass")],
             "cells_suppressed": sum(len(u.cells) for u in units) + sum(len(d["cells"]) for d in report.get("levels", ())),
-            "persons_in_suppressed_cells": _persons_hidden(inputs, suppress, units),
+            "persons_in_suppressed_cells": _persons_hidden(inputs, added, units),
         }
     elif options.strategy == "round":
         report["sweep"], base = _round_sweep(inputs, options, policy, failing_units, log, rules)
@@ -212,11 +219,12 @@ def protect(inputs: Inputs, options: ProtectOptions, rules, out: Path,
         after = report.pop("_after", None) or before
     write_json(after, out / "findings.json")
     report["after"] = {"verdict": after["verdict"], "summary": after["summary"], "failing": after["failing"]}
-    report["recommendation"] = _recommendation(options, report, after)
+    stands = options.strategy == "suppress" and sched_path.exists() and _reaudited(report, after)
+    report["recommendation"] = _recommendation(options, report, after, stands)
     if report["recommendation"] is None:  # protected.yaml is written only for a pattern that passes
         sched_path.unlink(missing_ok=True)
         report.setdefault("reason", "the re-audit of the protected schedule does not pass the rules")
-        if "failing_units" not in report:  # the search passed, its re-audit did not
+        if "failing_units" not in report:  # the rounding passed, its re-audit did not
             report["failing_units"] = {}
             for c in (c for c in after.get("checks", ()) if c["outcome"] == "fail"):
                 report["failing_units"].setdefault(c["unit"], []).append(c["rule"])
@@ -254,14 +262,44 @@ def _pinned_listed(contexts: dict, suppress: dict[str, list[str]]) -> dict[str, 
     return out
 
 
-def _recommendation(options: ProtectOptions, report: dict, after: dict) -> dict | None:
-    """Offered only when the re-audit of the protected release passes the rules with nothing undecided."""
+def kept(unit: dict) -> bool:
+    """Whether a unit's (or parent unit's) search result goes into the pattern: it passes, or it fails only
+    what no suppression defeats (the rest it defeats)."""
+    return unit["status"] in ("protected", "pass") or bool(unit.get("undefeatable"))
+
+
+def _reaudited(report: dict, after: dict) -> bool:
+    """Each unit's status as the re-audit of protected.yaml finds it: a unit the search protected that the
+    re-audit fails is ``fails-reaudit`` (``search_status`` keeps the search's), and ``failing_units`` holds
+    every unit the re-audit fails but for those that fail only the rules no suppression satisfies there.
+    True when those are all it fails (and nothing is undecided elsewhere): the pattern stands for the rest."""
+    failed: dict[str, set] = {}
+    for c in (c for c in after.get("checks", ()) if c["outcome"] == "fail"):
+        failed.setdefault(c["unit"], set()).add(c["rule"])
+    for d in report["units"] + report.get("levels", []):
+        if d["geo"] in failed and d["status"] in ("protected", "pass"):
+            d["search_status"], d["status"], d["failing_rules"] = d["status"], "fails-reaudit", sorted(failed[d["geo"]])
+    stuck = report.get("undefeatable", {})
+    report["failing_units"] = {geo: sorted(rules) for geo, rules in failed.items()
+                               if geo not in stuck or not rules <= set(stuck[geo]["failing_rules"])}
+    undecided = sum(u["summary"].get("undecided", 0) for u in after.get("units", ()) if u["geo"] not in stuck)
+    stands = bool(stuck) and not report["failing_units"] and not undecided
+    if stands:
+        report["reason"] = (f"the re-audit fails only in {plural(len(stuck), 'unit')} whose failing claims no suppression "
+                            f"defeats ({', '.join(sorted(stuck))}); the pattern stands for the others")
+    return stands
+
+
+def _recommendation(options: ProtectOptions, report: dict, after: dict, stands: bool = False) -> dict | None:
+    """Offered when the re-audit of the protected release passes the rules with nothing undecided, or
+    (suppression, ``complete`` False) fails only where no suppression can help (:func:`_reaudited`)."""
     passes = after["verdict"] == "pass" and after["summary"].get("undecided", 0) == 0
-    if not passes:
+    if not passes and not stands:
         return None
     if options.strategy == "suppress":
         out = {"strategy": "suppress", "cells": {geo: cells for geo, cells in report["suppress"].items() if cells},
-               "cells_suppressed": report["totals"]["cells_suppressed"]}
+               "cells_suppressed": report["totals"]["cells_suppressed"], "complete": passes} | (
+                   {} if passes else {"still_failing": sorted(report["undefeatable"])})
         if report.get("pinned_by_rule"):
             out["pinned_by_rule"] = {"cells": report["pinned_by_rule"], "note": PINNED_NOTE}
         return out

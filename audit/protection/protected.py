@@ -4,7 +4,37 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+from ..release.constraints import SUPPRESSED, UnitRelease
+from ..release.tabulate import tabulate
 from ..specs.schedule import Protection, Schedule, rounds_to_zero
+
+
+def pinned(release: UnitRelease) -> frozenset[str]:
+    """The cells a unit's release hides in tables whose schedule reruns complementary suppression on
+    every tabulation. Listed in protected.yaml beside the cells protect adds (and held hidden by its
+    searches), they make the re-tabulation exactly the pattern protect verified: the heuristic only
+    adds cells and stops where no line has one hidden cell alone, so on its own result it adds none
+    (without them it could publish a cell it hid before, such as a count below the rule's threshold)."""
+    return frozenset(v.cell.key for v in release.values if v.status == SUPPRESSED and _reruns(release.protection[v.cell.table]))
+
+
+def pin(frame, schema, schedule: Schedule, suppress: dict[str, list[str]]) -> dict[str, list[str]]:
+    """Each unit's cells (``suppress``: geo key -> cells protect adds) with every cell its release then
+    hides in tables that rerun the heuristic (:func:`pinned`), as protected.yaml lists them. The
+    searches held each unit's own such cells hidden, so they are added before tabulating."""
+    if not any(_reruns(t.protection) for t in schedule.tables):
+        return suppress
+    original = {"/".join(r.geo): pinned(r) for r in tabulate(frame, schema, schedule)}
+    held = {k: frozenset(v) | original.get(k, frozenset()) for k, v in suppress.items() if v}
+    out = dict(suppress)
+    for r in tabulate(frame, schema, protected_schedule(schedule, held)):
+        if "/".join(r.geo) in held:
+            out["/".join(r.geo)] = sorted(held["/".join(r.geo)] | pinned(r))
+    return out
+
+
+def _reruns(protection: Protection) -> bool:
+    return protection.complementary and protection.suppress_below is not None
 
 def protected_schedule(schedule: Schedule, suppress: dict[str, frozenset] | None = None,
                        round_to: int | None = None) -> Schedule:

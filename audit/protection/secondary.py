@@ -35,7 +35,7 @@ from ..attacks.intervals import Interval, feasibility_intervals, hidden_cells
 from ..problem.build import Problem
 from ..release.constraints import PUBLISHED, SUPPRESSED, UnitRelease, pinned_counts
 from ..policy.checks import protection_needed
-from .claims import Attempt, Explanations, claim_clauses, twins
+from .claims import Attempt, Explanations, claim_clauses, twins, undefeatable
 from .options import geo_key
 from .rounds import Rounds, prune
 from .unit import UnitProtection, cell_counts, forced_cells, information_loss, widen
@@ -263,17 +263,21 @@ def suppress_unit(ctx, policy, options, log: Callable[[str], None] | None = None
     explanations = Explanations(options)
     chosen = set(out.primary)
     rounds = Rounds(options.exact_rounds, sum(cost.get(k, 1.0) for k in chosen), stall)
+    floor: Attempt | None = None  # every cell hidden: made once no pattern meets the constraints
+    aims: list[tuple] = []  # the (cell, sense) each cut is for
+    always = frozenset(out.primary) | frozenset(ctx.already) | {v.cell.key for v in release.values if v.status == SUPPRESSED}
     while True:
         out.iterations += 1
         seen = _attempt(ctx.problem(chosen)[0] if chosen else problem, policy, exact, claims)
         if not out.before:
             out.before = seen.summary
+        raw, seen = seen, seen.without(floor, always)
         result, bad, recon, short, summary = seen.result, seen.bad, seen.recon, seen.short, seen.summary
         if seen.reason:
             out.status, out.reason = "undecided", seen.reason
             break
         if seen.passes:
-            out.status = "protected" if chosen else "pass"
+            out.status = "protected" if chosen and raw.passes else "pass" if raw.passes else "unfixable"
             break
         rounds.observe(len(bad) + recon + len(short))
         if out.iterations > options.max_iterations:
@@ -289,12 +293,24 @@ def suppress_unit(ctx, policy, options, log: Callable[[str], None] | None = None
                 cut = Cut({k: 1.0 for k in variables if k not in chosen and k != owner}, 1.0,
                           owner if owner in cost else None)
             cuts.append(cut)
+            aims.append((cell, sense))
         picked = cheapest(variables, cost, rounds.base(chosen, set(out.primary)), clauses, cuts, tie)
         if picked is None and rounds.monotone:  # only un-suppressing meets the new constraints
             rounds.restart()
             picked = cheapest(variables, cost, set(out.primary), clauses, cuts, tie)
         elif picked is not None and rounds.monotone:
             picked |= widen(new, picked, rounds.widening - len(picked - chosen), cost, tie)
+        if picked is None and floor is None:  # set aside what fails whatever is hidden; protect the rest
+            floor = _attempt(ctx.problem(set(variables))[0], policy, exact, claims)
+            seen = raw.without(floor, always)
+            if seen.passes:
+                out.status = "unfixable"
+                break
+            bad, recon, short = seen.bad, seen.recon, seen.short
+            pinned = {s[:2] for s in raw.short} - {s[:2] for s in seen.short}
+            clauses = [(pos, neg) for pos, neg in clauses if pos or neg - always]
+            cuts, aims = [c for c, a in zip(cuts, aims) if a not in pinned], [a for a in aims if a not in pinned]
+            picked = cheapest(variables, cost, set(out.primary), clauses, cuts, tie)
         if picked is None:
             out.status = "unfixable"
             stuck = sorted({cell for cell, _, _ in short})
@@ -302,6 +318,12 @@ def suppress_unit(ctx, policy, options, log: Callable[[str], None] | None = None
                           (f" (still too narrow: {', '.join(stuck[:5])}{' ...' if len(stuck) > 5 else ''}; a count "
                            "the population pins, or a threshold suppression the attacker knows is below t)"
                            if stuck else ""))
+            break
+        if picked == chosen:  # nothing found rules the failing pattern out: attacking it again changes nothing
+            out.status = "unfixable"
+            stuck = sorted({cell for cell, _, _ in short} | ({"a failing claim"} if bad or recon else set()))
+            out.reason = (f"the search finds no pattern that removes what still fails ({', '.join(stuck[:5])}"
+                          f"{' ...' if len(stuck) > 5 else ''}): the constraints it derives leave the failing pattern")
             break
         rounds.advance(sum(cost.get(k, 1.0) for k in picked), picked - chosen)
         chosen = picked
@@ -318,6 +340,12 @@ def suppress_unit(ctx, policy, options, log: Callable[[str], None] | None = None
     out.lower_bound = rounds.lower_bound
     out.minimal = rounds.minimal(out.status, sum(cost.get(k, 1.0) for k in chosen))
     out.after = summary
+    if floor is not None and seen.passes and not raw.passes:  # all it fails, no suppression removes
+        out.undefeatable = undefeatable(floor, raw, problem, ctx.inputs.schema, always, threshold=any(
+            p.suppress_below and not p.complementary for p in release.protection.values()))
+    if out.undefeatable:
+        out.reason = (f"{len(out.undefeatable)} failures no suppression removes (the rest are removed by the cells "
+                      "listed); see undefeatable")
     out.loss = information_loss(problem, out.cells, cell_counts(problem))
     out.seconds = time.perf_counter() - start
     return out

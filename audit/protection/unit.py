@@ -17,8 +17,9 @@ from ..policy.checks import protection_needed
 from ..release.constraints import PUBLISHED, SUPPRESSED, UnitRelease, pinned_counts
 from ..specs.schedule import Schedule
 from ..release.tabulate import tabulate, units_of
-from .claims import Attempt, Explanations, claim_clauses, twins
+from .claims import REMEDY, Attempt, Explanations, claim_clauses, twins, undefeatable
 from .options import Policy, ProtectOptions, cell_of, geo_key
+from .protected import pinned
 from .rounds import Rounds, prune
 
 @dataclass
@@ -42,6 +43,7 @@ class UnitProtection:
     minimal: bool = True          # the cells are a proved minimum (False: the monotone completion's, or greedy)
     pruned: int = 0               # cells the completion added that the pruning found needless
     lower_bound: float | None = 0  # least cost any passing pattern has: the last exact optimum (None: greedy)
+    undefeatable: list = field(default_factory=list)  # what fails under every pattern, and why (status unfixable)
 
     @classmethod
     def from_dict(cls, d: dict) -> "UnitProtection":
@@ -50,7 +52,7 @@ class UnitProtection:
                    complementary=list(d["complementary"]), reconstruction=list(d["reconstruction"]), before=d["before"],
                    after=d["after"], iterations=d["iterations"], clauses=d["explanations"], seconds=d["seconds"],
                    loss=d["information_loss"], reason=d["reason"], minimal=d["minimal"], pruned=d.get("pruned", 0),
-                   lower_bound=d["lower_bound"])
+                   lower_bound=d["lower_bound"], undefeatable=list(d.get("undefeatable", ())))
 
     @property
     def cells(self) -> list[str]:
@@ -63,7 +65,8 @@ class UnitProtection:
                 "reconstruction": self.reconstruction, "iterations": self.iterations,
                 "explanations": self.clauses, "minimal": self.minimal, "lower_bound": self.lower_bound, "pruned": self.pruned,
                 "information_loss": self.loss,
-                "before": self.before, "after": self.after, "seconds": round(self.seconds, 3)}
+                "before": self.before, "after": self.after, "seconds": round(self.seconds, 3)} | (
+                    {"undefeatable": self.undefeatable, "remedy": REMEDY} if self.undefeatable else {})
 
 
 class UnitContext:
@@ -76,6 +79,11 @@ class UnitContext:
         base = dict(getattr(inputs.schedule, "suppress", {}) or {})
         self.already = frozenset(base.get(geo_key(geo), frozenset()))
         self.schedule = replace(inputs.schedule, tables=tables, suppress={})
+        self.already |= pinned(self.release())  # the heuristic's own cells stay hidden under any pattern
+
+    def every_cell(self) -> set[str]:
+        """Every cell of the unit's tables."""
+        return {c.key for t in self.schedule.tables for c in t.cells}
 
     def release(self, cells: set[str] | frozenset = frozenset(), schedule: Schedule | None = None) -> UnitRelease:
         hidden = set(cells) | self.already
@@ -214,16 +222,18 @@ def suppress_unit(ctx: UnitContext, policy: Policy, options: ProtectOptions,
     chosen: set[str] = set(forced)
     exact_hitting = options.hitting == "exact"
     rounds = Rounds(options.exact_rounds, len(forced) if exact_hitting else None)
+    floor: Attempt | None = None  # every cell hidden: made once a failing claim needs no published cell
     while True:
         out.iterations += 1
         if chosen:
             seen = Attempt.of(audit_unit(ctx.problem(chosen)[0], exact), policy)
+        raw, seen = seen, seen.without(floor)
         result, bad, recon = seen.result, seen.bad, seen.recon
         if seen.reason:
             out.status, out.reason = "undecided", seen.reason
             break
         if seen.passes:
-            out.status = "protected" if chosen else "pass"
+            out.status = "protected" if chosen and raw.passes else "pass" if raw.passes else "unfixable"
             break
         rounds.observe(len(bad) + recon)
         if out.iterations > options.max_iterations:
@@ -231,7 +241,16 @@ def suppress_unit(ctx: UnitContext, policy: Policy, options: ProtectOptions,
             break
         new = claim_clauses(result, bad, recon, chosen | set(ctx.already), direct_of, options, cheapest,
                              explanations)
-        if any(not pos and not (neg - forced) for pos, neg in new):
+        stuck = lambda clauses: any(not pos and not (neg - forced) for pos, neg in clauses)  # noqa: E731
+        if stuck(new) and floor is None:  # set aside what fails whatever is hidden; protect the rest
+            floor = Attempt.of(audit_unit(ctx.problem(ctx.every_cell())[0], exact), policy)
+            seen = raw.without(floor)
+            if seen.passes:
+                out.status = "unfixable"
+                break
+            new = claim_clauses(result, seen.bad, seen.recon, chosen | set(ctx.already), direct_of, options,
+                                cheapest, explanations)
+        if stuck(new):
             out.status = "unfixable"
             out.reason = "a failing claim follows from the population and the structural edits alone"
             break
@@ -260,6 +279,11 @@ def suppress_unit(ctx: UnitContext, policy: Policy, options: ProtectOptions,
     out.lower_bound = rounds.lower_bound
     out.minimal = rounds.minimal(out.status, len(out.cells))
     out.after = seen.summary
+    if floor is not None and seen.passes and not raw.passes:  # all it fails, no suppression defeats
+        out.undefeatable = undefeatable(floor, raw, problem, ctx.inputs.schema)
+    if out.undefeatable:
+        out.reason = (f"{len(out.undefeatable)} failing claims no suppression defeats (the rest are defeated by "
+                      "the cells listed); see undefeatable")
     out.loss = information_loss(problem, out.cells, counts)
     out.seconds = time.perf_counter() - start
     return out
