@@ -7,6 +7,7 @@ from typing import Annotated, Optional
 import typer
 
 from ..attacks.exact import ExactOptions
+from ..errors import Halted
 from ..protection.options import PROTECT_EXPLAIN_BUDGET
 from ..protection.protect import ProtectInterrupted, ProtectOptions, audit_pattern, protect as run_protect
 from ..policy.checks import unit_intervals
@@ -54,9 +55,8 @@ def register(app: typer.Typer) -> None:
         log = None if quiet else (lambda msg: echo(msg, err=True))
         try:
             report = run_protect(inputs, options, policy, out, log, progress=not quiet, resume=resume)
-        except ProtectInterrupted as exc:
-            echo(str(exc), err=True)
-            raise typer.Exit(130) from None
+        except ProtectInterrupted as exc:  # Ctrl-C or SIGTERM: exit 130 or 143 (audit.cli)
+            raise Halted(str(exc)) from None
         rec = report["recommendation"]
         if not quiet:
             before, after = report["before"], report["after"]
