@@ -38,7 +38,7 @@ def register(app: typer.Typer) -> None:
         unit_seconds: Annotated[float, typer.Option("--unit-seconds", min=0, help="Time limit per unit and attack; claims left are undecided.")] = 120.0,
         max_rows: Annotated[int, typer.Option("--max-rows", min=1, help="Units with more rows are reported undecided (too large).")] = 200,
         audit_only: Annotated[bool, typer.Option("--audit-only", help="Audit the schedule's own suppression pattern as given (feasibility intervals, rules); search for no new protection. Exit 0 pass, 1 fail.")] = False,
-        resume: Annotated[bool, typer.Option("--resume", help="Suppress: continue the run Ctrl-C interrupted in OUT (its protection.partial.json; the same inputs, options and rules): the units it finished are kept.")] = False,
+        resume: Annotated[bool, typer.Option("--resume", help="Suppress: continue the run Ctrl-C or SIGTERM stopped in OUT (its protection.partial.json; the same inputs, options and rules): the units it finished are kept.")] = False,
         quiet: QuietOpt = False,
     ) -> None:
         """Recommend the least protection that makes the release pass the rules, and prove it by re-auditing."""
