@@ -57,6 +57,7 @@ def test_a_unit_never_attacked_fails_its_tables_with_the_real_cause(tmp_path, ca
     assert code == 1 and unit["status"] == status and unit["summary"]["undecided"] > 0
     assert doc["verdict"] == "fail" and [f["rule"] for f in doc["failing"]] == ["undecided"]
     assert f"FAIL undecided: 1 units; 0001: {unit['summary']['undecided']} claims undecided ({unit['reason']})" in printed.out
+    assert f"{unit['summary']['undecided']} claims could not be decided: they are not shown safe. {cause}" in printed.out
     html = (tmp_path / "report.html").read_text()
     state, reason = _signoff(html)["T1: Age by group"]
     assert state == "fail" and cause in _visible(reason), reason  # never "pass": T1 was never attacked
@@ -65,11 +66,12 @@ def test_a_unit_never_attacked_fails_its_tables_with_the_real_cause(tmp_path, ca
     assert "time given" not in html
 
 
-def test_a_lenient_policy_still_asks_for_review_of_a_table_never_attacked(tmp_path):
+def test_a_lenient_policy_still_asks_for_review_of_a_table_never_attacked(tmp_path, capsys):
     code = cli(["run", str(BLOCK7 / "data.csv"), "-s", str(BLOCK7 / "schema.yaml"), "-t", str(BLOCK7 / "tables.yaml"),
-                "-o", str(tmp_path), "--max-rows", "3", "--rules", "lenient", "--quiet"])
+                "-o", str(tmp_path), "--max-rows", "3", "--rules", "lenient"])
     doc = json.loads((tmp_path / "findings.json").read_text())
     assert code == 0 and doc["verdict"] == "pass"  # the lenient policy only warns on undecided claims
+    assert "1 block too large to attack (0001: 7 rows > --max-rows 3)" in capsys.readouterr().out
     state, reason = _signoff((tmp_path / "report.html").read_text())["T1: Age by group"]
     assert state == "review" and "too large to attack" in reason
 

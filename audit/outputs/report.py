@@ -174,7 +174,7 @@ def _memo(doc: Findings, rows: list[dict], reid: Mapping | None, protection: Map
         risks.append(f"{plural(c['count'], 'person')} ({c['rate'] * 100:.1f}%) are re-identified with proof by an "
                      f"attacker who knows their {reid['known']}.")
     if s.undecided:
-        risks.append(undecided_sentence(doc, level))
+        risks.append(undecided_sentence(doc))
     worst = rows[0] if rows and (rows[0]["derived"] or rows[0]["records"]) else None
     if worst:
         risks.append(f"Worst {worst['level'] or level}: {worst['geo']} ({plural(worst['rows'] or 0, noun)}: "
@@ -228,7 +228,7 @@ def _signoff(doc: Findings, extras: Mapping, cell_labels: Mapping[str, str]) -> 
     out = []
     for table, title in _table_titles(cell_labels).items():
         if table in open_units:  # fail closed: a table a unit was not (fully) attacked with never passes
-            status, reason = table_status(open_units[table], rules, level)
+            status, reason = table_status(open_units[table], rules)
             if table in below:
                 status = "fail" if small["action"] == "fail" else status
                 reason = f"counts below {threshold} in {plural(len(below[table]), level)}; {reason}"

@@ -22,14 +22,14 @@ def reason(unit: dict) -> str:
                                        if c.get("status") == "undecided" and c.get("reason")), "")
 
 
-def causes(units, level: str) -> str:
+def causes(units) -> str:
     """Unfinished units by cause, each with an example: ``1 block too large to attack (0001: 7 rows >
     --max-rows 3)``."""
-    by: dict[str, list[dict]] = {}
+    by: dict[tuple[str, str], list[dict]] = {}
     for u in units:
-        by.setdefault(u.get("status", "done"), []).append(u)
+        by.setdefault((u.get("status", "done"), u.get("level") or "unit"), []).append(u)
     parts = []
-    for status, group in by.items():
+    for (status, level), group in by.items():
         first = group[0]
         why = reason(first)
         example = f" ({'e.g. ' if len(group) > 1 else ''}{first['geo']}{': ' + why if why else ''})"
@@ -37,9 +37,9 @@ def causes(units, level: str) -> str:
     return "; ".join(parts)
 
 
-def undecided_sentence(doc: Findings, level: str) -> str:
+def undecided_sentence(doc: Findings) -> str:
     """The summary's sentence on undecided claims, naming each cause with an example unit."""
-    why = causes((u for u in doc.units if unfinished(u)), level)
+    why = causes(u for u in doc.units if unfinished(u))
     return (f"{plural(doc.summary.undecided, 'claim')} could not be decided: they are not shown safe"
             + (f". {why[0].upper()}{why[1:]}." if why else "."))
 
@@ -60,10 +60,10 @@ def unfinished_tables(doc: Findings) -> dict[str, list[dict]]:
     return out
 
 
-def table_status(units: list[dict], rules: dict, level: str) -> tuple[str, str]:
+def table_status(units: list[dict], rules: dict) -> tuple[str, str]:
     """The sign-off status and reason of a table published by these unfinished units: ``fail`` when a claim is
     undecided and the ``undecided`` rule fails, else ``review``; never ``pass``."""
     undecided = sum(u["summary"].get("undecided", 0) for u in units)
     action = (rules.get("undecided") or {}).get("action", "fail")
     status = "fail" if undecided and action == "fail" else "review"
-    return status, f"not shown safe: {plural(undecided, 'claim')} undecided; {causes(units, level)}"
+    return status, f"not shown safe: {plural(undecided, 'claim')} undecided; {causes(units)}"
