@@ -88,6 +88,21 @@ def test_a_table_every_unit_finished_still_passes(tmp_path):
     assert not any("not shown safe" in reason for _, reason in rows.values())
 
 
+def test_a_tract_out_of_time_fails_its_own_tables_and_its_blocks(tmp_path, capsys):
+    """Two tracts of 4 blocks, each tract's attack out of time: the tract table, and the block table it
+    was attacked with, are not shown safe (the tract table passed before: no count below 3)."""
+    folder = write_state(tmp_path, tracts=2)
+    cli(["run", *_inputs(folder), "-o", str(tmp_path / "out"), "--unit-seconds", "0.001"])
+    doc = json.loads((tmp_path / "out" / "findings.json").read_text())
+    assert [u["status"] for u in doc["units"] if u["level"] == "tract"] == ["timeout", "timeout"]
+    cause = "2 tracts ran out of time (e.g. 01: --unit-seconds 0.001 reached"
+    assert cause in capsys.readouterr().out
+    rows = _signoff((tmp_path / "out" / "report.html").read_text())
+    assert rows["R1: Tract persons"][0] == "fail" and cause in rows["R1: Tract persons"][1]
+    assert rows["T1: Persons"][0] == "fail" and cause in rows["T1: Persons"][1]
+    assert "blocks" not in rows["R1: Tract persons"][1]  # a block's unit does not publish the tract's table
+
+
 # -- SIGINT in the middle of a CaDiCaL call -----------------------------------------------------------
 SOLVE = textwrap.dedent("""
     import sys, time
@@ -136,9 +151,10 @@ def state(tmp_path_factory) -> Path:
     return folder
 
 
-def write_state(folder: Path) -> Path:
-    """8 blocks of 3 persons (categorical columns, one count table: a fraction of a second a block)."""
-    schema = {"unit": "person", "geography": ["block"], "columns": {
+def write_state(folder: Path, tracts: int = 0) -> Path:
+    """8 blocks of 3 persons (categorical columns, one count table: a fraction of a second a block); with
+    ``tracts``, that many tracts of 4 blocks each, and a tract table."""
+    schema = {"unit": "person", "geography": ["tract", "block"] if tracts else ["block"], "columns": {
         "sex": {"type": "categorical", "values": {"F": "Female", "M": "Male"}},
         "race": {"type": "categorical", "values": {"B": "Black", "W": "White"}},
         "marital": {"type": "categorical", "values": {"S": "Single", "M": "Married"}},
@@ -148,10 +164,15 @@ def write_state(folder: Path) -> Path:
              {"id": "2B", "label": "Black", "where": {"race": ["B"]}},
              {"id": "2C", "label": "Single", "where": {"marital": ["S"]}},
              {"id": "2D", "label": "Adults", "where": {"age": ["adult"]}}]
-    (folder / "tables.yaml").write_text(yaml.safe_dump({"tables": [
-        {"id": "T1", "title": "Persons", "geography": "block", "stats": ["count"], "cells": cells}]}))
-    lines = ["block,sex,race,marital,age"] + [f"{b:04d}," + ",".join(PEOPLE[(b + i) % len(PEOPLE)])
-                                              for b in range(1, BLOCKS + 1) for i in range(3)]
+    tables = [{"id": "T1", "title": "Persons", "geography": "block", "stats": ["count"], "cells": cells}]
+    if tracts:
+        tables.append({"id": "R1", "title": "Tract persons", "geography": "tract", "stats": ["count"],
+                       "cells": [cells[0], {"id": "2E", "label": "Seniors", "where": {"age": ["senior"]}}]})
+    (folder / "tables.yaml").write_text(yaml.safe_dump({"tables": tables}))
+    blocks = [("", b) for b in range(1, BLOCKS + 1)] if not tracts else [
+        (f"{t:02d},", t * 5 + b) for t in range(1, tracts + 1) for b in range(1, 5)]
+    lines = [("tract," if tracts else "") + "block,sex,race,marital,age"] + [
+        f"{tract}{b:04d}," + ",".join(PEOPLE[(b + i) % len(PEOPLE)]) for tract, b in blocks for i in range(3)]
     (folder / "data.csv").write_text("\n".join(lines) + "\n")
     return folder
 

@@ -224,9 +224,10 @@ def _signoff(doc: Findings, extras: Mapping, cell_labels: Mapping[str, str]) -> 
                 for t in {k.split(":", 1)[0] for k in c.get("cells", ())}:
                     used[t] = used.get(t, 0) + 1
     level, _ = _parent_level(doc)
-    open_units = unfinished_tables(doc)
+    titles = _table_titles(cell_labels)
+    open_units = unfinished_tables(doc, titles)
     out = []
-    for table, title in _table_titles(cell_labels).items():
+    for table, title in titles.items():
         if table in open_units:  # fail closed: a table a unit was not (fully) attacked with never passes
             status, reason = table_status(open_units[table], rules)
             if table in below:

@@ -44,17 +44,19 @@ def undecided_sentence(doc: Findings) -> str:
             + (f". {why[0].upper()}{why[1:]}." if why else "."))
 
 
-def unfinished_tables(doc: Findings) -> dict[str, list[dict]]:
-    """Table id -> the unfinished units that publish it: a unit's own level's tables and the finer levels'
-    (a coarser unit is attacked with its children's tables); every table when the levels are unknown."""
+def unfinished_tables(doc: Findings, tables) -> dict[str, list[dict]]:
+    """Table id -> the unfinished units that publish it, for the tables ``tables``: a unit's own level's
+    tables and the finer levels' (a coarser unit is attacked with its children's tables); a table or
+    unit whose level is not known, every one."""
     geography = list((doc.schema or {}).get("geography") or ())
-    tables = {t["id"]: t.get("level") for t in doc.tables or ()}
+    levels = {t["id"]: t.get("level") for t in doc.tables or ()}
     out: dict[str, list[dict]] = {}
     for u in doc.units:
         if not unfinished(u):
             continue
         level = u.get("level")
-        for table, at in tables.items():
+        for table in tables:
+            at = levels.get(table)
             if level not in geography or at not in geography or geography.index(at) >= geography.index(level):
                 out.setdefault(table, []).append(u)
     return out
