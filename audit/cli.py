@@ -15,8 +15,9 @@ from typing import Annotated, Optional
 import typer
 
 from . import __version__
-from .errors import AuditError, InternalError, Interrupted, described
+from .errors import AuditError, Halted, InternalError, described
 from .outputs.terminal import echo
+from .signals import exit_code, stops_as_interrupts
 
 try:  # typer >= 0.20 carries its own copy of click
     from typer._click import exceptions as click_errors
@@ -57,7 +58,7 @@ _register_commands()
 
 def run(argv: list[str] | None = None) -> int:
     """Run the CLI and return its exit code (0 pass, 1 policy failure, 2 usage or input error, 3 internal error
-    (a bug), 130 interrupted).
+    (a bug), 130 stopped by Ctrl-C, 143 by SIGTERM).
 
     A usage or input error prints one line, ``error: WHERE: WHAT -- fix: HOW``, made printable; an internal
     error one line ``internal error: WHAT -- this is a bug ...``.
@@ -65,9 +66,13 @@ def run(argv: list[str] | None = None) -> int:
     args = list(argv if argv is not None else sys.argv[1:])
     _state["debug"] = "--debug" in args
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), stops_as_interrupts():  # SIGTERM takes Ctrl-C's path
             warnings.showwarning = _warning_line
             code = app(args=args, prog_name="audit", standalone_mode=False)
+        if code == 130:  # typer's code for a KeyboardInterrupt (or SIGTERM) that nothing kept anything for
+            echo("interrupted: nothing was kept (audit run keeps each finished unit in OUT/parts when started with "
+                 "--resume or --workers; audit protect keeps its units once the suppression search has begun)", err=True)
+            return exit_code()
     except SystemExit as exc:
         code = exc.code
         return code if isinstance(code, int) else (0 if code is None else 1)
@@ -78,9 +83,9 @@ def run(argv: list[str] | None = None) -> int:
         if error is not None:  # None: a bare 'audit', which has printed the help
             echo(f"error: {error.line()}", err=True)
         return 2
-    except Interrupted as exc:  # Ctrl-C during a scaled run: the parts are intact
+    except Halted as exc:  # Ctrl-C or SIGTERM: what was kept (a scaled run's parts, protect's partial file)
         echo(str(exc), err=True)
-        return 130
+        return exit_code()
     except typer.Abort:
         echo("Aborted!", err=True)
         return 1

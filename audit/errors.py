@@ -68,8 +68,13 @@ class OptionalDependencyMissing(AuditError):
         )
 
 
-class Interrupted(Exception):
-    """Ctrl-C during a run: the parts written so far are intact; rerun with --resume."""
+class Halted(Exception):
+    """A run stopped by Ctrl-C (SIGINT) or SIGTERM: the message says what it kept and how to go on; the
+    command line prints it and exits 130 or 143 (:func:`audit.signals.exit_code`)."""
+
+
+class Interrupted(Halted):
+    """Ctrl-C or SIGTERM during a run at scale: the parts written so far are intact; rerun with --resume."""
 
     def __init__(self, done: int, total: int, parts: Path):
         self.done, self.total, self.parts = done, total, parts

@@ -7,6 +7,7 @@ from typing import Annotated, Optional
 import typer
 
 from ..attacks.exact import ExactOptions
+from ..errors import Halted
 from ..protection.options import PROTECT_EXPLAIN_BUDGET
 from ..protection.protect import ProtectInterrupted, ProtectOptions, audit_pattern, protect as run_protect
 from ..policy.checks import pinned_words, unit_intervals
@@ -37,7 +38,7 @@ def register(app: typer.Typer) -> None:
         unit_seconds: Annotated[float, typer.Option("--unit-seconds", min=0, help="Time limit per unit and attack; claims left are undecided.")] = 120.0,
         max_rows: Annotated[int, typer.Option("--max-rows", min=1, help="Units with more rows are reported undecided (too large).")] = 200,
         audit_only: Annotated[bool, typer.Option("--audit-only", help="Audit the schedule's own suppression pattern as given (feasibility intervals, rules); search for no new protection. Exit 0 pass, 1 fail.")] = False,
-        resume: Annotated[bool, typer.Option("--resume", help="Suppress: continue the run Ctrl-C interrupted in OUT (its protection.partial.json; the same inputs, options and rules): the units it finished are kept.")] = False,
+        resume: Annotated[bool, typer.Option("--resume", help="Suppress: continue the run Ctrl-C or SIGTERM stopped in OUT (its protection.partial.json; the same inputs, options and rules): the units it finished are kept.")] = False,
         quiet: QuietOpt = False,
     ) -> None:
         """Recommend the least protection that makes the release pass the rules, and prove it by re-auditing."""
@@ -54,9 +55,8 @@ def register(app: typer.Typer) -> None:
         log = None if quiet else (lambda msg: echo(msg, err=True))
         try:
             report = run_protect(inputs, options, policy, out, log, progress=not quiet, resume=resume)
-        except ProtectInterrupted as exc:
-            echo(str(exc), err=True)
-            raise typer.Exit(130) from None
+        except ProtectInterrupted as exc:  # Ctrl-C or SIGTERM: exit 130 or 143 (audit.cli)
+            raise Halted(str(exc)) from None
         rec = report["recommendation"]
         if not quiet:
             before, after = report["before"], report["after"]

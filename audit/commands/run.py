@@ -17,6 +17,7 @@ from ..findings.model import Findings
 from ..pipeline import AuditOptions, clear_outputs, run_audit
 from ..scale.runner import ScaleOptions
 from ..outputs.terminal import echo
+from ..outputs.unfinished import undecided_sentence
 from . import GeographyOpt, InferOpt, OutOpt, QuietOpt, SchemaOpt, SeedOpt, TablesOpt
 
 RulesOpt = Annotated[Optional[str], typer.Option(
@@ -139,6 +140,8 @@ def register(app: typer.Typer) -> None:
             echo(f"{s.units} units: {s.verified} verified claims ({s.derived_singletons} derived "
                        f"singletons), {s.undecided} undecided, {s.units_reconstructed} units reconstructed "
                        f"exactly.")
+            if s.undecided:  # fail closed: say why, whatever the policy makes of it
+                echo(f"  {undecided_sentence(doc)}")
             echo(f"Verdict: {doc.verdict.upper()} under the '{doc.rules['name']}' policy"
                        + (f" ({len(doc.failing)} failing rules)" if doc.failing else ""))
             for f in doc.failing:

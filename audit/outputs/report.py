@@ -22,6 +22,7 @@ from ..policy.definitions import RULES
 from .charts import bar_chart, histogram
 from .grids import unit_grids
 from .sections import DETAIL_UNITS, TOP_UNITS, flat, intervals_section, linear_section, protection_section, rank_section, reid_section
+from .unfinished import table_status, undecided_sentence, unfinished_tables
 from .words import claim_text, column_title, describe_value, label_cells, plural
 
 CLAIMS_PER_UNIT = 10     # claims written out per unit
@@ -174,8 +175,7 @@ def _memo(doc: Findings, rows: list[dict], reid: Mapping | None, protection: Map
         risks.append(f"{plural(c['count'], 'person')} ({c['rate'] * 100:.1f}%) are re-identified with proof by an "
                      f"attacker who knows their {reid['known']}.")
     if s.undecided:
-        risks.append(f"{plural(s.undecided, 'claim')} could not be decided in the time given: they are not "
-                     "shown safe.")
+        risks.append(undecided_sentence(doc))
     worst = rows[0] if rows and (rows[0]["derived"] or rows[0]["records"]) else None
     if worst:
         risks.append(f"Worst {worst['level'] or level}: {worst['geo']} ({plural(worst['rows'] or 0, noun)}: "
@@ -225,9 +225,16 @@ def _signoff(doc: Findings, extras: Mapping, cell_labels: Mapping[str, str]) -> 
                 for t in {k.split(":", 1)[0] for k in c.get("cells", ())}:
                     used[t] = used.get(t, 0) + 1
     level, _ = _parent_level(doc)
+    titles = _table_titles(cell_labels)
+    open_units = unfinished_tables(doc, titles)
     out = []
-    for table, title in _table_titles(cell_labels).items():
-        if table in below:
+    for table, title in titles.items():
+        if table in open_units:  # fail closed: a table a unit was not (fully) attacked with never passes
+            status, reason = table_status(open_units[table], rules)
+            if table in below:
+                status = "fail" if small["action"] == "fail" else status
+                reason = f"counts below {threshold} in {plural(len(below[table]), level)}; {reason}"
+        elif table in below:
             status = "fail" if small["action"] == "fail" else "review"
             reason = f"counts below {threshold} in {plural(len(below[table]), level)}"
         elif table in used:

@@ -18,6 +18,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from ..errors import InternalError
+from ..signals import solvers_leave_signals_to_python
 from ..specs.schedule import MARGIN, Table
 
 
@@ -115,6 +116,8 @@ def hitting_set(clauses: Sequence[tuple[frozenset, frozenset]], cost: dict[str, 
             chosen.add(min(tally, key=lambda c: (-tally[c] / size.get(c, 1), cost.get(c, 0), c)))
     from pysat.examples.rc2 import RC2Stratified
     from pysat.formula import WCNF
+
+    solvers_leave_signals_to_python()  # RC2's calls too (see audit.signals)
 
     cells = sorted(forced | {c for pos, neg in clauses for c in pos | neg})
     var = {c: i + 1 for i, c in enumerate(cells)}

@@ -137,7 +137,7 @@ def run_scaled(source, schema: Schema, schedule: Schedule, options: ExactOptions
     """Audit every unit (streamed), write parts as units finish, merge into the findings document.
 
     ``on_total(total, already_done)`` is called once the units are counted; ``on_unit(unit, done,
-    total)`` after each unit is written. Raises :class:`Interrupted` on Ctrl-C (parts intact).
+    total)`` after each unit is written. Raises :class:`Interrupted` on Ctrl-C or SIGTERM (parts intact).
     """
     start = time.perf_counter()
     options = with_attacker(options, schema, rules)
@@ -189,12 +189,15 @@ def run_scaled(source, schema: Schema, schedule: Schedule, options: ExactOptions
                     record(task(problem, options, prior, limits), cells)
             else:
                 _run_pool(tasks, options, limits, scale, record)
-        except KeyboardInterrupt:
+        except KeyboardInterrupt:  # Ctrl-C, or SIGTERM (audit.signals)
             writer.close()
             raise Interrupted(finished, total, parts) from None
         writer.close()
-        return merge(parts, schema, schedule, options, scale, data_path or _name(source), stats["rows"],
-                     time.perf_counter() - start, rules, out)
+        try:
+            return merge(parts, schema, schedule, options, scale, data_path or _name(source), stats["rows"],
+                         time.perf_counter() - start, rules, out)
+        except KeyboardInterrupt:  # every unit is in the parts: --resume only merges them
+            raise Interrupted(finished, total, parts) from None
 
 
 def hard_limit(options: ExactOptions) -> float:

@@ -23,11 +23,13 @@ from ...problem.build import Problem
 from ...problem.coupled import child_sizes, child_total
 from ...specs.query import Predicate, Statistic
 from ...release.constraints import Constraint
+from ...signals import solvers_leave_signals_to_python
 from ._explain import EXPLAIN_BUDGET, LIMIT, SAT, UNSAT, Explainer
 from .base import Enumeration, ExactEngine
 from .sat_encoding import SatEncoding
 
 DEFAULT_SOLVER = "cadical195"
+solvers_leave_signals_to_python()  # Ctrl-C mid-call must not longjmp out of CaDiCaL (see audit.signals)
 FIRST_SLICE = 1_000  # conflicts of a call's first slice when a deadline is set
 FRAME_ROWS = 20  # units up to this many rows share their frame (15 MB for 1 to 20 rows on the sf1 schema)
 
