@@ -5,6 +5,7 @@ found prune them; the survivors are verified one by one on the same incremental 
 """
 from __future__ import annotations
 
+import itertools
 import time
 from dataclasses import replace
 from functools import lru_cache
@@ -31,13 +32,31 @@ def _assignment(names: tuple[str, ...], predicate) -> tuple | None:
 
 
 def direct_cells(problem: Problem) -> dict[tuple, tuple[int, str]]:
-    """Published exact counts whose predicate is a single-atom assignment: claim key -> (m, cell)."""
+    """Published exact counts whose predicate is a single-atom assignment: claim key -> (m, cell); with
+    view columns, also each assignment that names a view's atom for the atoms it groups."""
     out = {}
+    grouped = _grouped(problem) if problem.views is not None else None
     for c in problem.constraints:
         if c.statistic.kind == "count" and c.exact:
             key = _assignment(problem.names, c.predicate)
-            if key is not None:
-                out.setdefault(key, (int(c.lo), c.key.rsplit(":", 1)[0]))
+            keys = [key] if key is not None else []
+            if grouped is not None and c.predicate.clauses:
+                options = [[(problem.index(n), next(iter(a)))] * (len(a) == 1) + grouped.get((problem.index(n), a), [])
+                           for n, a in c.predicate.clauses]
+                keys += [tuple(sorted(k)) for k in itertools.product(*options)]
+            for k in keys:
+                out.setdefault(k, (int(c.lo), c.key.rsplit(":", 1)[0]))
+    return out
+
+
+def _grouped(problem: Problem) -> dict[tuple[int, frozenset], list[tuple[int, int]]]:
+    """(column, its atoms that a view's atom groups) -> [(view column, atom)]."""
+    out: dict = {}
+    for v in problem.views.columns:
+        i = problem.views.attribute(v)
+        fine = problem.domains[i].atoms
+        for k, group in enumerate(problem.domains[v].atoms):
+            out.setdefault((i, frozenset(f for f, a in enumerate(fine) if a <= group)), []).append((v, k))
     return out
 
 
@@ -62,7 +81,7 @@ def audit_unit(problem: Problem, options: ExactOptions = ExactOptions(),
     if reason is not None:
         return unfinished(problem, options, "too-large", reason, start)
     result = UnitResult(problem)
-    table = ClaimTable.of_truth(problem.truth, list(problem.sizes), options.max_columns)
+    table = ClaimTable.of_truth(problem.truth, list(problem.sizes), options.max_columns, problem.views)
     todo = table.claims
     direct = direct_cells(problem)
     rest = []
