@@ -9,6 +9,7 @@ import itertools
 import time
 from dataclasses import replace
 from functools import lru_cache
+from typing import Iterator
 
 import numpy as np
 
@@ -31,21 +32,26 @@ def _assignment(names: tuple[str, ...], predicate) -> tuple | None:
     return tuple(sorted((names.index(n), next(iter(a))) for n, a in predicate.clauses))
 
 
-def direct_cells(problem: Problem) -> dict[tuple, tuple[int, str]]:
-    """Published exact counts whose predicate is a single-atom assignment: claim key -> (m, cell); with
-    view columns, also each assignment that names a view's atom for the atoms it groups."""
-    out = {}
+def stated_claims(problem: Problem) -> Iterator[tuple[tuple, int, str]]:
+    """(claim assignment, m, ``TABLE:CELL``) for each published exact count whose predicate is a claim's:
+    one atom per column, or with view columns a view's atom for the atoms it groups."""
     grouped = _grouped(problem) if problem.views is not None else None
     for c in problem.constraints:
         if c.statistic.kind == "count" and c.exact:
             key = _assignment(problem.names, c.predicate)
-            keys = [key] if key is not None else []
+            keys = {key} if key is not None else set()
             if grouped is not None and c.predicate.clauses:
                 options = [[(problem.index(n), next(iter(a)))] * (len(a) == 1) + grouped.get((problem.index(n), a), [])
                            for n, a in c.predicate.clauses]
-                keys += [tuple(sorted(k)) for k in itertools.product(*options)]
-            for k in keys:
-                out.setdefault(k, (int(c.lo), c.key.rsplit(":", 1)[0]))
+                keys |= {tuple(sorted(k)) for k in itertools.product(*options)}
+            yield from ((k, int(c.lo), c.key.rsplit(":", 1)[0]) for k in sorted(keys))
+
+
+def direct_cells(problem: Problem) -> dict[tuple, tuple[int, str]]:
+    """Published exact counts that state a claim (:func:`stated_claims`): claim key -> (m, first such cell)."""
+    out = {}
+    for key, m, cell in stated_claims(problem):
+        out.setdefault(key, (m, cell))
     return out
 
 
