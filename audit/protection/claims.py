@@ -9,7 +9,8 @@ import numpy as np
 
 from ..problem.claims import UNDECIDED, VERIFIED, Claim
 from ..attacks.engines import get_engine
-from ..attacks.exact import UnitResult, certificate_cells, stated_claims
+from ..attacks.exact import UnitResult, certificate_cells
+from ..attacks.stated import stated_claims
 from ..attacks.implied import LinearProof
 from ..problem.build import Problem
 from ..release.constraints import UnitRelease
