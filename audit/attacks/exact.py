@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import time
 from dataclasses import replace
-from functools import lru_cache
 
 import numpy as np
 
@@ -19,27 +18,9 @@ from .implied import LinearProof
 from .intervals import feasibility_intervals, hidden_cells
 from .joint_claims import decide_open
 from .reidentify import measure_exact
+from .stated import direct_cells
 from .unit import (ENUMERATION_NODES, SECONDS_PER_CLAUSE, ExactOptions, UnitResult, make_engine, too_large, unfinished,
                    unit_cost)
-
-@lru_cache(maxsize=1 << 16)
-def _assignment(names: tuple[str, ...], predicate) -> tuple | None:
-    """The claim assignment a predicate equals, if it fixes each of its columns to one atom."""
-    if not predicate.clauses or any(len(atoms) != 1 for _, atoms in predicate.clauses):
-        return None
-    return tuple(sorted((names.index(n), next(iter(a))) for n, a in predicate.clauses))
-
-
-def direct_cells(problem: Problem) -> dict[tuple, tuple[int, str]]:
-    """Published exact counts whose predicate is a single-atom assignment: claim key -> (m, cell)."""
-    out = {}
-    for c in problem.constraints:
-        if c.statistic.kind == "count" and c.exact:
-            key = _assignment(problem.names, c.predicate)
-            if key is not None:
-                out.setdefault(key, (int(c.lo), c.key.rsplit(":", 1)[0]))
-    return out
-
 
 def audit_unit(problem: Problem, options: ExactOptions = ExactOptions(),
                prior_rows: np.ndarray | None = None) -> UnitResult:
@@ -62,7 +43,7 @@ def audit_unit(problem: Problem, options: ExactOptions = ExactOptions(),
     if reason is not None:
         return unfinished(problem, options, "too-large", reason, start)
     result = UnitResult(problem)
-    table = ClaimTable.of_truth(problem.truth, list(problem.sizes), options.max_columns)
+    table = ClaimTable.of_truth(problem.truth, list(problem.sizes), options.max_columns, problem.views)
     todo = table.claims
     direct = direct_cells(problem)
     rest = []

@@ -210,7 +210,7 @@ def decide_open(problem: Problem, options: ExactOptions, start: float, why: str)
     deadline = start + options.unit_seconds
     problem = replace(problem, notes=problem.notes + (NOTE,))
     result = UnitResult(problem)
-    table = ClaimTable.of_truth(problem.truth, list(problem.sizes), options.max_columns)
+    table = ClaimTable.of_truth(problem.truth, list(problem.sizes), options.max_columns, problem.views)
     pending = np.arange(len(table.claims))
     programs = _Programs(system, options.seed, deadline)
     seen: list[np.ndarray] = []  # the unit's histograms that refuted claims

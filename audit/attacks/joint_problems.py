@@ -68,6 +68,7 @@ def level_problems(frame: pd.DataFrame | None, schema: Schema, schedule: Schedul
     problems += attach([own[(r.level, r.geo)] for r in alone], proofs)
     rest = [r for r in parents if r not in alone]
     if rest:
+        proved = frozenset(g for (lv, g), got in proofs.items() if lv not in coupled and got[1] is not None)
         problems += build_coupled_problems(frame, schema, schedule,
-                                           rest + [r for r in releases if r.level not in coupled], coupled)
+                                           rest + [r for r in releases if r.level not in coupled], coupled, proved)
     return problems

@@ -159,7 +159,8 @@ def encoding_clauses(problem: Problem) -> int:
 def unit_cost(problem: Problem, options: ExactOptions, prior_rows: np.ndarray | None = None) -> UnitCost:
     """The size of the unit's attack, from its row counts and cells alone."""
     truth = problem.truth if problem.truth is not None else np.zeros((0, len(problem.sizes)), np.int64)
-    subsets = n_subsets(len(problem.sizes), options.max_columns)
+    subsets = (n_subsets(len(problem.sizes), options.max_columns) if problem.views is None
+               else len(problem.views.subsets(len(problem.sizes), options.max_columns)))
     distinct = len(distinct_rows(truth)[0])
     prior = len(distinct_rows(prior_rows)[0]) if prior_rows is not None and len(prior_rows) else 0
     return UnitCost(problem.n_rows[1], distinct, distinct * subsets, prior * subsets, encoding_clauses(problem))
@@ -183,10 +184,10 @@ def unfinished(problem: Problem, options: ExactOptions, status: str, reason: str
     if options.intervals and hidden_cells(problem):
         result.intervals_note = f"feasibility intervals not computed: {reason}"
     if problem.truth is not None and len(problem.truth):
-        n, exact = count_candidates(problem.truth, options.max_columns)
+        n, exact = count_candidates(problem.truth, options.max_columns, views=problem.views)
         keys = len(distinct_rows(problem.truth)[0]) * n_subsets(problem.truth.shape[1], options.max_columns)
         if n <= LISTED_MAX and exact and keys <= 50 * LISTED_MAX:
-            result.verdicts = [Verdict(c, UNDECIDED, reason=reason) for c in candidates(problem.truth, options.max_columns)]
+            result.verdicts = [Verdict(c, UNDECIDED, reason=reason) for c in candidates(problem.truth, options.max_columns, problem.views)]
         else:
             result.omitted = n
             if not exact:

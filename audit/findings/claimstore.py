@@ -52,7 +52,7 @@ def encode(result, header: tuple[str, ...], refuted: Iterable = ()) -> bytes:
     p = result.problem
     first, width = len(LEAD), len(header) - len(LEAD) - len(TAIL)
     try:
-        slot = [header.index(d.name) - first for d in p.domains]
+        slot = [header.index(name) - first for name in p.attributes]  # a view shows its attribute's column
     except ValueError:
         raise InternalError(f"a domain of {p.names} is not a column of the claim store {header}") from None
     labels = [[_field(label) for label in d.labels] for d in p.domains]

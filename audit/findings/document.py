@@ -144,7 +144,7 @@ def listed(result: UnitResult, cap: int) -> list:
 def claim_json(verdict, result: UnitResult) -> dict:
     """One listed claim (codes as atom labels, i.e. as they appear in the data or as a range)."""
     p = result.problem
-    entry = {"columns": {p.domains[c].name: p.domains[c].labels[a] for c, a in verdict.claim.assignment},
+    entry = {"columns": {p.attributes[c]: p.domains[c].labels[a] for c, a in verdict.claim.assignment},
              "m": verdict.claim.m, "status": verdict.status, "direct": verdict.direct, "cells": list(verdict.cells)}
     if verdict.status == VERIFIED and not verdict.direct:
         entry["explained"] = bool(verdict.cells)
@@ -161,7 +161,7 @@ def refuted_claims(result: UnitResult, max_columns: int | None) -> list:
     if not result.refuted or result.problem.truth is None:
         return []
     kept = {v.claim for v in result.verdicts}
-    return [c for c in candidates(result.problem.truth, max_columns) if c not in kept]
+    return [c for c in candidates(result.problem.truth, max_columns, result.problem.views) if c not in kept]
 
 
 def unit_json(result: UnitResult, release: UnitRelease | None = None, cap: int = LISTED,

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import AuditError, InconsistentRelease
+from .claims import Views
 from ..specs.query import Predicate, Statistic
 from ..release.constraints import SUPPRESSED, Constraint, UnitRelease, Value, constraints_of, int_hi, int_lo
 from ..specs.schedule import Schedule
@@ -116,6 +117,7 @@ class Problem:
     hidden: tuple[Constraint, ...] = ()  # suppressed sums, means and medians: unbounded, no constraint, asked for their intervals
     joint: object = field(default=None, compare=False)  # a coarser unit's open joint model (audit.attacks.joint_claims.JointSystem)
     child: str = ""  # a coupled problem's child-unit column (audit.problem.coupled): where a person is, not what
+    views: Views | None = None  # a coupled problem's columns that group an attribute as one level does (after the child)
 
     def __post_init__(self):
         lo, hi = self.n_rows
@@ -182,8 +184,15 @@ class Problem:
 
     @property
     def n_attributes(self) -> int:
-        """Columns that describe the persons: every domain but a coupled problem's child-unit column."""
-        return len(self.domains) - (self._child_column >= 0)
+        """Columns that describe the persons: every domain but a coupled problem's child-unit column and views."""
+        return len(self.domains) - (self._child_column >= 0) - (len(self.views.columns) if self.views else 0)
+
+    @cached_property
+    def attributes(self) -> tuple[str, ...]:
+        """The attribute each column shows: its name, or for a view the column it groups."""
+        if self.views is None:
+            return self.names
+        return tuple(self.names[self.views.attribute(i)] for i in range(len(self.names)))
 
     @cached_property
     def published_columns(self) -> frozenset[int]:
@@ -216,7 +225,7 @@ class Problem:
                 for group in (self.constraints, self.hidden)]
         specs = tuple(tuple((name, tuple(sorted(atoms))) for name, atoms in p.clauses) for p in preds)
         return _restore, (self.level, self.geo, self.domains, self.n_rows, specs, rows[0], self.edits, self.truth,
-                          self.notes, self.proof, self.proof_cells, rows[1], self.joint, self.child)
+                          self.notes, self.proof, self.proof_cells, rows[1], self.joint, self.child, self.views)
 
 
 @lru_cache(maxsize=1 << 16)
@@ -253,12 +262,12 @@ def _interned(spec):
 
 
 def _restore(level, geo, domains, n_rows, specs, rows, edits, truth, notes, proof="", proof_cells=None,
-             hidden=(), joint=None, child="") -> Problem:
+             hidden=(), joint=None, child="", views=None) -> Problem:
     preds = [_interned(("pred", spec)) for spec in specs]
     cons, hide = (tuple(Constraint(key, preds[i], _interned(("stat", stat)), None if lo is None else Fraction(*lo),
                                    None if hi is None else Fraction(*hi), lo_open, hi_open)
                         for key, i, stat, lo, hi, lo_open, hi_open in group) for group in (rows, hidden))
-    return Problem(level, geo, domains, n_rows, cons, edits, truth, notes, proof, proof_cells, hide, joint, child)
+    return Problem(level, geo, domains, n_rows, cons, edits, truth, notes, proof, proof_cells, hide, joint, child, views)
 
 
 def _to_atoms(pred: Predicate, domains: dict[str, Domain]) -> Predicate:

@@ -70,11 +70,55 @@ class Verdict:
             raise ValueError("a refuted claim must carry its counterexample")
 
 
-def candidates(truth: np.ndarray, max_columns: int | None = None) -> list[Claim]:
-    """Every claim true in the confidential rows, over every subset of up to ``max_columns`` columns."""
+@dataclass(frozen=True)
+class Views:
+    """A coupled problem's view columns: an attribute's codes as one published level groups them.
+
+    View column ``columns[k]`` is a function of the attribute column ``base[k]`` (tied by edits), so a
+    claim fixes at most one column of each attribute: its value set is an atom of the common
+    refinement or of one level's grouping, per attribute. A claim that names child unit ``b`` (column
+    ``child``) over ``child_columns`` only (the child level's own groupings) is that unit's own claim;
+    where ``b`` is in ``proved`` (its unit has one dataset, proved jointly) it is verified there and is
+    left out here, as is such a claim naming no child when ``every`` child is proved.
+    """
+
+    columns: tuple[int, ...]
+    base: tuple[int, ...]
+    child: int
+    child_columns: frozenset[int]
+    proved: frozenset[int] = frozenset()
+    every: bool = False
+
+    def __post_init__(self):
+        if len(self.columns) != len(self.base) or set(self.columns) & set(self.base) or self.child in self.columns:
+            raise ValueError("a view column is a function of another attribute column")
+
+    def attribute(self, column: int) -> int:
+        """The attribute column a column shows (itself unless a view)."""
+        return self.base[self.columns.index(column)] if column in self.columns else column
+
+    def subsets(self, n_cols: int, max_columns: int | None = None) -> list[tuple[int, ...]]:
+        """:func:`column_subsets`, at most one column of each attribute."""
+        return [cols for cols in column_subsets(n_cols, max_columns)
+                if len({self.attribute(c) for c in cols}) == len(cols)]
+
+    def redundant(self, subsets: list[tuple[int, ...]], subset: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """Which claims are a proved child unit's own (see the class): claim ``k`` over the columns
+        ``subsets[subset[k]]`` with the values of row ``rows[k]``."""
+        own = np.array([any(c in self.columns for c in cols) and
+                        all(c in self.child_columns for c in cols if c != self.child) for cols in subsets], dtype=bool)
+        named = np.array([self.child in cols for cols in subsets], dtype=bool)
+        proved = np.zeros(int(rows[:, self.child].max(initial=0)) + 1, dtype=bool)
+        proved[[b for b in self.proved if b < len(proved)]] = True
+        return own[subset] & np.where(named[subset], proved[rows[:, self.child]], self.every)
+
+
+def candidates(truth: np.ndarray, max_columns: int | None = None, views: Views | None = None) -> list[Claim]:
+    """Every claim true in the confidential rows, over every subset of up to ``max_columns`` columns
+    (``views``: at most one column per attribute, proved units' claims left out)."""
     if len(truth) == 0:
         return []
-    return ClaimTable.of_truth(truth, (truth.max(axis=0) + 1).tolist(), max_columns).claims
+    return ClaimTable.of_truth(truth, (truth.max(axis=0) + 1).tolist(), max_columns, views).claims
 
 
 def column_subsets(n_cols: int, max_columns: int | None = None) -> list[tuple[int, ...]]:
@@ -97,13 +141,16 @@ def distinct_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.unique(rows, axis=0, return_counts=True)
 
 
-def count_candidates(truth: np.ndarray, max_columns: int | None = None, budget: int = 10**8) -> tuple[int, bool]:
+def count_candidates(truth: np.ndarray, max_columns: int | None = None, budget: int = 10**8,
+                     views: Views | None = None) -> tuple[int, bool]:
     """How many claims :func:`candidates` would list, counted one column subset at a time (memory of
     one subset's keys); past ``budget`` keys the count so far is returned as a lower bound
     (``exact`` False)."""
     rows, _ = distinct_rows(truth)
     if not len(rows):
         return 0, True
+    if views is not None:
+        return len(candidates(truth, max_columns, views)), True
     total, seen = 0, 0
     for cols in column_subsets(rows.shape[1], max_columns):
         if seen >= budget:
@@ -134,14 +181,15 @@ class ClaimTable:
         self.m = np.zeros(0, dtype=np.int64)
 
     @classmethod
-    def of_truth(cls, truth: np.ndarray, sizes: list[int], max_columns: int | None = None) -> "ClaimTable":
+    def of_truth(cls, truth: np.ndarray, sizes: list[int], max_columns: int | None = None,
+                 views: Views | None = None) -> "ClaimTable":
         """The table of every claim true in ``truth``, by column subset (fewest columns first), then
-        by the values in column order.
+        by the values in column order (``views``: see :class:`Views`).
 
         Keys are built over the distinct rows only (with their multiplicities), so the table costs
         distinct rows x subsets, not rows x subsets.
         """
-        subsets = column_subsets(truth.shape[1], max_columns)
+        subsets = column_subsets(truth.shape[1], max_columns) if views is None else views.subsets(truth.shape[1], max_columns)
         table = cls(sizes, subsets)
         rows, weights = distinct_rows(truth)
         n_rows = max(len(rows), 1)
@@ -158,6 +206,10 @@ class ClaimTable:
                         for s, r, m in zip(subset[order].tolist(), row[order].tolist(),
                                            counts[order].astype(np.int64).tolist())]
         table.keys, table.m = values[order], counts[order].astype(np.int64)
+        if views is not None and (views.proved or views.every):
+            keep = ~views.redundant(subsets, subset[order], rows[row[order]])
+            table.claims = [c for c, k in zip(table.claims, keep.tolist()) if k]
+            table.keys, table.m = table.keys[keep], table.m[keep]
         return table
 
     def counts(self, rows: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:

@@ -11,10 +11,13 @@ verified under more tables too); the coupled problem can verify more, and refute
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pandas as pd
 
 from .build import Domain, Problem, _to_atoms, cell_domains, hidden_value, population
+from .claims import Views
 from ..specs.query import Predicate
 from ..release.constraints import Constraint, UnitRelease, constraints_of
 from ..specs.schedule import Schedule
@@ -36,12 +39,15 @@ def _geo_keys(frame: pd.DataFrame, cols: list[str]) -> list[tuple[str, ...]]:
 
 
 def build_coupled_problems(frame: pd.DataFrame | None, schema: Schema, schedule: Schedule,
-                           releases: list[UnitRelease], levels: list[str] | None = None) -> list[Problem]:
+                           releases: list[UnitRelease], levels: list[str] | None = None,
+                           proved: frozenset = frozenset()) -> list[Problem]:
     """One problem per unit of each coarser published level, over all its finest-level children.
 
     ``frame`` must hold every row of each parent unit it covers (whole tracts), and ``releases``
     the tabulation of that frame at every level. With ``frame`` None (a published release alone) the
     children are the finest-level units released inside the parent, and there are no true rows.
+    ``proved``: the geographies of the children a joint solve proved (their own claims are theirs,
+    see :class:`~audit.problem.claims.Views`).
     """
     geo = list(schema.geography)
     child_level = finest_level(schema, schedule)
@@ -108,9 +114,69 @@ def build_coupled_problems(frame: pd.DataFrame | None, schema: Schema, schedule:
                 n_rows, more = population(cons, None if sub is None else len(sub), f"unit {'/'.join(parent.geo)}")
                 notes += more
             edits = tuple(_to_atoms(e.forbid, by_name) for e in schema.edits)
-            out.append(Problem(level, parent.geo, domains, n_rows, tuple(cons), edits, truth, notes, hidden=tuple(hidden),
-                               child=child_level if child_dom else ""))
+            problem = Problem(level, parent.geo, domains, n_rows, tuple(cons), edits, truth, notes, hidden=tuple(hidden),
+                              child=child_level if child_dom else "")
+            if child_dom is not None:
+                problem = with_views(problem, schema, tables,
+                                     frozenset(child_index[c] for c in children if c in proved))
+            out.append(problem)
     return out
+
+
+def with_views(problem: Problem, schema: Schema, tables: list, proved: frozenset[int]) -> Problem:
+    """The coupled problem with a view column for each attribute grouping a published level makes
+    that the common refinement does not (block tables' race white / non-white under the tract's
+    detailed race), so that claims range over either level's groupings (:class:`Views`); unchanged when
+    no such claim can be new (every child proved, and only the child level groups one attribute)."""
+    geo = list(schema.geography)
+    levels = sorted({t.level for t in tables}, key=geo.index)
+    child_level = max(levels, key=geo.index)
+    grouping = {lv: {d.name: d for d in cell_domains(schema, [c for t in tables if t.level == lv for c in t.cells])}
+                for lv in levels}
+    base = [d for d in problem.domains if d.name != problem.child]
+    cols, of, doms, made = [], [], [], {}
+    child_cols = set()
+    coarser = 0  # attributes the child level groups more coarsely than the common refinement
+    for i, fine in enumerate(base):
+        if fine.numeric:
+            child_cols.add(i)
+            continue
+        for lv in levels:
+            coarse = grouping[lv][fine.name]
+            same = set(coarse.atoms) == set(fine.atoms)
+            if lv == child_level:
+                coarser += not same
+                child_cols.update([i] if same else [])
+            if same or len(coarse) < 2:
+                continue
+            key = (i, frozenset(coarse.atoms))
+            if key not in made:
+                made[key] = len(base) + 1 + len(cols)
+                cols.append(made[key])
+                of.append(i)
+                doms.append(Domain(f"{fine.name}@{lv}", coarse.atoms, coarse.labels))
+            if lv == child_level:
+                child_cols.add(made[key])
+    n_child = len(problem.domains[problem.index(problem.child)])
+    every = len(proved) == n_child
+    only_child = all(c in child_cols for c in cols)
+    if not cols or (every and only_child and coarser < 2):
+        return problem
+    edits, truth = list(problem.edits), problem.truth
+    extra = []
+    for col, i, dom in zip(cols, of, doms):
+        fine = base[i]
+        to = np.array([next(k for k, a in enumerate(dom.atoms) if atom <= a) for atom in fine.atoms], np.int64)
+        for k in range(len(dom)):
+            edits.append(Predicate.of({fine.name: np.flatnonzero(to == k).tolist(),
+                                       dom.name: [j for j in range(len(dom)) if j != k]}))
+        if truth is not None:
+            extra.append(to[truth[:, i]])
+    if truth is not None:
+        truth = np.column_stack([truth, *extra]) if extra else truth
+    views = Views(tuple(cols), tuple(of), problem.index(problem.child), frozenset(child_cols), proved, every)
+    return replace(problem, domains=problem.domains + tuple(doms), edits=tuple(edits), truth=truth, views=views,
+                   notes=problem.notes + (f"claims over each level's groupings too: {', '.join(d.name for d in doms)}",))
 
 
 def child_total(problem: Problem, c: Constraint) -> int | None:

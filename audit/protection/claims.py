@@ -10,13 +10,14 @@ import numpy as np
 from ..problem.claims import UNDECIDED, VERIFIED, Claim
 from ..attacks.engines import get_engine
 from ..attacks.exact import UnitResult, certificate_cells
+from ..attacks.stated import stated_claims
 from ..attacks.implied import LinearProof
 from ..problem.build import Problem
 from ..release.constraints import UnitRelease
 from ..findings.document import claim_json, schema_json, unit_json
 from ..outputs.words import claim_text
 from ..policy.checks import evaluate
-from .options import Policy, ProtectOptions, cell_of
+from .options import Policy, ProtectOptions
 
 def failing(result: UnitResult, policy: Policy) -> tuple[list, list]:
     """(failing verified verdicts, undecided verdicts) of one attacked unit under the policy; a claim's
@@ -129,13 +130,8 @@ def undefeatable(floor: Attempt, final: Attempt, problem: Problem, schema, hidde
 def twins(problem: Problem) -> dict[tuple, list[str]]:
     """Claim (assignment, m) -> every published exact count cell that states it directly."""
     out: dict[tuple, list[str]] = {}
-    names = problem.names
-    for c in problem.constraints:
-        if c.statistic.kind != "count" or not c.exact or not c.predicate.clauses:
-            continue
-        if all(len(a) == 1 for _, a in c.predicate.clauses):
-            key = (tuple(sorted((names.index(n), next(iter(a))) for n, a in c.predicate.clauses)), int(c.lo))
-            out.setdefault(key, []).append(cell_of(c.key))
+    for key, m, cell in stated_claims(problem):
+        out.setdefault((key, m), []).append(cell)
     return out
 
 

@@ -61,9 +61,9 @@ def unit_rows(problem, persons: pd.DataFrame, schema: Schema) -> np.ndarray:
         mask &= persons[name].astype(str).to_numpy() == code
     sub = persons[mask]
     columns = []
-    for d in problem.domains:
-        if d.name in schema.names:
-            values = sub[d.name]
+    for d, name in zip(problem.domains, problem.attributes):
+        if name in schema.names:  # an attribute, or a view that groups one (its atoms are sets of its codes)
+            values = sub[name]
         else:  # the child unit of a coupled problem: its codes below the parent, joined by '/'
             values = sub[geo[depth: geo.index(d.name) + 1]].astype(str).agg("/".join, axis=1)
         atoms = values.map(d.lookup())
@@ -85,10 +85,10 @@ def compare(result, persons: pd.DataFrame, schema: Schema) -> dict:
     rows = unit_rows(problem, persons, schema)
     labels = [e.label or str(e.forbid.as_dict()) for e in schema.edits]
     breaks = [labels[int(k[5:])] if k.startswith("edit:") else k for k in problem.violations(rows)]
-    width = len(problem.domains)
+    full = tuple(c for c, name in enumerate(problem.names) if problem.attributes[c] == name)  # no view column
     agree, differ = 0, []
     for v in result.verified:
-        if len(v.claim.assignment) == width:
+        if v.claim.columns == full:
             found = v.claim.count(rows)
             if found == v.claim.m:
                 agree += v.claim.m
