@@ -225,3 +225,20 @@ def test_a_protected_tract_that_passes_has_no_provable_singleton(tmp_path, seed)
                 stated.add((block, frozenset((c, frozenset(codes)) for c, codes in v.cell.predicate.clauses
                                              if len(codes) < len(CODES[c]))))
     assert provable_singletons(inputs, worlds) <= stated, (tables, rows, report["recommendation"])
+
+
+def test_a_record_over_a_blocks_grouping_is_a_full_record(tmp_path):
+    """Block 1's one resident proved a non-white woman is a whole record over the attributes the release
+    publishes (race, grouped as the block groups it, and sex): full_records counts it in the coupled tract
+    (a view column stands for its attribute), so the default policy fails the release."""
+    tables = {"tables": [{"id": "P1", "geography": "block", "cells": [{"id": "total", "where": {}}]},
+                         _table("P2", "block", [["W"], ["B", "A", "O"]], False, None),
+                         {"id": "T1", "geography": "tract", "by": ["race", "sex"]}]}
+    rows = [{"tract": "1", "block": b, "race": r, "sex": s}
+            for b, r, s in (("1", "B", "F"), ("2", "A", "F"), ("2", "W", "M"), ("2", "W", "M"))]
+    paths = _write(tmp_path, tables, rows)
+    doc = run_audit(*paths, tmp_path / "out", AuditOptions(explain="none", report=False))
+    tract = next(u for u in doc.units if u["geo"] == "1")
+    # the tract's published 1s (B women, A women) and each block's one non-white woman: 4 (2 before views counted)
+    assert tract["summary"]["full_records_by_group"].get("1", 0) >= 4, tract["summary"]
+    assert any(f.rule == "full_records" and f.outcome == "fail" for f in doc.failing), doc.failing

@@ -203,10 +203,12 @@ class Problem:
         return frozenset(cols - {self._child_column})
 
     def full_record(self, assignment) -> bool:
-        """Whether a claim covers every column the release publishes about (and so states a whole record
-        as published): its columns, the child-unit column aside, are exactly :attr:`published_columns`."""
-        return bool(self.published_columns) and \
-            {c for c, _ in assignment if c != self._child_column} == self.published_columns
+        """Whether a claim covers every attribute the release publishes about (and so states a whole record
+        as published): its columns' attributes, the child-unit column aside, are those of
+        :attr:`published_columns` (a view column stands for the attribute it groups)."""
+        attribute = (lambda c: c) if self.views is None else self.views.attribute
+        published = {attribute(c) for c in self.published_columns}
+        return bool(published) and {attribute(c) for c, _ in assignment if c != self._child_column} == published
 
     def width(self, assignment) -> int:
         """How many of a claim's columns describe the persons: a claim naming one block is that block's
