@@ -9,6 +9,8 @@ from ._yaml import Located
 from ..errors import AuditError
 from .schema_types import Recode, Schema, _show_domain
 
+MAX_LEVELS = 100  # levels a hierarchy may have (its top nodes are level 1): each adds cells and lines to every table over it
+
 
 def _load_hierarchy(doc: Located, schema: Schema, name: str, spec: Any, key: Any) -> Recode:
     """A hierarchical code list over a categorical column (sdcTable's hierarchies, tau-Argus's .hrc files):
@@ -52,29 +54,7 @@ def _load_hierarchy(doc: Located, schema: Schema, name: str, spec: Any, key: Any
             if kid not in children and kid not in col.codes:
                 raise AuditError(f"'{kid}' is not a code of '{source}' nor a node of the hierarchy", where[node],
                                  f"use the codes of '{source}' ({_show_domain(col)}) or add '{kid}' as a node")
-    leaves: dict[str, frozenset] = {}
-
-    def under(node: str, path: tuple) -> frozenset:
-        if node in path:
-            raise AuditError(f"the hierarchy has a cycle: {' -> '.join(path[path.index(node):] + (node,))}",
-                             where[node], "a node cannot be under itself")
-        if node not in children:
-            return frozenset([node])
-        if node not in leaves:
-            leaves[node] = frozenset().union(*(under(k, path + (node,)) for k in children[node]))
-        return leaves[node]
-
-    groups: dict[str, frozenset] = {}
-
-    def walk(code: str, path: tuple) -> None:  # depth first, a node before its codes (the order tau-Argus lists)
-        groups[code] = under(code, path)
-        for kid in children.get(code, ()):
-            walk(kid, path + (code,))
-
-    for node in children:
-        under(node, ())  # a cycle has no top node, so look for one from every node
-    for node in (n for n in children if n not in parent):
-        walk(node, ())
+    groups = _groups(children, parent, where)
     missing = [c for c in col.codes if c not in groups]
     if missing:
         raise AuditError(f"code '{missing[0]}' of '{source}' is in no node of hierarchy '{name}'"
@@ -86,8 +66,38 @@ def _load_hierarchy(doc: Located, schema: Schema, name: str, spec: Any, key: Any
                          where[whole[0]], "leave the total out and list its children as the top nodes; "
                                           "tables publish the total as the margin '*'")
     labels = {c: col.label(c) for c in col.codes}
-    labels.update({str(k): str(v) for k, v in (spec.get("labels") or {}).items()})
+    labels.update(doc.labels(spec.get("labels"), *here, "labels"))
     return Recode(name, source, groups, labels, nested=True)
+
+
+def _groups(children: dict[str, list[str]], parent: dict[str, str], where: dict[str, str]) -> dict[str, frozenset]:
+    """Each node and code -> the codes (leaves) under it, depth first, a node before its codes (the order
+    tau-Argus lists). Without recursion: a hierarchy may be thousands of levels deep."""
+    walked: dict[str, str] = {}
+    for node in children:  # each code has one parent, so a cycle is a loop of parents with no top node
+        at, path = node, []
+        while at is not None and at not in walked:
+            walked[at] = node
+            path.append(at)
+            at = parent.get(at)
+        if at is not None and walked[at] == node:
+            loop = path[path.index(at):]  # at, its parent, its parent's parent ... back to at
+            raise AuditError(f"the hierarchy has a cycle: {' -> '.join([at, *reversed(loop[1:]), at])}",
+                             where[node], "a node cannot be under itself")
+    order: list[str] = []
+    stack = [(n, 1) for n in reversed(children) if n not in parent]
+    while stack:
+        code, depth = stack.pop()
+        if depth > MAX_LEVELS:
+            raise AuditError(f"'{code}' is {depth} levels down; a hierarchy may have at most {MAX_LEVELS} levels",
+                             where.get(code) or where[parent[code]], "flatten the hierarchy: group fewer levels")
+        order.append(code)
+        stack.extend((kid, depth + 1) for kid in reversed(children.get(code, ())))
+    leaves: dict[str, frozenset] = {}
+    for code in reversed(order):  # every code after the codes under it
+        kids = children.get(code)
+        leaves[code] = frozenset().union(*(leaves[k] for k in kids)) if kids else frozenset([code])
+    return {code: leaves[code] for code in order}
 
 
 def read_hrc(path: Path) -> tuple[dict[str, list[str]], dict[str, str]]:
