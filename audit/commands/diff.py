@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from ..findings.claimstore import store_beside
+from ..findings.claimstore import FILE as STORE_FILE, store_beside
 from ..outputs.diff import compare
 from ..findings.files import read_findings
 from ..policy.rules import load_rules
@@ -29,7 +29,9 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Compare two findings: units and claims newly verified, rules newly failing. Exit 1 if a rule newly fails."""
         if out is not None:
-            output_file(out)
+            output_file(out, inputs={"OLD": old, "NEW": new, "--rules": Path(rules) if rules else None,
+                                     f"{STORE_FILE} beside OLD": old.parent / STORE_FILE,
+                                     f"{STORE_FILE} beside NEW": new.parent / STORE_FILE})
         a, b = read_findings(old), read_findings(new)
         if rules is not None:
             policy = load_rules(rules)

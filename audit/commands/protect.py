@@ -8,7 +8,7 @@ import typer
 
 from ..attacks.exact import ExactOptions
 from ..protection.options import PROTECT_EXPLAIN_BUDGET
-from ..protection.protect import ProtectInterrupted, ProtectOptions, audit_pattern, protect as run_protect
+from ..protection.protect import WRITES, ProtectInterrupted, ProtectOptions, audit_pattern, protect as run_protect
 from ..policy.checks import unit_intervals
 from ..policy.rules import load_rules
 from ..outputs.terminal import echo
@@ -41,7 +41,8 @@ def register(app: typer.Typer) -> None:
         quiet: QuietOpt = False,
     ) -> None:
         """Recommend the least protection that makes the release pass the rules, and prove it by re-auditing."""
-        output_folder(out)
+        output_folder(out, inputs={"DATA": data, "--schema": schema, "--tables": tables,
+                                   "--rules": Path(rules) if rules else None}, writes=WRITES)
         inputs = inputs_from(data, schema, tables)
         policy = load_rules(rules)
         exact = ExactOptions(max_columns=max_columns, seed=seed, conflicts=conflicts, unit_seconds=unit_seconds,

@@ -11,6 +11,7 @@ import hashlib
 from pathlib import Path
 
 from ..errors import AuditError
+from ..paths import input_file
 
 # the inputs each extra must share with the findings: the ranking attacks the published tables,
 # the linear attack only the microdata
@@ -21,7 +22,7 @@ def file_digest(path: str | Path | None) -> str | None:
     """SHA-256 of a file's bytes (of every file in a folder, e.g. partitioned Parquet), 16 hex digits."""
     if path is None:
         return None
-    p = Path(path)
+    p = input_file(Path(path))
     files = sorted(f for f in p.rglob("*") if f.is_file()) if p.is_dir() else [p] if p.is_file() else []
     if not files:
         return None

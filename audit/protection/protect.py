@@ -36,6 +36,8 @@ from ..attacks.exact import ExactOptions, audit_unit
 from ..inputs import Inputs, load_inputs
 from ..paths import clear_outputs
 from ..attacks.reidentify import with_attacker
+from ..findings.certfile import FILE as CERTIFICATES_FILE
+from ..findings.claimstore import FILE as STORE_FILE
 from ..findings.document import cell_labels, run_exact
 from ..findings.files import write_json
 from ..outputs.progress import Progress
@@ -49,6 +51,7 @@ from .sweeps import _noise, _round_sweep, _sweep_failing
 from .unit import UnitContext, UnitProtection, information_loss, suppress_unit, unit_contexts
 
 OUTPUTS = ("protected.yaml", "protection.json", PARTIAL, "findings.json")  # what a run writes: an earlier run's are removed first
+WRITES = (*OUTPUTS, STORE_FILE, CERTIFICATES_FILE, "noisy_release.csv", "rank.json", "rank.svg", "*.tmp")  # all it may write
 
 
 def audited(inputs: Inputs, exact: ExactOptions, rules, label: str, progress: bool = False,

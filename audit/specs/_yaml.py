@@ -13,6 +13,7 @@ from typing import Any
 import yaml
 
 from ..errors import AuditError
+from ..paths import input_file
 
 MAX_ALIAS_NODES = 100_000  # nodes that aliases may add to a document when expanded
 MAX_DEPTH = 100            # nesting of mappings and lists
@@ -101,7 +102,7 @@ def _shown(value: Any) -> str:
 
 def load_yaml(path: str | Path) -> Located:
     """Read a YAML file, raising an AuditError naming the file and line on a syntax error."""
-    path = Path(path)
+    path = input_file(Path(path), "YAML file")
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:

@@ -2,11 +2,13 @@
 tau-Argus ``.hrc`` file; each becomes a recode."""
 from __future__ import annotations
 
+import codecs
 from pathlib import Path
 from typing import Any, Mapping
 
 from ._yaml import Located
 from ..errors import AuditError
+from ..paths import input_file
 from .schema_types import Recode, Schema, _show_domain
 
 MAX_LEVELS = 100  # levels a hierarchy may have (its top nodes are level 1): each adds cells and lines to every table over it
@@ -18,8 +20,9 @@ def _load_hierarchy(doc: Located, schema: Schema, name: str, spec: Any, key: Any
     nodes (subtotals), each standing for the leaves under it; the top nodes sit under the table total."""
     here = ("hierarchies", key)
     if not isinstance(spec, Mapping) or "from" not in spec or ("children" in spec) == ("hrc" in spec) \
-            or set(spec) - {"from", "children", "hrc", "labels"}:
-        raise doc.error("a hierarchy needs 'from: COLUMN' and either 'children: {node: [codes]}' or 'hrc: FILE'",
+            or set(spec) - {"from", "children", "hrc", "encoding", "labels"} or ("encoding" in spec and "hrc" not in spec):
+        raise doc.error("a hierarchy needs 'from: COLUMN' and either 'children: {node: [codes]}' or 'hrc: FILE' "
+                        "(with 'encoding: NAME' when the file is not UTF-8)",
                         *here, fix="e.g. area: {from: region, children: {north: [n1, n2], n1: [a, b], n2: [c]}}")
     source = doc.code(spec["from"], *here, "from")
     if source not in schema.names or schema.column(source).kind != "categorical":
@@ -28,7 +31,13 @@ def _load_hierarchy(doc: Located, schema: Schema, name: str, spec: Any, key: Any
     col = schema.column(source)
     if "hrc" in spec:
         path = Path(str(doc.file)).parent / doc.code(spec["hrc"], *here, "hrc")
-        children, where = read_hrc(path)
+        encoding = doc.code(spec.get("encoding", "utf-8"), *here, "encoding")
+        try:
+            codecs.lookup(encoding)
+        except LookupError:
+            raise doc.error(f"unknown encoding '{encoding}'", *here, "encoding",
+                            fix="name the .hrc file's encoding as Python does, e.g. encoding: latin-1 (or cp1252, utf-8)") from None
+        children, where = read_hrc(path, encoding, name)
     else:
         if not isinstance(spec["children"], Mapping) or not spec["children"]:
             raise doc.error("children must map each node to the list of its codes", *here, "children",
@@ -100,15 +109,24 @@ def _groups(children: dict[str, list[str]], parent: dict[str, str], where: dict[
     return {code: leaves[code] for code in order}
 
 
-def read_hrc(path: Path) -> tuple[dict[str, list[str]], dict[str, str]]:
-    """A tau-Argus hierarchy file: one code a line, preceded by one '@' per level below the top.
-    Returns node -> its codes, and node -> "file:line" for messages."""
-    if not path.is_file():
-        raise AuditError("file not found", str(path), "give the .hrc file's path relative to the schema")
+def read_hrc(path: Path, encoding: str = "utf-8", name: str = "HIERARCHY") -> tuple[dict[str, list[str]], dict[str, str]]:
+    """A tau-Argus hierarchy file (text in ``encoding``): one code a line, preceded by one '@' per level
+    below the top. Returns node -> its codes, and node -> "file:line" for messages (``name``: the hierarchy's)."""
+    if not input_file(path, ".hrc file").is_file():
+        raise AuditError("file not found" if not path.exists() else "is a folder, not an .hrc file", str(path),
+                         "give the .hrc file's path relative to the schema")
+    raw = path.read_bytes()
+    try:
+        text = raw.decode("utf-8-sig" if codecs.lookup(encoding).name == "utf-8" else encoding)
+    except UnicodeDecodeError as exc:
+        line = raw[:exc.start].count(b"\n") + 1
+        raise AuditError(f"not {encoding} text (byte {raw[exc.start]:#04x})", f"{path}:{line}",
+                         f"save it as UTF-8, or name its encoding in the schema: {name}: {{from: COLUMN, "
+                         f"hrc: {path.name}, encoding: latin-1}}") from None
     children: dict[str, list[str]] = {}
     where: dict[str, str] = {}
     stack: list[str] = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    for number, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         code = line.lstrip("@").strip()
