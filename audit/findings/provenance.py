@@ -8,6 +8,7 @@ found in its output folder into the verdict only when its fingerprint matches th
 from __future__ import annotations
 
 import hashlib
+import json
 from pathlib import Path
 
 from ..errors import AuditError
@@ -33,6 +34,11 @@ def file_digest(path: str | Path | None) -> str | None:
             for block in iter(lambda: fh.read(1 << 20), b""):
                 h.update(block)
     return h.hexdigest()[:16]
+
+
+def content_digest(value) -> str:
+    """SHA-256 of a JSON value (keys sorted), 16 hex digits: the same after a JSON round trip."""
+    return hashlib.sha256(json.dumps(value, sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:16]
 
 
 def fingerprint(data, schema=None, tables=None) -> dict:

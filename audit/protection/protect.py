@@ -40,6 +40,7 @@ from ..findings.certfile import FILE as CERTIFICATES_FILE
 from ..findings.claimstore import FILE as STORE_FILE
 from ..findings.document import cell_labels, run_exact
 from ..findings.files import write_json
+from ..findings.provenance import content_digest
 from ..outputs.progress import Progress
 from ..release.tabulate import units_of
 from .claims import rules_failed
@@ -138,8 +139,9 @@ def protect(inputs: Inputs, options: ProtectOptions, rules, out: Path,
 
         def interrupted(stage: str) -> ProtectInterrupted:
             partial = out / PARTIAL
-            write_json({**report, "interrupted": True, "stage": stage, "resume_key": key, "units_total": len(todo),
-                        "units": [u.to_dict() for u in units], "levels": levels}, partial)
+            kept = {"resume_key": key, "units": [u.to_dict() for u in units], "levels": levels}
+            write_json({**report, "interrupted": True, "stage": stage, "units_total": len(todo), **kept,
+                        "resume_sum": content_digest(kept)}, partial)
             return ProtectInterrupted(len(units), len(todo), partial, len(levels))
         try:
             with Progress("protect: units", quiet=not progress) as bar:
