@@ -46,14 +46,14 @@ def _not_an_input(path: Path, option: str, inputs: Inputs, writes: tuple[str, ..
                          "create what it points to, or give another path")
     real = Path(os.path.realpath(path))
     for name, given in (inputs or {}).items():
-        if given is None or not Path(given).exists():
-            continue  # a built-in rules name, or a missing input: its own error comes when it is read
+        if given is None:
+            continue
         src = Path(os.path.realpath(given))
-        if src == real or (path.exists() and os.path.samefile(given, path)):
+        if src == real or (path.exists() and Path(given).exists() and os.path.samefile(given, path)):
             raise AuditError(f"is the input {name} ({given}): writing it would overwrite it", f"{option} {path}",
                              f"give another folder for the output, e.g. {option} {path.parent / 'audit-out'}"
                              if writes is not None else "give the output another file name than the input's")
-        if writes is None:
+        if writes is None or not src.exists():
             continue
         inside = src.is_dir() and (real == src or src in real.parents)
         hit = next((w for w in writes if (src.parent == real and not w.endswith("/") and fnmatch.fnmatch(src.name, w))
@@ -64,6 +64,11 @@ def _not_an_input(path: Path, option: str, inputs: Inputs, writes: tuple[str, ..
             raise AuditError(what, f"{option} {path}",
                              f"give a folder that holds none of the inputs, e.g. {option} {real.parent / 'audit-out'}"
                              if inside else f"give another folder, e.g. {option} {path / 'audit-out'}")
+
+
+def named_file(name: Optional[str]) -> Optional[Path]:
+    """The file an option names where it may also name a built-in (``--rules strict``): None for a built-in."""
+    return Path(name) if name and Path(name).exists() else None
 
 
 def input_file(path: Path, what: str = "input") -> Path:

@@ -25,7 +25,7 @@ from .findings.files import read_json, write_json
 from .findings.model import Findings
 from .inputs import inputs_from
 from .findings.junit import write_junit
-from .paths import clear_outputs as clear_named, output_folder
+from .paths import clear_outputs as clear_named, named_file, output_folder
 from .outputs.progress import Progress
 from .findings.provenance import check_explicit, fingerprint, select
 from .published import check_options, run_published
@@ -103,7 +103,7 @@ def prepare_out(out: Path, data: Optional[Path], schema: Optional[Path], tables:
     """Check ``out`` before anything is written, removed or run: a folder this process can write that holds
     none of the inputs where a run writes; then remove an earlier run's outputs from it."""
     output_folder(out, inputs={"DATA": data, "--schema": schema, "--tables": tables, "--published": published,
-                               "--rules": Path(rules) if rules else None}, writes=WRITES)
+                               "--rules": named_file(rules)}, writes=WRITES)
     clear_outputs(out)
 
 

@@ -12,7 +12,7 @@ from ..outputs.diff import compare
 from ..findings.files import read_findings
 from ..policy.rules import load_rules
 from ..outputs.terminal import echo
-from . import QuietOpt, output_file
+from . import QuietOpt, named_file, output_file
 from .run import JsonOpt
 
 
@@ -29,7 +29,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Compare two findings: units and claims newly verified, rules newly failing. Exit 1 if a rule newly fails."""
         if out is not None:
-            output_file(out, inputs={"OLD": old, "NEW": new, "--rules": Path(rules) if rules else None,
+            output_file(out, inputs={"OLD": old, "NEW": new, "--rules": named_file(rules),
                                      f"{STORE_FILE} beside OLD": old.parent / STORE_FILE,
                                      f"{STORE_FILE} beside NEW": new.parent / STORE_FILE})
         a, b = read_findings(old), read_findings(new)

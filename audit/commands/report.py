@@ -13,7 +13,7 @@ from ..findings.provenance import select
 from ..outputs.report import EXTRAS, extras_beside, write_report
 from ..policy.rules import load_rules
 from ..outputs.terminal import echo
-from . import QuietOpt, output_file
+from . import QuietOpt, named_file, output_file
 from .run import RulesOpt
 
 READ_BESIDE = (STORE_FILE, *(f"{name}.json" for name in EXTRAS))  # what the report reads beside the findings
@@ -29,7 +29,7 @@ def register(app: typer.Typer) -> None:
         quiet: QuietOpt = False,
     ) -> None:
         """Re-render report.html from findings.json; rank/linear/protection.json beside it are included."""
-        given = {"FINDINGS": findings, "--rules": Path(rules) if rules else None,
+        given = {"FINDINGS": findings, "--rules": named_file(rules),
                  **{f"{name} beside FINDINGS": findings.parent / name for name in READ_BESIDE}}
         out = output_file(out or findings.parent / "report.html", inputs=given)
         if junit is not None:

@@ -73,7 +73,7 @@ class Located:
         if spec is None:
             return {}
         if not isinstance(spec, dict):
-            raise self.error(f"labels must map each code to its label, not be a {_kind(spec)}", *path,
+            raise self.error(f"must map each code to its label, not be a {_kind(spec)}", *path,
                              fix="write labels: {CODE: LABEL, ...}, e.g. labels: {n1: North, n2: South}")
         out = {}
         for code, label in spec.items():
