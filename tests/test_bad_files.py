@@ -263,3 +263,28 @@ def test_a_damaged_protect_to_resume_is_one_line(interrupted, tmp_path, capsys, 
     assert run(["protect", str(d / "data.csv"), *_specs(d), "-o", str(d / "out"), "--resume", "-q"]) == 2
     _one_line(capsys.readouterr().err, "protection.partial.json", why, "without --resume")
     assert not (d / "out" / "protected.yaml").exists()
+
+
+@pytest.mark.parametrize("command", ["report", "claims", "diff"])
+def test_a_damaged_claim_store_is_one_line(resumed, tmp_path, capsys, command):
+    """A claims.csv.gz cut short: exit 2 naming it (it was 'Aborted!' and exit 1, a policy failure's code)."""
+    d = tmp_path / "out"
+    shutil.copytree(resumed / "out", d)
+    store = d / "claims.csv.gz"
+    store.write_bytes(store.read_bytes()[:300])
+    argv = {"report": ["report", str(d / "findings.json"), "-o", str(tmp_path / "r.html")], "claims": ["claims", str(d)],
+            "diff": ["diff", str(resumed / "out" / "findings.json"), str(d / "findings.json")]}[command]
+    assert run(argv) == 2
+    _one_line(capsys.readouterr().err, "claims.csv.gz", "the claim store is damaged (EOFError")
+
+
+def test_an_end_of_file_no_reader_expected_is_a_bug_not_a_policy_failure(block, capsys, monkeypatch):
+    """click turns any EOFError into its Abort (exit 1, as if the release failed): it is exit 3."""
+    import audit.commands.validate as validate
+
+    def cut_short(*args, **kwargs):
+        raise EOFError("Compressed file ended before the end-of-stream marker was reached")
+    monkeypatch.setattr(validate, "load_schema", cut_short)
+    assert run(["validate", "-s", str(block / "schema.yaml")]) == 3
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("internal error: EOFError: Compressed file ended"), err
