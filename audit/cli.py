@@ -86,17 +86,24 @@ def run(argv: list[str] | None = None) -> int:
     except Halted as exc:  # Ctrl-C or SIGTERM: what was kept (a scaled run's parts, protect's partial file)
         echo(str(exc), err=True)
         return exit_code()
-    except typer.Abort:
+    except typer.Abort as exc:
+        if isinstance(exc.__cause__, EOFError):  # click makes an EOFError (a file cut short) an Abort: not Ctrl-C
+            return _internal(exc.__cause__)
         echo("Aborted!", err=True)
         return 1
     except Exception as exc:  # an InternalError or an unexpected failure: a bug; exit 3, never 1 (a policy's fail)
-        if _state["debug"]:
-            raise
-        if not isinstance(exc, InternalError):
-            exc = InternalError(described(exc))
-        echo(f"internal error: {exc} (--debug shows the traceback)", err=True)
-        return 3
+        return _internal(exc)
     return code if isinstance(code, int) else 0
+
+
+def _internal(exc: BaseException) -> int:
+    """A bug: one line and exit 3 (``--debug``: the traceback)."""
+    if _state["debug"]:
+        raise exc
+    if not isinstance(exc, InternalError):
+        exc = InternalError(described(exc))
+    echo(f"internal error: {exc} (--debug shows the traceback)", err=True)
+    return 3
 
 
 def _warning_line(message, category, filename, lineno, file=None, line=None) -> None:

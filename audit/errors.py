@@ -28,9 +28,20 @@ class AuditError(Exception):
         super().__init__(self.line())
 
     def line(self) -> str:
-        """One line for the terminal."""
-        text = f"{self.where}: {self.message}" if self.where else self.message
-        return f"{text} -- fix: {self.fix}" if self.fix else text
+        """One line for the terminal (a part past :data:`MAX_PART` characters, e.g. a value from a
+        damaged file, is shown by its ends)."""
+        where, message, fix = (_ends(t) for t in (self.where, self.message, self.fix))
+        text = f"{where}: {message}" if where else message
+        return f"{text} -- fix: {fix}" if fix else text
+
+
+MAX_PART = 1000  # characters of one part of an error line
+
+
+def _ends(text: str | None) -> str | None:
+    if text is None or len(text) <= MAX_PART:
+        return text
+    return f"{text[:600]} ...({len(text) - 900:,} characters left out)... {text[-300:]}"
 
 
 class InconsistentRelease(AuditError):

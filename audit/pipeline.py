@@ -15,7 +15,7 @@ from typing import Callable, Optional
 
 from .attacks.base import ExactAttack
 from .findings.certfile import FILE as CERTIFICATES_FILE
-from .findings.claimstore import store_beside
+from .findings.claimstore import FILE as STORE_FILE, store_beside
 from .attacks.engines._explain import EXPLAIN_BUDGET
 from .attacks.engines.rank_options import RankOptions, resolve_device
 from .errors import AuditError
@@ -25,7 +25,7 @@ from .findings.files import read_json, write_json
 from .findings.model import Findings
 from .inputs import inputs_from
 from .findings.junit import write_junit
-from .paths import clear_outputs as clear_named, output_folder
+from .paths import clear_outputs as clear_named, named_file, output_folder
 from .outputs.progress import Progress
 from .findings.provenance import check_explicit, fingerprint, select
 from .published import check_options, run_published
@@ -35,6 +35,7 @@ from .policy.rules import load_rules
 from .scale.runner import ScaleOptions, bounded_runner, run_cli
 
 OUTPUTS = ("findings.json", "junit.xml", "report.html", CERTIFICATES_FILE)
+WRITES = (*OUTPUTS, STORE_FILE, "rank.json", "rank.svg", "linear.json", "linear_*.svg", "*.tmp", "parts/")  # in OUT
 
 
 @dataclass(frozen=True)
@@ -97,6 +98,15 @@ def clear_outputs(out: Path) -> None:
     clear_named(out, OUTPUTS)
 
 
+def prepare_out(out: Path, data: Optional[Path], schema: Optional[Path], tables: Optional[Path],
+                rules: Optional[str] = None, published: Optional[Path] = None) -> None:
+    """Check ``out`` before anything is written, removed or run: a folder this process can write that holds
+    none of the inputs where a run writes; then remove an earlier run's outputs from it."""
+    output_folder(out, inputs={"DATA": data, "--schema": schema, "--tables": tables, "--published": published,
+                               "--rules": named_file(rules)}, writes=WRITES)
+    clear_outputs(out)
+
+
 def run_audit(data: Optional[Path], schema: Optional[Path], tables: Path, out: Path,
               options: AuditOptions = AuditOptions(), *, on_unit: Callable[[dict], None] | None = None,
               progress: bool = False) -> Findings:
@@ -115,8 +125,7 @@ def run_audit(data: Optional[Path], schema: Optional[Path], tables: Path, out: P
     progress : bool
         Show units done / total on stderr.
     """
-    clear_outputs(out)
-    output_folder(out)  # before the long work: a bad --out or rules file fails fast
+    prepare_out(out, data, schema, tables, options.rules, options.published)  # before the long work: fails fast
     policy = load_rules(options.rules)
     exact = options.exact
     if options.rank:

@@ -92,6 +92,17 @@ def _parquet(d: Path, frame: pd.DataFrame) -> None:
     frame.to_parquet(d / "data.parquet")
 
 
+def _three_races(d: Path) -> None:
+    edit(d, "schema.yaml", "{B: Black or African American, W: White}", "{B: Black or African American, W: White, A: Asian}")
+
+
+def _hrc(d: Path, content: bytes, encoding: str = "") -> None:
+    """A tau-Argus hierarchy over race (with a third code, A) in d/area.hrc, named by the schema."""
+    _three_races(d)
+    (d / "area.hrc").write_bytes(content)
+    edit(d, "schema.yaml", "constraints:", f"hierarchies:\n  area: {{from: race, hrc: area.hrc{encoding}}}\nconstraints:")
+
+
 # (id, what to break -> argv, substrings the error line must hold)
 Case = tuple[str, Callable[[Path], list[str]], tuple[str, ...]]
 CASES: list[Case] = [
@@ -197,6 +208,9 @@ CASES: list[Case] = [
     # 9. integer domains too large to enumerate (refused before any range is built)
     ("huge-integer-domain", lambda d: (edit(d, "schema.yaml", "max: 125", "max: 1000000000"), cmd(d, "run"))[1],
      ("schema.yaml:5 columns.age", "1,000,000,001 values", "narrow")),
+    ("integer-domain-past-int64", lambda d: (edit(d, "schema.yaml", "min: 0, max: 125", "min: 10000000000000000000000, "
+                                                  "max: 10000000000000000000125"), cmd(d, "run"))[1],
+     ("schema.yaml:5 columns.age", "values beyond ±1,000,000,000,000", "shift 'age'")),
     ("huge-inferred-domain", lambda d: (rows(d, "0001,8,F,B,S", "0001,90000000,F,B,S"),
                                         ["run", str(d / "data.csv"), "--infer-schema", "--geography", "block",
                                          "-t", str(d / "tables.yaml"), "-o", str(d / "out")])[1], ("column age",)),
@@ -288,6 +302,34 @@ CASES: list[Case] = [
     ("lp-cut-short", lambda d: lp(d, f"_C_P0010001_291839800001156_1: {PERSON} = 1 \n", end=""), ("x.lp", "cut short")),
     ("lp-not-gzip", lambda d: (write(d, "x.lp.gz", "not gzip"), lp(d, "")[:2] + [str(d / "x.lp.gz")] + lp(d, "")[3:])[1],
      ("x.lp.gz", "cannot read it")),
+    # 13. paths that are not what they look like, lines with no end, hierarchies past reason (issue 30;
+    # endless streams and damaged --resume files: test_bad_files.py)
+    ("out-dangling-symlink", lambda d: (os.symlink(d / "nowhere" / "x", d / "out"), cmd(d, "run"))[1],
+     ("--out", "symbolic link", "does not exist")),
+    ("tabulate-out-dangling-symlink", lambda d: (os.symlink(d / "nowhere", d / "out"), cmd(d, "tabulate"))[1],
+     ("--out", "symbolic link", "does not exist")),
+    ("csv-line-never-ends", lambda d: (write(d, "data.csv", "block,age,sex,race,marital\n0001," + "9" * (2 << 20)),
+                                       cmd(d, "run"))[1], ("data.csv", "line 2 is longer than 1,048,576 bytes")),
+    ("csv-line-never-ends-streamed", lambda d: (write(d, "data.csv", "block,age,sex,race,marital\n0001,8,F,B,S\n"
+                                                      + "0," * (1 << 20)), cmd(d, "run", "--workers", "2"))[1],
+     ("data.csv", "line 3 is longer")),
+    ("labels-as-a-list", lambda d: (edit(d, "schema.yaml", "constraints:", "recodes:\n  mar2: {from: marital, map: "
+                                         "{single: [S], married: [M]}, labels: [Single, Married]}\nconstraints:"),
+                                    validate(d))[1], ("schema.yaml:10 recodes.mar2.labels", "not be a list", "labels: {")),
+    ("hierarchy-labels-as-a-list", lambda d: (_three_races(d), edit(d, "schema.yaml", "constraints:", "hierarchies:\n"
+                                              "  r2: {from: race, children: {bw: [B, W], o: [A]}, labels: [x]}\n"
+                                              "constraints:"), validate(d))[2], ("hierarchies.r2.labels", "list")),
+    ("hrc-latin-1", lambda d: (_hrc(d, "groupé\n@B\n@W\nautre\n@A\n".encode("latin-1")), validate(d))[1],
+     ("area.hrc:1", "not utf-8 text (byte 0xe9)", "encoding: latin-1")),
+    ("hrc-unknown-encoding", lambda d: (_hrc(d, b"bw\n@B\n@W\no\n@A\n", ", encoding: latin-99"), validate(d))[1],
+     ("hierarchies.area.encoding", "unknown encoding 'latin-99'")),
+    ("hrc-101-levels", lambda d: (_hrc(d, "".join("@" * i + f"n{i}\n" for i in range(101)).encode()
+                                       + b"@" * 101 + b"B\n" + b"@" * 101 + b"W\no\n@A\n"), validate(d))[1],
+     ("area.hrc:101", "'n100' is 101 levels down", "at most 100 levels")),
+    ("hierarchy-5000-levels", lambda d: (_three_races(d), edit(d, "schema.yaml", "constraints:", "hierarchies:\n  r2:\n"
+                                         "    from: race\n    children:\n" + "".join(f"      n{i}: [n{i + 1}]\n" for i in range(4999))
+                                         + "      n4999: [B, W]\n      o: [A]\nconstraints:"), cmd(d, "run"))[2],
+     ("hierarchies.r2.children.n100", "at most 100 levels")),
     ("import-lp-solution-alone", lambda d: ["import-lp", str(d / "x.lp"), "-s", str(ROOT / "samples/sf1/schema.yaml"),
                                             "-t", str(ROOT / "samples/sf1/tables.yaml"), "-o", str(d / "r.csv"),
                                             "--solution", str(d / "x.sol")], ("--persons", "--solution")),

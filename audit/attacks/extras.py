@@ -23,6 +23,9 @@ from ..paths import output_folder
 from ..findings.provenance import fingerprint
 from .reidentify import ranking_part
 
+RANK_WRITES = ("rank.json", "rank.svg", "*.tmp")  # what audit rank writes in its folder
+LINEAR_WRITES = ("linear.json", "linear_*.svg", "*.tmp")  # and audit linear
+
 
 def write_ranking(inputs, options, out: Path, top: Optional[int] = None, made_from: dict | None = None):
     """Run the ranking attack, write ``out/rank.json`` (with the inputs' fingerprint) and ``rank.svg``;
@@ -85,7 +88,7 @@ def write_linear(data: Path, secret: str, public: str, out: Path, *, queries: Op
     if (tables is None) != (schema is None):
         raise AuditError("--tables and --schema go together", "--tables" if schema is None else "--schema",
                          "pass both to look for difference attacks, or neither")
-    output_folder(out)
+    output_folder(out, inputs={"DATA": data, "--tables": tables, "--schema": schema}, writes=LINEAR_WRITES)
     target = linear_target(data, secret, public)
     grid = _params(params)
     runs = {m: LinearAttack(target, secret, n_queries=queries, method=m, seed=seed).evaluate().results()

@@ -7,9 +7,9 @@ from typing import Annotated, Optional
 import typer
 
 from ..inputs import inputs_from
-from ..paths import output_file, output_folder
+from ..paths import named_file, output_file, output_folder
 
-__all__ = ["inputs_from", "output_file", "output_folder"]
+__all__ = ["inputs_from", "named_file", "output_file", "output_folder"]
 
 DataArg = Annotated[Path, typer.Argument(help="Confidential microdata: CSV with a header row, or Parquet.")]
 SchemaOpt = Annotated[Optional[Path], typer.Option("--schema", "-s", help="Schema YAML (columns, domains, recodes, edits).")]

@@ -42,7 +42,8 @@ def register(app: typer.Typer) -> None:
                     shutil.copyfile(src, inputs / file)
             try:
                 doc = run_audit(inputs / "data.csv", inputs / "schema.yaml", inputs / "tables.yaml", folder,
-                                audit_options(folder, explain_budget=budget, use_existing=False),
+                                audit_options(folder, inputs / "data.csv", inputs / "schema.yaml", inputs / "tables.yaml",
+                                              explain_budget=budget, use_existing=False),
                                 progress=not (quiet or json_out))
             except (AuditError, ImportError) as exc:  # e.g. an engine this installation lacks
                 results[name] = {"error": f"{exc.__class__.__name__}: {exc}"}

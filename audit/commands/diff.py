@@ -7,13 +7,13 @@ from typing import Annotated, Optional
 
 import typer
 
-from ..findings.claimstore import store_beside
+from ..findings.claimstore import FILE as STORE_FILE, store_beside
 from ..outputs.diff import compare
 from ..outputs.diff_risk import worse_lines
 from ..findings.files import read_findings
 from ..policy.rules import load_rules
 from ..outputs.terminal import echo
-from . import QuietOpt, output_file
+from . import QuietOpt, named_file, output_file
 from .run import JsonOpt
 
 
@@ -30,7 +30,9 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Compare two findings: what got worse, claims newly verified, rules newly failing. Exit 1 when anything the rules count got worse."""
         if out is not None:
-            output_file(out)
+            output_file(out, inputs={"OLD": old, "NEW": new, "--rules": named_file(rules),
+                                     f"{STORE_FILE} beside OLD": old.parent / STORE_FILE,
+                                     f"{STORE_FILE} beside NEW": new.parent / STORE_FILE})
         a, b = read_findings(old), read_findings(new)
         if rules is not None:
             policy = load_rules(rules)

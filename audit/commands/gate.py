@@ -47,7 +47,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """CI gate: run the audit, print PASS or FAIL with the failing rules; exit 0 pass, 1 fail, 2 input error."""
         options = audit_options(
-            out, rules=rules, engine=engine, max_columns=max_columns, seed=seed, conflicts=conflicts,
+            out, data, schema, tables, rules=rules, engine=engine, max_columns=max_columns, seed=seed, conflicts=conflicts,
             unit_seconds=unit_seconds, explain=explain, explain_budget=budget_of(explain_budget, explain_seconds),
             max_rows=max_rows, memory_mb=memory_mb, infer_schema=infer_schema, geography=geography, rank=rank,
             linear_secret=linear_secret, linear_public=linear_public, rank_results=rank_results,

@@ -32,9 +32,10 @@ def register(app: typer.Typer) -> None:
         if (solution is None) != (persons is None):
             raise AuditError("--solution and --persons go together", "--persons" if persons is None else "--solution",
                              "pass both (the .sol file and the CSV to write its persons to), or neither")
-        output_file(out)
+        given = {"LP": lp, "--schema": schema, "--tables": tables, "--solution": solution}
+        output_file(out, inputs=given)
         if persons is not None:
-            output_file(persons, "--persons")
+            output_file(persons, "--persons", inputs={**given, "--out": out})
         the_schema = load_schema(schema)
         schedule = load_schedule(tables, the_schema)
         imported = release_frame(read_lp(lp), the_schema, schedule)

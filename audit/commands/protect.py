@@ -9,11 +9,11 @@ import typer
 from ..attacks.exact import ExactOptions
 from ..errors import Halted
 from ..protection.options import PROTECT_EXPLAIN_BUDGET
-from ..protection.protect import ProtectInterrupted, ProtectOptions, audit_pattern, protect as run_protect
+from ..protection.protect import WRITES, ProtectInterrupted, ProtectOptions, audit_pattern, protect as run_protect
 from ..policy.checks import pinned_words, unit_intervals
 from ..policy.rules import load_rules
 from ..outputs.terminal import echo
-from . import DataArg, OutOpt, QuietOpt, SchemaOpt, SeedOpt, TablesOpt, inputs_from, output_folder
+from . import DataArg, OutOpt, QuietOpt, SchemaOpt, SeedOpt, TablesOpt, inputs_from, named_file, output_folder
 
 
 def register(app: typer.Typer) -> None:
@@ -42,7 +42,8 @@ def register(app: typer.Typer) -> None:
         quiet: QuietOpt = False,
     ) -> None:
         """Recommend the least protection that makes the release pass the rules, and prove it by re-auditing."""
-        output_folder(out)
+        output_folder(out, inputs={"DATA": data, "--schema": schema, "--tables": tables,
+                                   "--rules": named_file(rules)}, writes=WRITES)
         inputs = inputs_from(data, schema, tables)
         policy = load_rules(rules)
         exact = ExactOptions(max_columns=max_columns, seed=seed, conflicts=conflicts, unit_seconds=unit_seconds,

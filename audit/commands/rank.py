@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 import typer
 
 from ..attacks.engines.rank_options import RankOptions, resolve_device
-from ..attacks.extras import write_ranking
+from ..attacks.extras import RANK_WRITES, write_ranking
 from ..findings.provenance import fingerprint
 from ..outputs.terminal import echo
 from . import DataArg, GeographyOpt, InferOpt, OutOpt, QuietOpt, SchemaOpt, SeedOpt, TablesOpt, inputs_from, output_folder
@@ -33,7 +33,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Rank reconstructed rows by confidence (RAP-RANK) and score them against holdout and parent baselines."""
         options = RankOptions(runs=runs, steps=steps, lr=lr, init=init, device=device, seed=seed)
-        output_folder(out)
+        output_folder(out, inputs={"DATA": data, "--schema": schema, "--tables": tables}, writes=RANK_WRITES)
         resolve_device(device)                      # needs torch: fails early with the install hint
         inputs = inputs_from(data, schema, tables, infer_schema, geography)
         doc, results = write_ranking(inputs, options, out, top, fingerprint(data, schema, tables))

@@ -6,15 +6,17 @@ from typing import Annotated, Optional
 
 import typer
 
-from ..findings.claimstore import store_beside
+from ..findings.claimstore import FILE as STORE_FILE, store_beside
 from ..findings.files import read_findings
 from ..findings.junit import write_junit
 from ..findings.provenance import select
-from ..outputs.report import extras_beside, write_report
+from ..outputs.report import EXTRAS, extras_beside, write_report
 from ..policy.rules import load_rules
 from ..outputs.terminal import echo
-from . import QuietOpt, output_file
+from . import QuietOpt, named_file, output_file
 from .run import RulesOpt
+
+READ_BESIDE = (STORE_FILE, *(f"{name}.json" for name in EXTRAS))  # what the report reads beside the findings
 
 
 def register(app: typer.Typer) -> None:
@@ -27,9 +29,11 @@ def register(app: typer.Typer) -> None:
         quiet: QuietOpt = False,
     ) -> None:
         """Re-render report.html from findings.json; rank/linear/protection.json beside it are included."""
-        out = output_file(out or findings.parent / "report.html")
+        given = {"FINDINGS": findings, "--rules": named_file(rules),
+                 **{f"{name} beside FINDINGS": findings.parent / name for name in READ_BESIDE}}
+        out = output_file(out or findings.parent / "report.html", inputs=given)
         if junit is not None:
-            output_file(junit, "--junit")
+            output_file(junit, "--junit", inputs={**given, "--out": out})
         doc = read_findings(findings)
         extras, left_out = select(extras_beside(findings.parent), doc.inputs.get("fingerprint"))
         for line in left_out if not quiet else ():

@@ -14,7 +14,7 @@ import typer
 
 from ..attacks.engines._explain import EXPLAIN_BUDGET, WORK_PER_SECOND
 from ..findings.model import Findings
-from ..pipeline import AuditOptions, clear_outputs, run_audit
+from ..pipeline import AuditOptions, prepare_out, run_audit
 from ..scale.runner import ScaleOptions
 from ..outputs.terminal import echo
 from ..outputs.unfinished import undecided_sentence
@@ -57,10 +57,11 @@ def budget_of(budget: float, seconds: Optional[float]) -> float:
     return budget
 
 
-def audit_options(out: Path, **options) -> AuditOptions:
-    """The command's :class:`AuditOptions`, after clearing ``out``'s earlier outputs, so that a run refused
-    for a bad option leaves none that looks current either."""
-    clear_outputs(out)
+def audit_options(out: Path, data: Optional[Path], schema: Optional[Path], tables: Optional[Path],
+                  **options) -> AuditOptions:
+    """The command's :class:`AuditOptions`, after checking ``out`` against the inputs and clearing its earlier
+    outputs, so that a run refused for a bad option leaves none that looks current either."""
+    prepare_out(out, data, schema, tables, options.get("rules"), options.get("published"))
     return AuditOptions(**options)
 
 
@@ -124,7 +125,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Attack the release, apply the rules, write findings.json, junit.xml and report.html (exit 1 on failure)."""
         options = audit_options(
-            out, rules=rules, engine=engine, max_columns=max_columns, seed=seed, conflicts=conflicts,
+            out, data, schema, tables, rules=rules, engine=engine, max_columns=max_columns, seed=seed, conflicts=conflicts,
             unit_seconds=unit_seconds, explain=explain, explain_budget=budget_of(explain_budget, explain_seconds),
             max_rows=max_rows, memory_mb=memory_mb, infer_schema=infer_schema, geography=geography, rank=rank,
             linear_secret=linear_secret, linear_public=linear_public, rank_results=rank_results,

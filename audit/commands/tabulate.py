@@ -24,7 +24,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Tabulate the release: every cell of every unit with its published value or suppression mark."""
         if out is not None:
-            output_file(out)
+            output_file(out, inputs={"DATA": data, "--schema": schema, "--tables": tables})
         inputs = inputs_from(data, schema, tables, infer_schema, geography)
         frame = release_frame(inputs.release(), inputs.schema)
         if out is None:

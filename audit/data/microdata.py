@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import AuditError
+from ..paths import check_lines, input_file
 from ..specs.schema_types import Schema
 
 
@@ -18,6 +19,7 @@ def read_table(path: str | Path) -> pd.DataFrame:
         raise AuditError("file not found", str(path), "check the path")
     if path.is_dir():
         raise AuditError("is a folder, not a data file", str(path), "give the path of a CSV or Parquet file")
+    input_file(path, "data")
     try:
         if path.suffix.lower() in (".parquet", ".pq"):
             frame = as_strings(pd.read_parquet(path))
@@ -40,6 +42,8 @@ def as_strings(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def csv_header(path: Path) -> list[str]:
+    """The header row of a CSV file that is a regular file with no line past :data:`~audit.paths.MAX_LINE`."""
+    check_lines(input_file(path, "data"))
     with open(path, newline="", encoding="utf-8-sig") as handle:
         header = next(csv.reader(handle), None)
     if header is None:

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import AuditError
+from ..paths import input_file
 from .microdata import as_strings, check_header, csv_header, no_rows, validate
 from ..specs.schedule import Schedule
 from ..specs.schema_types import Schema
@@ -41,6 +42,7 @@ def _raw_batches(source, chunk_rows: int, columns: list[str] | None = None) -> I
     path = Path(source)
     if not path.exists():
         raise AuditError("file not found", str(path), "check the path")
+    input_file(path, "data")
     if path.is_dir() or path.suffix.lower() in (".parquet", ".pq"):
         try:
             import pyarrow.dataset as ds

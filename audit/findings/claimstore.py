@@ -16,10 +16,11 @@ import csv
 import gzip
 import io
 import zlib
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from ..errors import AuditError, InternalError
+from ..errors import AuditError, InternalError, described
 from ..problem.coupled import coupled_levels, finest_level
 
 FILE = "claims.csv.gz"
@@ -114,26 +115,36 @@ class ClaimStore:
         if not self.path.is_file():
             raise AuditError("claim store not found", str(self.path),
                              f"keep {FILE} beside findings.json (audit run writes both)")
-        with self.path.open("rb") as fh:
+        with self._reading(), self.path.open("rb") as fh:
             d = zlib.decompressobj(wbits=31)
             text = d.decompress(fh.read(1 << 16))
-        self.header = tuple(text.decode("utf-8").rstrip("\n").split(","))
+            self.header = tuple(text.decode("utf-8").split("\n", 1)[0].split(","))
         if self.header[: len(LEAD)] != LEAD or self.header[-len(TAIL):] != TAIL:
             raise AuditError("not a claim store (unexpected header)", str(self.path), f"pass the {FILE} of audit run")
         self.attributes = self.header[len(LEAD): -len(TAIL)]
 
     def rows(self, entry: dict | None = None) -> Iterator[list[str]]:
         """CSV rows (no header): the whole file, or the unit whose ``store`` entry is given."""
-        if entry is None:
-            with gzip.open(self.path, "rt", encoding="utf-8", newline="") as fh:
-                reader = csv.reader(fh)
-                next(reader, None)
-                yield from reader
-            return
-        with self.path.open("rb") as fh:
-            fh.seek(entry["offset"])
-            data = fh.read(entry["bytes"])
-        yield from csv.reader(io.StringIO(gzip.decompress(data).decode("utf-8"), newline=""))
+        with self._reading():
+            if entry is None:
+                with gzip.open(self.path, "rt", encoding="utf-8", newline="") as fh:
+                    reader = csv.reader(fh)
+                    next(reader, None)
+                    yield from reader
+                return
+            with self.path.open("rb") as fh:
+                fh.seek(entry["offset"])
+                data = fh.read(entry["bytes"])
+            yield from csv.reader(io.StringIO(gzip.decompress(data).decode("utf-8"), newline=""))
+
+    @contextmanager
+    def _reading(self) -> Iterator[None]:
+        """A store cut short or garbled (gzip, UTF-8, CSV) as the user's error naming it."""
+        try:
+            yield
+        except (OSError, EOFError, zlib.error, UnicodeDecodeError, csv.Error) as exc:
+            raise AuditError(f"the claim store is damaged ({described(exc)})", str(self.path),
+                             "run audit run again to write it (keep it beside findings.json, unchanged)") from None
 
     def claims(self, entry: dict | None = None) -> Iterator[dict]:
         """Claims in the shape of findings.json's listed claims, with their ``level`` and ``geo``."""

@@ -11,6 +11,7 @@ from typing import Iterator, Mapping
 import numpy as np
 
 from ..errors import AuditError
+from ..paths import input_file
 from .lines import JsonLines
 from .model import FORMAT, Findings
 
@@ -63,7 +64,7 @@ def read_findings(path: Path) -> Findings:
     """Findings from their file (format 3); units and checks are read from the file as they are used."""
     path = Path(path)
     with _reading(path, "findings file"):
-        fh = path.open("rb")
+        fh = input_file(path, "findings file").open("rb")
     fh.readline()
     match = _FORMAT_LINE.match(fh.readline())
     doc = _lazy(fh) if match and int(match.group(1)) == FORMAT else None
@@ -77,7 +78,7 @@ def read_json(path: Path, what: str) -> dict:
     """A JSON object from a file; a missing, unreadable or malformed file is the user's error."""
     try:
         with _reading(path, what):
-            data = json.loads(Path(path).read_text(encoding="utf-8"))
+            data = json.loads(input_file(Path(path), what).read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise AuditError(f"{what} is not valid JSON ({exc.__class__.__name__})", str(path),
                          "pass the findings.json written by audit run") from None

@@ -8,9 +8,11 @@ found in its output folder into the verdict only when its fingerprint matches th
 from __future__ import annotations
 
 import hashlib
+import json
 from pathlib import Path
 
 from ..errors import AuditError
+from ..paths import input_file
 
 # the inputs each extra must share with the findings: the ranking attacks the published tables,
 # the linear attack only the microdata
@@ -21,7 +23,7 @@ def file_digest(path: str | Path | None) -> str | None:
     """SHA-256 of a file's bytes (of every file in a folder, e.g. partitioned Parquet), 16 hex digits."""
     if path is None:
         return None
-    p = Path(path)
+    p = input_file(Path(path))
     files = sorted(f for f in p.rglob("*") if f.is_file()) if p.is_dir() else [p] if p.is_file() else []
     if not files:
         return None
@@ -32,6 +34,11 @@ def file_digest(path: str | Path | None) -> str | None:
             for block in iter(lambda: fh.read(1 << 20), b""):
                 h.update(block)
     return h.hexdigest()[:16]
+
+
+def content_digest(value) -> str:
+    """SHA-256 of a JSON value (keys sorted), 16 hex digits: the same after a JSON round trip."""
+    return hashlib.sha256(json.dumps(value, sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:16]
 
 
 def fingerprint(data, schema=None, tables=None) -> dict:

@@ -31,10 +31,13 @@ RECORDS_PER_UNIT = 10    # reconstructed records shown per unit
 
 # ----------------------------------------------------------------------------------------- loading
 
+EXTRAS = ("rank", "linear", "protection")
+
+
 def extras_beside(folder: Path) -> dict[str, dict]:
     """rank.json, linear.json and protection.json found in ``folder`` (absent ones are left out)."""
     out = {}
-    for name in ("rank", "linear", "protection"):
+    for name in EXTRAS:
         p = Path(folder) / f"{name}.json"
         if p.is_file():
             out[name] = read_json(p, f"{name}.json")

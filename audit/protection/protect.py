@@ -36,8 +36,11 @@ from ..attacks.exact import ExactOptions, audit_unit
 from ..inputs import Inputs, load_inputs
 from ..paths import clear_outputs
 from ..attacks.reidentify import with_attacker
+from ..findings.certfile import FILE as CERTIFICATES_FILE
+from ..findings.claimstore import FILE as STORE_FILE
 from ..findings.document import cell_labels, run_exact
 from ..findings.files import write_json
+from ..findings.provenance import content_digest
 from ..outputs.progress import Progress
 from ..release.constraints import pinned_counts
 from ..outputs.words import plural
@@ -51,6 +54,7 @@ from .sweeps import _noise, _round_sweep, _sweep_failing
 from .unit import UnitContext, UnitProtection, information_loss, suppress_unit, unit_contexts
 
 OUTPUTS = ("protected.yaml", "protection.json", PARTIAL, "findings.json")  # what a run writes: an earlier run's are removed first
+WRITES = (*OUTPUTS, STORE_FILE, CERTIFICATES_FILE, "noisy_release.csv", "rank.json", "rank.svg", "*.tmp")  # all it may write
 
 
 def audited(inputs: Inputs, exact: ExactOptions, rules, label: str, progress: bool = False,
@@ -139,8 +143,9 @@ def protect(inputs: Inputs, options: ProtectOptions, rules, out: Path,
 
         def interrupted(stage: str) -> ProtectInterrupted:
             partial = out / PARTIAL
-            write_json({**report, "interrupted": True, "stage": stage, "resume_key": key, "units_total": len(todo),
-                        "units": [u.to_dict() for u in units], "levels": levels}, partial)
+            kept = {"resume_key": key, "units": [u.to_dict() for u in units], "levels": levels}
+            write_json({**report, "interrupted": True, "stage": stage, "units_total": len(todo), **kept,
+                        "resume_sum": content_digest(kept)}, partial)
             return ProtectInterrupted(len(units), len(todo), partial, len(levels))
         try:
             with Progress("protect: units", quiet=not progress) as bar:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..errors import AuditError
-from ..findings.provenance import fingerprint
+from ..errors import AuditError, described
+from ..findings.provenance import content_digest, fingerprint
 from ..inputs import Inputs
 
 PARTIAL = "protection.partial.json"
@@ -26,12 +26,16 @@ def finished(out: Path, key: dict) -> tuple[dict[str, dict], dict[str, dict]]:
     if not path.is_file():
         return {}, {}
     fix = "run without --resume to start afresh"
+    damaged = f"delete it, or {fix}"
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
-        raise AuditError(f"cannot be read ({exc})", str(path), fix) from None
+        raise AuditError(f"cannot be read: it is damaged ({described(exc)})", str(path), damaged) from None
     if not isinstance(doc, dict) or not isinstance(doc.get("resume_key"), dict):
-        raise AuditError("is not the partial file of an interrupted `audit protect`", str(path), fix)
+        raise AuditError("is not the partial file of an interrupted `audit protect`", str(path), damaged)
+    kept = {k: doc.get(k) for k in ("resume_key", "units", "levels")}
+    if doc.get("resume_sum") != content_digest(kept):
+        raise AuditError("is damaged: its units do not match its checksum (resume_sum)", str(path), damaged)
     made = doc["resume_key"]
     if made != key:
         differs = [f"inputs ({', '.join(n for n in key[k] if made.get(k, {}).get(n) != key[k][n])})" if k == "inputs"

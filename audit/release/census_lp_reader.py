@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Iterator
 
 from ..errors import AuditError, described
+from ..paths import input_file
 
 GEOID = (("state", 2), ("county", 3), ("tract", 6), ("block", 4))  # the Census GEOID, coarse to fine
 RACES = ("white", "black", "aian", "asian", "nhopi", "sor")
@@ -50,13 +51,14 @@ def is_lp(path: str | Path) -> bool:
 
 
 def _open(path: Path):
+    input_file(path, "LP file" if is_lp(path) else "solution file")
     return gzip.open(path, "rt", encoding="ascii") if path.suffix == ".gz" else open(path, encoding="ascii")
 
 
 def tokens(path: str | Path, block: int = 1 << 20) -> Iterator[str]:
     """The whitespace-separated tokens of a text file (gzip or plain), read ``block`` characters at a time."""
     path = Path(path)
-    if not path.is_file():
+    if not path.exists() or path.is_dir():
         raise AuditError("file not found" if not path.exists() else "is a folder, not an LP file", str(path),
                          "check the path")
     try:

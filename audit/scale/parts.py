@@ -2,18 +2,22 @@
 into the findings document, streamed in unit order so that memory does not grow with the claims."""
 from __future__ import annotations
 
+import hashlib
 import heapq
 import json
 import os
+import re
 import time
+from contextlib import ExitStack
 from dataclasses import asdict, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any, BinaryIO, Iterator
 
 import numpy as np
 import pandas as pd
 
 from ..attacks.exact import ExactOptions
+from ..errors import AuditError
 from ..findings.certfile import FILE as CERTIFICATES_FILE
 from ..findings.certfile import CertificateWriter
 from ..findings.claimstore import FILE as STORE_FILE
@@ -32,6 +36,8 @@ from ..specs.schema import Schema
 if TYPE_CHECKING:
     from .runner import ScaleOptions
 
+SUM = "sum"  # a unit line's checksum (:func:`_checksum`), so that --resume takes no damaged line
+_SUMMED = re.compile(rb'^(.*),"sum":"([0-9a-f]{16})"\}\n$', re.S)
 RETRIED = ("error", "timeout", "out-of-memory")  # statuses --resume redoes: they depend on the machine, not the data
 
 
@@ -40,34 +46,88 @@ def unit_key(unit: dict) -> tuple[str, str]:
     return unit["level"], unit["geo"]
 
 
-def read_parts(parts: Path) -> Iterator[dict]:
-    """Every complete unit line in the part files (a partly written line is skipped)."""
-    for _, _, unit in _part_lines(parts):
+def read_parts(parts: Path, verify: bool = False) -> Iterator[dict]:
+    """Every complete unit line in the part files (a partly written line is skipped); ``verify``: each
+    line's checksum too (:func:`_verified`)."""
+    for _, _, unit in _part_lines(parts, verify):
         yield unit
 
 
-def _part_lines(parts: Path) -> Iterator[tuple[Path, int, dict]]:
-    """(part file, offset, unit) of every complete unit line."""
+def _part_lines(parts: Path, verify: bool = False) -> Iterator[tuple[Path, int, dict]]:
+    """(part file, offset, unit) of every complete unit line; ``verify``: a line whose checksum fails is
+    the user's error (parts of an earlier run, damaged), not skipped."""
     for path in sorted(parts.glob("part-*.jsonl")):
-        with path.open("rb") as fh:
+        with path.open("rb") as fh, ExitStack() as stack:
+            blocks = {suffix: stack.enter_context(path.with_suffix(suffix).open("rb"))
+                      for suffix in (".claims", ".certificates") if verify and path.with_suffix(suffix).is_file()}
+            number = 0
             while True:
                 at = fh.tell()
                 line = fh.readline()
+                number += 1
                 if not line:
                     break
                 if not line.endswith(b"\n"):
-                    continue  # cut off mid-write: that unit is redone
+                    continue  # cut off mid-write (the last line of a run killed): that unit is redone
+                if verify:
+                    yield path, at, _verified(path, number, line, blocks)
+                    continue
                 try:
                     unit = json.loads(line)
                 except (json.JSONDecodeError, UnicodeDecodeError):
                     continue
                 if isinstance(unit, dict) and "geo" in unit and "level" in unit:
+                    unit.pop(SUM, None)
                     yield path, at, unit
 
 
+def _checksum(body: bytes, claims: bytes = b"", certificates: bytes = b"") -> str:
+    """What :class:`PartWriter` writes as a unit line's ``sum``: a digest of the line and of its blocks."""
+    h = hashlib.blake2b(digest_size=8)
+    for part in (body, claims, certificates):
+        h.update(len(part).to_bytes(8, "little") + part)
+    return h.hexdigest()
+
+
+def _verified(path: Path, number: int, line: bytes, blocks: dict[str, BinaryIO]) -> dict:
+    """The unit of a complete part line whose checksum matches the line and its blocks in the ``.claims``
+    and ``.certificates`` files beside it; else a user error naming the line (damaged, or written by
+    another version) and the fix."""
+    where = f"{path}:{number}"
+    found = _SUMMED.match(line)
+    if found is None:
+        raise damaged(where, "the line carries no checksum", path.parent)
+    body = found.group(1) + b"}"
+    try:
+        unit = json.loads(body)
+    except ValueError:
+        raise damaged(where, "the line is not JSON", path.parent) from None
+    read = {}
+    for key, suffix in (("block", ".claims"), ("certs", ".certificates")):
+        span = unit.get(key) if isinstance(unit, dict) else None
+        if span is None:
+            continue
+        if not (isinstance(span, list) and len(span) >= 2 and all(type(v) is int and v >= 0 for v in span[:2])):
+            raise damaged(where, f"'{key}' is not an offset and a size", path.parent)
+        fh = blocks.get(suffix)
+        if fh is not None:
+            fh.seek(span[0])
+        read[key] = fh.read(span[1]) if fh is not None else b""
+    if _checksum(body, read.get("block", b""), read.get("certs", b"")) != found.group(2).decode():
+        raise damaged(where, "the line's checksum does not match it and its claims", path.parent)
+    return unit
+
+
+def damaged(where: str, why: str, parts: Path) -> AuditError:
+    """A part file, or the run's record, in ``parts`` that ``--resume`` cannot take."""
+    return AuditError(f"the interrupted run's parts are damaged: {why}", where,
+                      f"delete the folder {parts} (its units are run again) or rerun without --resume")
+
+
 def finished_units(parts: Path) -> set[tuple[str, str]]:
-    """Units a resumed run keeps: those whose last line has a status other than :data:`RETRIED`."""
-    last = {unit_key(u): u["status"] for u in read_parts(parts)}
+    """Units a resumed run keeps: those whose last line has a status other than :data:`RETRIED` (every
+    line checked against its checksum first)."""
+    last = {unit_key(u): u["status"] for u in read_parts(parts, verify=True)}
     return {k for k, status in last.items() if status not in RETRIED}
 
 
@@ -108,7 +168,9 @@ class PartWriter:
             unit = {**unit, "block": [self.claims.tell(), len(block[0]), block[1]]}
             self.claims.write(block[0])
             self.claims.flush()
-        self.fh.write(json.dumps(unit, separators=(",", ":")) + "\n")
+        body = json.dumps(unit, separators=(",", ":"))
+        summed = _checksum(body.encode(), block[0] if block is not None else b"", line if certs is not None else b"")
+        self.fh.write(f'{body[:-1]},"{SUM}":"{summed}"}}\n')
         self.fh.flush()
         if time.monotonic() - self.synced > 5:
             os.fsync(self.claims.fileno())
@@ -168,6 +230,7 @@ def merge(parts: Path, schema: Schema, schedule: Schedule, options: ExactOptions
         for key in keys:
             path, at = latest.pop(key)
             unit = json.loads(read(path, at))
+            unit.pop(SUM, None)
             if key not in grids:
                 unit.pop("grid", None)
             block = unit.pop("block", None)

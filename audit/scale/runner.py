@@ -41,7 +41,7 @@ from ..attacks.joint import joint_proofs
 from ..attacks.joint_problems import level_problems
 from ..attacks.reidentify import with_attacker
 from ..data.stream import DEFAULT_CHUNK_ROWS, _keys, count_units, stream_chunks
-from ..errors import AuditError, InternalError, Interrupted, OptionalDependencyMissing
+from ..errors import AuditError, InternalError, Interrupted, OptionalDependencyMissing, described
 from ..findings.claimstore import store_columns
 from ..findings.cells import GridKeeper, ProofCounts, attach_cells, cells_json, grid_cap
 from ..findings.document import listing_cap, prior_rows
@@ -53,7 +53,7 @@ from ..problem.coupled import coupled_levels, finest_level
 from ..release.tabulate import tabulate
 from ..specs.schedule import Schedule, load_schedule
 from ..specs.schema import Schema, load_schema
-from .parts import PartWriter, finished_units, fingerprint, merge
+from .parts import PartWriter, damaged, finished_units, fingerprint, merge
 from .worker import Limits, audit_task, error_unit, failed_unit, fewer_collections, init_worker
 
 PIECE_UNITS = 16  # units whose problems are built together
@@ -146,7 +146,12 @@ def run_scaled(source, schema: Schema, schedule: Schedule, options: ExactOptions
     manifest = parts / "run.json"
     print_ = fingerprint(source, schema, schedule, options, scale.claims_cap)
     if scale.resume and manifest.exists():
-        old = json.loads(manifest.read_text(encoding="utf-8"))
+        try:
+            old = json.loads(manifest.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise damaged(str(manifest), described(exc), parts) from None
+        if not isinstance(old, dict):
+            raise damaged(str(manifest), "not a JSON object", parts)
         if old != json.loads(json.dumps(print_)):
             changed = [k for k in print_ if json.loads(json.dumps(print_[k])) != old.get(k)]
             raise AuditError(f"cannot resume: the {', '.join(changed)} differ from the interrupted run's",

@@ -13,6 +13,7 @@ from typing import Any
 import yaml
 
 from ..errors import AuditError
+from ..paths import input_file
 
 MAX_ALIAS_NODES = 100_000  # nodes that aliases may add to a document when expanded
 MAX_DEPTH = 100            # nesting of mappings and lists
@@ -66,6 +67,22 @@ class Located:
             return [self.code(v, *path, i) for i, v in enumerate(spec)]
         return spec if isinstance(spec, dict) else self.code(spec, *path)
 
+    def labels(self, spec: Any, *path: Any) -> dict[str, str]:
+        """``spec`` (the ``labels:`` at ``path``, None when absent) as code -> label; anything but a mapping
+        of codes to text is an error."""
+        if spec is None:
+            return {}
+        if not isinstance(spec, dict):
+            raise self.error(f"must map each code to its label, not be a {_kind(spec)}", *path,
+                             fix="write labels: {CODE: LABEL, ...}, e.g. labels: {n1: North, n2: South}")
+        out = {}
+        for code, label in spec.items():
+            if isinstance(label, (dict, list)):
+                raise self.error(f"the label of '{code}' must be text, not a {_kind(label)}", *path, code,
+                                 fix=f"e.g. {code}: North")
+            out[self.code(code, *path, code, key=True)] = str(label)
+        return out
+
     def boolean(self, spec: dict, name: str, default: bool, *path: Any) -> bool:
         """``spec[name]`` as true or false; anything else (``"yes"``, ``1``, ``maybe``) is an error."""
         value = spec.get(name, default)
@@ -75,13 +92,17 @@ class Located:
         return value
 
 
+def _kind(value: Any) -> str:
+    return "mapping" if isinstance(value, dict) else "list" if isinstance(value, list) else f"single value ({value!r})"
+
+
 def _shown(value: Any) -> str:
     return "false" if value is False else "true" if value is True else "null" if value is None else repr(value)
 
 
 def load_yaml(path: str | Path) -> Located:
     """Read a YAML file, raising an AuditError naming the file and line on a syntax error."""
-    path = Path(path)
+    path = input_file(Path(path), "YAML file")
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:

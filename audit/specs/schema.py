@@ -192,7 +192,7 @@ def _load_recode(doc: Located, schema: Schema, name: str, spec: Any, key: Any) -
             code = doc.code(new, *here, "map", new, key=True)
             old = doc.codes(old, *here, "map", new) if col.kind == "categorical" else old
             _, groups[code] = schema.values(source, old, doc.where(*here, "map", new))
-        labels = {str(k): str(v) for k, v in (spec.get("labels") or {}).items()}
+        labels = doc.labels(spec.get("labels"), *here, "labels")
     seen: set = set()
     for code, values in groups.items():
         if seen & values:

@@ -10,6 +10,7 @@ from .query import Predicate
 
 UNITS = ("person", "household", "family", "housing unit", "establishment", "record")  # what one data row is
 MAX_INTEGER_VALUES = 10_000  # an integer domain is enumerated (a numeric one per value): max - min + 1 at most
+MAX_INTEGER_MAGNITUDE = 10**12  # |min|, |max|: sums of a unit's values stay exact in int64 and in the IP's doubles
 
 
 @dataclass(frozen=True)
@@ -30,7 +31,12 @@ class Column:
 
     @classmethod
     def integer(cls, name: str, lo: int, hi: int, where: str | None = None) -> "Column":
-        """The column of the integers ``lo..hi``, refused past :data:`MAX_INTEGER_VALUES` before any is made."""
+        """The column of the integers ``lo..hi``, refused past :data:`MAX_INTEGER_VALUES` or
+        :data:`MAX_INTEGER_MAGNITUDE` before any is made."""
+        if max(abs(lo), abs(hi)) > MAX_INTEGER_MAGNITUDE:
+            raise AuditError(f"integer column '{name}' reaches {lo if abs(lo) > abs(hi) else hi:,}; values beyond "
+                             f"±{MAX_INTEGER_MAGNITUDE:,} are refused (their sums would not stay exact)", where or name,
+                             f"shift '{name}' (e.g. years since a base year) or coarsen it (e.g. in thousands)")
         if hi - lo + 1 > MAX_INTEGER_VALUES:
             raise AuditError(f"integer column '{name}' has {hi - lo + 1:,} values ({lo}..{hi}); the domain is "
                              f"enumerated, so at most {MAX_INTEGER_VALUES:,} are allowed", where or name,
