@@ -156,3 +156,62 @@ def test_console_script_prints_one_line_and_debug_shows_traceback(spec):
     assert plain.stderr.count("\n") == 1 and "tables.yaml:" in plain.stderr and "fix:" in plain.stderr
     debug = _audit("--debug", *validate(spec))
     assert debug.returncode != 0 and "Traceback" in debug.stderr and "AuditError" in debug.stderr
+
+
+ADULT = """age, sex, hours-per-week, native-country
+39, Male, 40, United-States
+50, Male, 13, United-States
+28, Female, 40, Cuba
+49, Female, 16, Cuba
+"""
+ADULT_SCHEMA = """unit: person
+geography: [native-country]
+columns:
+  age: {type: integer, min: 17, max: 90}
+  sex: {type: categorical, values: [Male, Female]}
+  hours-per-week: {type: integer, min: 1, max: 99}
+"""
+ADULT_TABLES = """tables:
+  - id: H
+    geography: native-country
+    by: [sex]
+    stats: [count, mean(hours-per-week)]
+"""
+
+
+def adult(tmp_path: Path, data: str = ADULT, schema: str = ADULT_SCHEMA) -> list[str]:
+    """UCI Adult's shape: ', ' separators and hyphenated column names; the argv of `tabulate` over it."""
+    for name, text in (("data.csv", data), ("schema.yaml", schema), ("tables.yaml", ADULT_TABLES)):
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    return ["tabulate", str(tmp_path / "data.csv"), "-s", str(tmp_path / "schema.yaml"),
+            "-t", str(tmp_path / "tables.yaml")]
+
+
+def test_comma_space_separators_and_a_mean_of_a_hyphenated_column(tmp_path, capsys):
+    assert run(adult(tmp_path)) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "native-country,level,table,cell,label,statistic,value,status"  # no " sex"
+    assert "Cuba,native-country,H,Female,Female,mean(hours-per-week),28.0,published" in out  # (40 + 16) / 2
+
+
+def test_a_semicolon_file_is_read_with_the_schema_delimiter(tmp_path, capsys):
+    semi = ADULT.replace(",", ";")
+    line = fail(capsys, *adult(tmp_path, semi))
+    assert line.endswith("-- fix: the header looks separated by ';': add \"delimiter: ';'\" to "
+                         f"{tmp_path / 'schema.yaml'}")
+    assert run(adult(tmp_path, semi, ADULT_SCHEMA + "delimiter: ';'\n")) == 0
+    (tmp_path / "schema.yaml").write_text(ADULT_SCHEMA + "delimiter: ';;'\n", encoding="utf-8")
+    line = fail(capsys, *validate(tmp_path, tables=False))
+    assert line.endswith("delimiter: delimiter must be one character, not ';;' -- fix: e.g. delimiter: ';' "
+                         "(or tab); spaces after it are skipped anyway")
+
+
+def test_an_edit_beyond_the_domain_is_not_told_to_swap(spec, capsys):
+    text = (spec / "schema.yaml").read_text(encoding="utf-8").replace("age: {max: 14}", "age: {min: 130}")
+    (spec / "schema.yaml").write_text(text, encoding="utf-8")
+    line = fail(capsys, *validate(spec, tables=False))
+    assert line.endswith("constraints[0].forbid.age: min 130 is outside the domain of 'age' (0..125), so the range "
+                         f"selects no value -- fix: give a min within 0..125, or widen 'age' in {spec / 'schema.yaml'}")
+    write_table(spec, "cells:\n      - {id: a, where: {age: {min: 9, max: 3}}}")
+    (spec / "schema.yaml").write_text(text.replace("age: {min: 130}", "age: {max: 14}"), encoding="utf-8")
+    assert fail(capsys, *validate(spec)).endswith("min 9 is above max 3 -- fix: swap them")

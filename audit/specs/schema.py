@@ -25,7 +25,8 @@ def load_schema(path: str | Path) -> Schema:
     if not isinstance(data, Mapping):
         raise doc.error("a schema must be a mapping with unit, geography and columns"
                         + (" (the file is empty)" if data is None else ""), fix="see the README's 'Schema' section")
-    allowed = ("unit", "geography", "columns", "recodes", "hierarchies", "constraints", "attacker", "contributor")
+    allowed = ("unit", "geography", "columns", "recodes", "hierarchies", "constraints", "attacker", "contributor",
+               "delimiter")
     unknown = set(data) - set(allowed)
     if unknown:
         raise doc.error(f"unknown key(s) {sorted(map(str, unknown))}", sorted(unknown, key=str)[0],
@@ -84,7 +85,16 @@ def load_schema(path: str | Path) -> Schema:
             raise doc.error(f"the contributor column '{contributor}' is also a geography level or attribute",
                             "contributor", fix="name the data column of contributor ids (e.g. an enterprise id)")
     return Schema(schema.unit, schema.geography, schema.columns, schema.recodes, edits, str(doc.file), attacker,
-                  contributor)
+                  contributor, _delimiter(doc, data.get("delimiter", ",")))
+
+
+def _delimiter(doc: Located, value: Any) -> str:
+    """The CSV field separator: one character (``tab`` or ``\\t`` for a tab), never a quote or a space."""
+    text = "\t" if value in ("tab", "\\t") else value
+    if not isinstance(text, str) or len(text) != 1 or text in "\"' \r\n":
+        raise doc.error(f"delimiter must be one character, not {value!r}", "delimiter",
+                        fix="e.g. delimiter: ';' (or tab); spaces after it are skipped anyway")
+    return text
 
 
 def _unit(doc: Located, value: Any) -> str:
