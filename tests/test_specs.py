@@ -200,6 +200,7 @@ def test_a_semicolon_file_is_read_with_the_schema_delimiter(tmp_path, capsys):
     assert line.endswith("-- fix: the header looks separated by ';': add \"delimiter: ';'\" to "
                          f"{tmp_path / 'schema.yaml'}")
     assert run(adult(tmp_path, semi, ADULT_SCHEMA + "delimiter: ';'\n")) == 0
+    capsys.readouterr()
     (tmp_path / "schema.yaml").write_text(ADULT_SCHEMA + "delimiter: ';;'\n", encoding="utf-8")
     line = fail(capsys, *validate(tmp_path, tables=False))
     assert line.endswith("delimiter: delimiter must be one character, not ';;' -- fix: e.g. delimiter: ';' "
@@ -215,3 +216,27 @@ def test_an_edit_beyond_the_domain_is_not_told_to_swap(spec, capsys):
     write_table(spec, "cells:\n      - {id: a, where: {age: {min: 9, max: 3}}}")
     (spec / "schema.yaml").write_text(text.replace("age: {min: 130}", "age: {max: 14}"), encoding="utf-8")
     assert fail(capsys, *validate(spec)).endswith("min 9 is above max 3 -- fix: swap them")
+
+
+def test_a_schema_column_no_table_publishes_is_warned(tmp_path, capsys):
+    assert run(adult(tmp_path)) == 0  # age is in the schema and the data, in no table
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"warning: {tmp_path / 'tables.yaml'}: no table publishes the schema column(s) age "
+                   "(in by, where, universe or a statistic); the attack still enumerates their values, which can "
+                   f"leave many more claims undecided -- remove them from {tmp_path / 'schema.yaml'}, or publish them"]
+    (tmp_path / "adults.yaml").write_text(ADULT_TABLES + "    universe: {age: {min: 18}}\n", encoding="utf-8")
+    assert run(adult(tmp_path)[:-2] + ["-t", str(tmp_path / "adults.yaml")]) == 0
+    assert "warning" not in capsys.readouterr().err
+
+
+def test_map_recode_labels_name_its_codes(spec, capsys):
+    from audit.specs.schema import load_schema
+    text = (spec / "schema.yaml").read_text(encoding="utf-8")
+    text += "recodes:\n  wed: {from: marital, map: {ever: [M], never: [S]}, labels: {ever: Married, never: Single}}\n"
+    (spec / "schema.yaml").write_text(text, encoding="utf-8")
+    schema = load_schema(spec / "schema.yaml")
+    assert [schema.code_label("wed", c) for c in ("ever", "never")] == ["Married", "Single"]
+    (spec / "schema.yaml").write_text(text.replace("labels: {ever", "labels: {wed"), encoding="utf-8")
+    line = fail(capsys, *validate(spec, tables=False))
+    assert line.endswith("recodes.wed.labels.wed: labels name 'wed', which is not a code of the map -- fix: label "
+                         "the map's codes ['ever', 'never']")

@@ -203,6 +203,10 @@ def _load_recode(doc: Located, schema: Schema, name: str, spec: Any, key: Any) -
             old = doc.codes(old, *here, "map", new) if col.kind == "categorical" else old
             _, groups[code] = schema.values(source, old, doc.where(*here, "map", new))
         labels = doc.labels(spec.get("labels"), *here, "labels")
+        stray = [code for code in labels if code not in groups]
+        if stray:
+            raise doc.error(f"labels name '{stray[0]}', which is not a code of the map", *here, "labels", stray[0],
+                            fix=f"label the map's codes {list(groups)}")
     seen: set = set()
     for code, values in groups.items():
         if seen & values:
