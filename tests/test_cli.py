@@ -52,7 +52,7 @@ def test_gate_fails_an_unprotected_block_and_passes_a_protected_one(failing, pas
     assert json.loads((passing / "findings.json").read_text())["verdict"] == "pass"
     assert not (failing / "report.html").exists()  # gate writes the report only with --report
     assert run(["gate", *protected("-o", str(passing))]) == 0
-    assert capsys.readouterr().out.startswith("PASS (default policy, 1 units)")
+    assert capsys.readouterr().out.startswith("PASS (default policy, 1 unit)")
 
 
 def test_gate_prints_failing_rules_and_json(failing, capsys):
