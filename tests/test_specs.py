@@ -236,6 +236,12 @@ def test_map_recode_labels_name_its_codes(spec, capsys):
     (spec / "schema.yaml").write_text(text, encoding="utf-8")
     schema = load_schema(spec / "schema.yaml")
     assert [schema.code_label("wed", c) for c in ("ever", "never")] == ["Married", "Single"]
+    unlabelled = text.replace(", labels: {ever: Married, never: Single}", "")
+    unlabelled += "  anysex: {from: sex, map: {all: [M, F]}}\n"
+    (spec / "schema.yaml").write_text(unlabelled, encoding="utf-8")
+    schema = load_schema(spec / "schema.yaml")  # unlabelled: the labels of the codes it groups, in the column's order
+    assert [schema.code_label("wed", c) for c in ("ever", "never")] == ["Married", "Single"]
+    assert schema.code_label("anysex", "all") == "Female or Male"
     (spec / "schema.yaml").write_text(text.replace("labels: {ever", "labels: {wed"), encoding="utf-8")
     line = fail(capsys, *validate(spec, tables=False))
     assert line.endswith("recodes.wed.labels.wed: labels name 'wed', which is not a code of the map -- fix: label "

@@ -207,6 +207,9 @@ def _load_recode(doc: Located, schema: Schema, name: str, spec: Any, key: Any) -
         if stray:
             raise doc.error(f"labels name '{stray[0]}', which is not a code of the map", *here, "labels", stray[0],
                             fix=f"label the map's codes {list(groups)}")
+        for code, values in groups.items():  # unlabelled: its source codes' labels ("Private or Self-employed")
+            if code not in labels and col.kind == "categorical" and len(values) <= 3:
+                labels[code] = " or ".join(col.label(v) for v in col.codes if v in values)
     seen: set = set()
     for code, values in groups.items():
         if seen & values:
