@@ -134,8 +134,9 @@ def _warn_unpublished(schema: Schema, tables: list[Table], source: str) -> None:
     idle = [name for name in schema.names if name not in named]
     if idle:
         warnings.warn(f"{source}: no table publishes the schema column(s) {', '.join(idle)} (in by, where, "
-                      f"universe or a statistic); the attack still enumerates their values, which can leave many more claims "
-                      f"undecided -- remove them from {schema.source}, or publish them", stacklevel=2)
+                      "universe or a statistic); the attack still enumerates their values, which multiplies its "
+                      f"claims and can leave many undecided -- remove them from {schema.source}, or publish them",
+                      stacklevel=2)
 
 
 def _per_unit(doc: Located, spec: Any, tables: list[Table]) -> dict[str, frozenset]:
