@@ -1,6 +1,7 @@
 """User errors in the specs and data: exit code 2, one line naming file and key or row, a fix, no traceback."""
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -247,3 +248,14 @@ def test_map_recode_labels_name_its_codes(spec, capsys):
     line = fail(capsys, *validate(spec, tables=False))
     assert line.endswith("recodes.wed.labels.wed: labels name 'wed', which is not a code of the map -- fix: label "
                          "the map's codes ['ever', 'never']")
+
+
+def test_the_streamed_reader_takes_the_delimiter_too(tmp_path, capsys):
+    """`--resume` reads the data in chunks (audit/data/stream.py): the same findings as a run in memory."""
+    argv = adult(tmp_path, ADULT.replace(",", ";"), ADULT_SCHEMA + "delimiter: ';'\n")[1:]
+    summaries = []
+    for extra in ([], ["--resume"]):
+        out = tmp_path / f"out{len(extra)}"
+        assert run(["run", *argv, "-o", str(out), "--quiet", *extra]) in (0, 1), capsys.readouterr().err
+        summaries.append(json.loads((out / "findings.json").read_text())["summary"])
+    assert summaries[0] == summaries[1] and summaries[0]["units"] == 2
