@@ -202,6 +202,9 @@ def test_a_semicolon_file_is_read_with_the_schema_delimiter(tmp_path, capsys):
                          f"{tmp_path / 'schema.yaml'}")
     assert run(adult(tmp_path, semi, ADULT_SCHEMA + "delimiter: ';'\n")) == 0
     capsys.readouterr()
+    line = fail(capsys, *adult(tmp_path, ADULT.replace(", ", ","), ADULT_SCHEMA + "delimiter: tab\n"))
+    assert line.endswith("-- fix: the header looks separated by ',': remove 'delimiter: ...' from "
+                         f"{tmp_path / 'schema.yaml'} (',' is the default)")
     (tmp_path / "schema.yaml").write_text(ADULT_SCHEMA + "delimiter: ';;'\n", encoding="utf-8")
     line = fail(capsys, *validate(tmp_path, tables=False))
     assert line.endswith("delimiter: delimiter must be one character, not ';;' -- fix: e.g. delimiter: ';' "
