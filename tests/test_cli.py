@@ -368,3 +368,16 @@ def test_diff_gate_compares_claims_not_labels(tmp_path):
     assert _uncovered({key(2, age="40-44", sex="F"): None}, {new[3]: None}, {"age"}) == [new[3]]  # m differs
     finer = {key(1, age="32", sex="M"): None, key(1, sex="F|M"): None}
     assert _uncovered({key(1, age="30-34", sex="M"): None}, finer, {"age"}) == list(finer)
+
+
+def test_run_summary_counts_in_plain_plurals(tmp_path, capsys):
+    """One block: '1 unit', never '1 units' (issue 35)."""
+    args = [str(BLOCK7 / "data.csv"), "-s", str(BLOCK7 / "schema.yaml"), "-t", str(BLOCK7 / "tables.yaml")]
+    assert run(["run", *args, "-o", str(tmp_path)]) == 1
+    out = capsys.readouterr().out.splitlines()
+    doc = json.loads((tmp_path / "findings.json").read_text())
+    s = doc["summary"]
+    assert out[0] == (f"1 unit: {s['verified']} verified claims ({s['derived_singletons']} derived singletons), "
+                      f"{s['undecided']} undecided, 1 unit reconstructed exactly.")
+    assert out[1] == f"Verdict: FAIL under the 'default' policy ({len(doc['failing'])} failing rules)"
+    assert out[2].startswith("  FAIL derived_singletons: 1 unit; 0001: ")
