@@ -73,7 +73,8 @@ def _separator_fix(header: list, schema: Schema) -> str:
     if len(header) == 1:
         found = next((sep for sep in (";", "\t", "|", ",") if sep in str(header[0]) and sep != schema.delimiter), None)
         if found == ",":
-            return f"the header looks separated by ',': remove 'delimiter: ...' from {schema.source} (',' is the default)"
+            return (f"the header looks separated by ',': remove 'delimiter: ...' from {schema.source} "
+                    "(',' is the default)")
         if found:
             shown = "tab" if found == "\t" else f"'{found}'"
             return f"the header looks separated by {shown}: add \"delimiter: {shown}\" to {schema.source}"

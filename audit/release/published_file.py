@@ -28,7 +28,7 @@ def read_release(path: str | Path, schema: Schema, schedule: Schedule) -> tuple[
         imported = census_lp.release_frame(census_lp_reader.read_lp(path), schema, schedule)
         return releases_from_frame(imported.frame, schema, schedule, str(path))[0], imported.notes()
 
-    return releases_from_frame(read_table(path, schema.delimiter), schema, schedule, str(path))
+    return releases_from_frame(read_table(path), schema, schedule, str(path))
 
 
 def _row_error(name: str, i: int, message: str, fix: str) -> AuditError:
