@@ -382,10 +382,11 @@ def test_sf1_summary_signoff_and_baseline(sf1_report):
     assert "can be rebuilt over every published attribute" in memo and "Worst block: " in memo
     assert "run audit protect" in memo  # no protection.json beside these findings
     signoff = re.search(r'<table id="signoff-table">.*?</table>', html, re.S).group(0)
-    rows = re.findall(r"<tr><td>([^<]+)</td><td>([^<]+)</td><td><span class=\"tag (pass|fail|review)\">", signoff)
+    rows = re.findall(r"<tr><td>([^<]+)</td><td>([^<]+)</td><td><span class=\"tag (pass|fail|review|confidential)\">", signoff)
     tables = {k.split(":", 1)[0] for k in doc["cell_labels"]}
     assert {r[0].split(":", 1)[0] for r in rows if r[1] == "table"} == tables
     assert {r[0] for r in rows if r[1] == "audit file"} == {"findings.json", "claims.csv.gz", "junit.xml", "report.html"}
+    assert {r[2] for r in rows if r[1] == "audit file"} == {"confidential"}  # never a red "fail"
     assert ("P12: SEX BY AGE", "table", "fail") in rows  # counts of one in every block
     assert "drawn at random from all the persons of its tract" in html and "Baseline: " in text
 
@@ -522,3 +523,59 @@ def test_unit_list_search_and_filter_in_headless_chromium(findings, chromium, tm
     assert "failing a rule (87)" in options and "not finished (timeout, too large, error) (1)" in options
     assert js("document.documentElement.scrollWidth") <= 1280
     assert page_problems(chromium) == ([], [])
+
+
+ADULT = """age, workclass, sex, hours-per-week, native-country
+39, State-gov, Male, 40, Cuba
+50, Private, Male, 13, Cuba
+28, Private, Female, 40, India
+49, Private, Female, 16, India
+31, Private, Female, 50, India
+42, State-gov, Male, 40, India
+"""
+ADULT_SCHEMA = """unit: person
+geography: [native-country]
+columns:
+  age: {type: integer, min: 17, max: 90}
+  workclass: {type: categorical, values: [State-gov, Private]}
+  sex: {type: categorical, values: [Male, Female]}
+  hours-per-week: {type: integer, min: 1, max: 99}
+recodes:
+  work: {from: workclass, map: {gov: [State-gov], priv: [Private]}, labels: {gov: Government, priv: Private sector}}
+"""
+ADULT_TABLES = """protection: {suppress_below: 3}
+tables:
+  - {id: T1, title: Sex by work, geography: native-country, by: [sex, work]}
+  - id: T2
+    title: Hours
+    geography: native-country
+    stats: [count, mean(hours-per-week)]
+    decimals: 2
+    cells: [{id: A, label: Adults, where: {age: {min: 17}}}]
+"""
+
+
+def test_a_new_users_report_reads_well(tmp_path):
+    """UCI Adult's shape (', ' separators, hyphenated names, a labelled map recode): the report counts
+    'native-country units', rounds a mean's bounds, glosses its terms and never shows its own files as 'fail'."""
+    for name, text in (("data.csv", ADULT), ("schema.yaml", ADULT_SCHEMA), ("tables.yaml", ADULT_TABLES)):
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    out = tmp_path / "out"
+    assert run(["run", str(tmp_path / "data.csv"), "-s", str(tmp_path / "schema.yaml"), "-t",
+                str(tmp_path / "tables.yaml"), "-o", str(out), "--quiet"]) == 1
+    html = (out / "report.html").read_text(encoding="utf-8")
+    text = " ".join(visible_text(html).split())
+    assert "native-countrys" not in text and "2 native-country units" in text
+    assert "Worst native-country: Cuba (2 persons: 0 rebuilt in full, 8 derived singleton claims)." in text
+    assert "Hours: Adults (mean(hours-per-week)) 36.5 36.5 36.5 exact" in text  # 146/4 = 36.5, not 36.50
+    assert "Hours: Adults (mean(hours-per-week)) 1 99 26.5 exact" in text  # Cuba's hidden mean: (40 + 13) / 2
+    doc = json.loads((out / "findings.json").read_text())
+    india = next(u for u in doc["units"] if u["geo"] == "India")
+    assert india["intervals"]["T2:A:mean(hours-per-week)"] == [36.5, 36.5]  # the JSON keeps the value itself
+    assert "Sex by work: Male, Private sector 1 1 1 exact" in text  # the map recode's label, not 'priv'
+    signoff = re.search(r'<table id="signoff-table">.*?</table>', html, re.S).group(0)
+    files = re.findall(r'<td>audit file</td><td><span class="tag (\w+)">', signoff)
+    assert files and set(files) == {"confidential"}
+    assert ("Terms : a derived singleton claim says that exactly one person has some values and follows only from "
+            "combining several published numbers; a direct one is published as a count of one;") in text
+    assert "an outer bound is an interval sure to hold the count, possibly wider than the true range" in text

@@ -1,6 +1,7 @@
 """User errors in the specs and data: exit code 2, one line naming file and key or row, a fix, no traceback."""
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -156,3 +157,108 @@ def test_console_script_prints_one_line_and_debug_shows_traceback(spec):
     assert plain.stderr.count("\n") == 1 and "tables.yaml:" in plain.stderr and "fix:" in plain.stderr
     debug = _audit("--debug", *validate(spec))
     assert debug.returncode != 0 and "Traceback" in debug.stderr and "AuditError" in debug.stderr
+
+
+ADULT = """age, sex, hours-per-week, native-country
+39, Male, 40, United-States
+50, Male, 13, United-States
+28, Female, 40, Cuba
+49, Female, 16, Cuba
+"""
+ADULT_SCHEMA = """unit: person
+geography: [native-country]
+columns:
+  age: {type: integer, min: 17, max: 90}
+  sex: {type: categorical, values: [Male, Female]}
+  hours-per-week: {type: integer, min: 1, max: 99}
+"""
+ADULT_TABLES = """tables:
+  - id: H
+    geography: native-country
+    by: [sex]
+    stats: [count, mean(hours-per-week)]
+"""
+
+
+def adult(tmp_path: Path, data: str = ADULT, schema: str = ADULT_SCHEMA) -> list[str]:
+    """UCI Adult's shape: ', ' separators and hyphenated column names; the argv of `tabulate` over it."""
+    for name, text in (("data.csv", data), ("schema.yaml", schema), ("tables.yaml", ADULT_TABLES)):
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    return ["tabulate", str(tmp_path / "data.csv"), "-s", str(tmp_path / "schema.yaml"),
+            "-t", str(tmp_path / "tables.yaml")]
+
+
+def test_comma_space_separators_and_a_mean_of_a_hyphenated_column(tmp_path, capsys):
+    assert run(adult(tmp_path)) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "native-country,level,table,cell,label,statistic,value,status"  # no " sex"
+    assert "Cuba,native-country,H,Female,Female,mean(hours-per-week),28.0,published" in out  # (40 + 16) / 2
+
+
+def test_a_semicolon_file_is_read_with_the_schema_delimiter(tmp_path, capsys):
+    semi = ADULT.replace(",", ";")
+    line = fail(capsys, *adult(tmp_path, semi))
+    assert line.endswith("-- fix: the header looks separated by ';': add \"delimiter: ';'\" to "
+                         f"{tmp_path / 'schema.yaml'}")
+    assert run(adult(tmp_path, semi, ADULT_SCHEMA + "delimiter: ';'\n")) == 0
+    capsys.readouterr()
+    line = fail(capsys, *adult(tmp_path, ADULT.replace(", ", ","), ADULT_SCHEMA + "delimiter: tab\n"))
+    assert line.endswith("-- fix: the header looks separated by ',': remove 'delimiter: ...' from "
+                         f"{tmp_path / 'schema.yaml'} (',' is the default)")
+    (tmp_path / "schema.yaml").write_text(ADULT_SCHEMA + "delimiter: ';;'\n", encoding="utf-8")
+    line = fail(capsys, *validate(tmp_path, tables=False))
+    assert line.endswith("delimiter: delimiter must be one character, not ';;' -- fix: e.g. delimiter: ';' "
+                         "(or tab); spaces after it are skipped anyway")
+
+
+def test_an_edit_beyond_the_domain_is_not_told_to_swap(spec, capsys):
+    text = (spec / "schema.yaml").read_text(encoding="utf-8").replace("age: {max: 14}", "age: {min: 130}")
+    (spec / "schema.yaml").write_text(text, encoding="utf-8")
+    line = fail(capsys, *validate(spec, tables=False))
+    assert line.endswith("constraints[0].forbid.age: min 130 is outside the domain of 'age' (0..125), so the range "
+                         f"selects no value -- fix: give a min within 0..125, or widen 'age' in {spec / 'schema.yaml'}")
+    write_table(spec, "cells:\n      - {id: a, where: {age: {min: 9, max: 3}}}")
+    (spec / "schema.yaml").write_text(text.replace("age: {min: 130}", "age: {max: 14}"), encoding="utf-8")
+    assert fail(capsys, *validate(spec)).endswith("min 9 is above max 3 -- fix: swap them")
+
+
+def test_a_schema_column_no_table_publishes_is_warned(tmp_path, capsys):
+    assert run(adult(tmp_path)) == 0  # age is in the schema and the data, in no table
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"warning: {tmp_path / 'tables.yaml'}: no table publishes the schema column(s) age "
+                   "(in by, where, universe or a statistic); the attack still enumerates their values, which multiplies "
+                   f"its claims and can leave many undecided -- remove them from {tmp_path / 'schema.yaml'}, or publish "
+                   "them"]
+    (tmp_path / "adults.yaml").write_text(ADULT_TABLES + "    universe: {age: {min: 18}}\n", encoding="utf-8")
+    assert run(adult(tmp_path)[:-2] + ["-t", str(tmp_path / "adults.yaml")]) == 0
+    assert "warning" not in capsys.readouterr().err
+
+
+def test_map_recode_labels_name_its_codes(spec, capsys):
+    from audit.specs.schema import load_schema
+    text = (spec / "schema.yaml").read_text(encoding="utf-8")
+    text += "recodes:\n  wed: {from: marital, map: {ever: [M], never: [S]}, labels: {ever: Married, never: Single}}\n"
+    (spec / "schema.yaml").write_text(text, encoding="utf-8")
+    schema = load_schema(spec / "schema.yaml")
+    assert [schema.code_label("wed", c) for c in ("ever", "never")] == ["Married", "Single"]
+    unlabelled = text.replace(", labels: {ever: Married, never: Single}", "")
+    unlabelled += "  anysex: {from: sex, map: {all: [M, F]}}\n"
+    (spec / "schema.yaml").write_text(unlabelled, encoding="utf-8")
+    schema = load_schema(spec / "schema.yaml")  # unlabelled: the labels of the codes it groups, in the column's order
+    assert [schema.code_label("wed", c) for c in ("ever", "never")] == ["Married", "Single"]
+    assert schema.code_label("anysex", "all") == "Female or Male"
+    (spec / "schema.yaml").write_text(text.replace("labels: {ever", "labels: {wed"), encoding="utf-8")
+    line = fail(capsys, *validate(spec, tables=False))
+    assert line.endswith("recodes.wed.labels.wed: labels name 'wed', which is not a code of the map -- fix: label "
+                         "the map's codes ['ever', 'never']")
+
+
+def test_the_streamed_reader_takes_the_delimiter_too(tmp_path, capsys):
+    """`--resume` reads the data in chunks (audit/data/stream.py): the same findings as a run in memory."""
+    argv = adult(tmp_path, ADULT.replace(",", ";"), ADULT_SCHEMA + "delimiter: ';'\n")[1:]
+    summaries = []
+    for extra in ([], ["--resume"]):
+        out = tmp_path / f"out{len(extra)}"
+        assert run(["run", *argv, "-o", str(out), "--quiet", *extra]) in (0, 1), capsys.readouterr().err
+        summaries.append(json.loads((out / "findings.json").read_text())["summary"])
+    assert summaries[0] == summaries[1] and summaries[0]["units"] == 2

@@ -56,7 +56,7 @@ def test_a_unit_never_attacked_fails_its_tables_with_the_real_cause(tmp_path, ca
     unit = doc["units"][0]
     assert code == 1 and unit["status"] == status and unit["summary"]["undecided"] > 0
     assert doc["verdict"] == "fail" and [f["rule"] for f in doc["failing"]] == ["undecided"]
-    assert f"FAIL undecided: 1 units; 0001: {unit['summary']['undecided']} claims undecided ({unit['reason']})" in printed.out
+    assert f"FAIL undecided: 1 unit; 0001: {unit['summary']['undecided']} claims undecided ({unit['reason']})" in printed.out
     assert f"{unit['summary']['undecided']} claims could not be decided: they are not shown safe. {cause}" in printed.out
     html = (tmp_path / "report.html").read_text()
     state, reason = _signoff(html)["T1: Age by group"]

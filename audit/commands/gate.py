@@ -6,6 +6,7 @@ from pathlib import Path
 import typer
 
 from ..outputs.terminal import echo
+from ..outputs.words import plural
 from ..attacks.engines._explain import EXPLAIN_BUDGET
 from ..pipeline import run_audit
 from . import GeographyOpt, InferOpt, OutOpt, QuietOpt, SchemaOpt, SeedOpt, TablesOpt
@@ -56,11 +57,11 @@ def register(app: typer.Typer) -> None:
         if json_out:
             typer.echo(verdict_json(doc))
         elif not quiet:
-            echo(f"{doc.verdict.upper()} ({doc.rules['name']} policy, {doc.summary.units} units)")
+            echo(f"{doc.verdict.upper()} ({doc.rules['name']} policy, {plural(doc.summary.units, 'unit')})")
             for f in doc.failing:
-                where = "" if f.scope == "release" else f"{f.units} unit(s); "
+                where = "" if f.scope == "release" else f"{plural(f.units, 'unit')}; "
                 echo(f"FAIL {f.rule}: {where}{f.example}")
             for w in doc.warnings:
-                where = "" if w.scope == "release" else f"{w.units} unit(s); "
+                where = "" if w.scope == "release" else f"{plural(w.units, 'unit')}; "
                 echo(f"WARN {w.rule}: {where}{w.example}")
         exit_for(doc)

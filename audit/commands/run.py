@@ -18,6 +18,7 @@ from ..pipeline import AuditOptions, prepare_out, run_audit
 from ..scale.runner import ScaleOptions
 from ..outputs.terminal import echo
 from ..outputs.unfinished import undecided_sentence
+from ..outputs.words import plural
 from . import GeographyOpt, InferOpt, OutOpt, QuietOpt, SchemaOpt, SeedOpt, TablesOpt
 
 RulesOpt = Annotated[Optional[str], typer.Option(
@@ -138,15 +139,15 @@ def register(app: typer.Typer) -> None:
             typer.echo(verdict_json(doc))
         elif not quiet:
             s = doc.summary
-            echo(f"{s.units} units: {s.verified} verified claims ({s.derived_singletons} derived "
-                       f"singletons), {s.undecided} undecided, {s.units_reconstructed} units reconstructed "
-                       f"exactly.")
+            echo(f"{plural(s.units, 'unit')}: {plural(s.verified, 'verified claim')} "
+                 f"({plural(s.derived_singletons, 'derived singleton')}), {s.undecided:,} undecided, "
+                 f"{plural(s.units_reconstructed, 'unit')} reconstructed exactly.")
             if s.undecided:  # fail closed: say why, whatever the policy makes of it
                 echo(f"  {undecided_sentence(doc)}")
             echo(f"Verdict: {doc.verdict.upper()} under the '{doc.rules['name']}' policy"
-                       + (f" ({len(doc.failing)} failing rules)" if doc.failing else ""))
+                 + (f" ({plural(len(doc.failing), 'failing rule')})" if doc.failing else ""))
             for f in doc.failing:
-                echo(f"  FAIL {f.rule}: {f.units} units; {f.example}")
+                echo(f"  FAIL {f.rule}: {plural(f.units, 'unit')}; {f.example}")
             for key, path in doc.outputs.items():
                 echo(f"{key}: {path}")
             echo("(confidential: the findings and the report contain reconstructed records)")

@@ -12,8 +12,9 @@ from ..paths import check_lines, input_file
 from ..specs.schema_types import Schema
 
 
-def read_table(path: str | Path) -> pd.DataFrame:
-    """Read CSV or Parquet as strings (missing values kept missing), naming the file in any error."""
+def read_table(path: str | Path, delimiter: str = ",") -> pd.DataFrame:
+    """Read CSV (fields split at ``delimiter``, spaces after it skipped) or Parquet as strings (missing values
+    kept missing), naming the file in any error."""
     path = Path(path)
     if not path.exists():
         raise AuditError("file not found", str(path), "check the path")
@@ -24,8 +25,8 @@ def read_table(path: str | Path) -> pd.DataFrame:
         if path.suffix.lower() in (".parquet", ".pq"):
             frame = as_strings(pd.read_parquet(path))
         else:
-            check_header(csv_header(path), str(path))
-            frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+            check_header(csv_header(path, delimiter), str(path))
+            frame = pd.read_csv(path, dtype=str, keep_default_na=False, **csv_options(delimiter))
     except ImportError:
         raise AuditError("reading Parquet needs pyarrow", str(path), "pip install 'disclosure-audit[parquet]'") from None
     except (ValueError, OSError, pd.errors.ParserError) as exc:
@@ -41,11 +42,17 @@ def as_strings(frame: pd.DataFrame) -> pd.DataFrame:
     return frame.astype({c: str for c in text}).where(frame.notna()) if text else frame
 
 
-def csv_header(path: Path) -> list[str]:
+def csv_options(delimiter: str = ",") -> dict:
+    """How every CSV of microdata is split: at ``delimiter``, with the spaces after it skipped (UCI Adult's
+    ", " separator would otherwise name a column " workclass")."""
+    return {"sep": delimiter, "skipinitialspace": True}
+
+
+def csv_header(path: Path, delimiter: str = ",") -> list[str]:
     """The header row of a CSV file that is a regular file with no line past :data:`~audit.paths.MAX_LINE`."""
     check_lines(input_file(path, "data"))
     with open(path, newline="", encoding="utf-8-sig") as handle:
-        header = next(csv.reader(handle), None)
+        header = next(csv.reader(handle, delimiter=delimiter, skipinitialspace=True), None)
     if header is None:
         raise AuditError("the file is empty", str(path), "give a CSV with a header row and one row per record")
     return header
@@ -61,6 +68,19 @@ def check_header(columns: list, name: str) -> None:
         seen[col] = i
 
 
+def _separator_fix(header: list, schema: Schema) -> str:
+    """The fix for missing columns: a header read as one column names the separator it holds."""
+    if len(header) == 1:
+        found = next((sep for sep in (";", "\t", "|", ",") if sep in str(header[0]) and sep != schema.delimiter), None)
+        if found == ",":
+            return (f"the header looks separated by ',': remove 'delimiter: ...' from {schema.source} "
+                    "(',' is the default)")
+        if found:
+            shown = "tab" if found == "\t" else f"'{found}'"
+            return f"the header looks separated by {shown}: add \"delimiter: {shown}\" to {schema.source}"
+    return "rename the columns to the schema's names or fix the schema"
+
+
 def no_rows(name: str) -> AuditError:
     """The error for a data file with a header and no rows: there is nothing to audit, so nothing passes."""
     return AuditError("the data has no rows", name,
@@ -69,7 +89,7 @@ def no_rows(name: str) -> AuditError:
 
 def load_microdata(path: str | Path, schema: Schema) -> pd.DataFrame:
     """Return the rows with geography as strings, categorical codes as strings and integers as ints."""
-    return validate(read_table(path), schema, str(path))
+    return validate(read_table(path, schema.delimiter), schema, str(path))
 
 
 def validate(frame: pd.DataFrame, schema: Schema, name: str = "<data>") -> pd.DataFrame:
@@ -78,7 +98,7 @@ def validate(frame: pd.DataFrame, schema: Schema, name: str = "<data>") -> pd.Da
     missing = [c for c in needed if c not in frame.columns]
     if missing:
         raise AuditError(f"missing column(s) {missing}; the file has {list(frame.columns)}", name,
-                         "rename the columns to the schema's names or fix the schema")
+                         _separator_fix(list(frame.columns), schema))
     if not len(frame):
         raise no_rows(name)
     out = pd.DataFrame(index=range(len(frame)))

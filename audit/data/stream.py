@@ -20,7 +20,7 @@ import pandas as pd
 
 from ..errors import AuditError
 from ..paths import input_file
-from .microdata import as_strings, check_header, csv_header, no_rows, validate
+from .microdata import as_strings, check_header, csv_header, csv_options, no_rows, validate
 from ..specs.schedule import Schedule
 from ..specs.schema_types import Schema
 
@@ -33,8 +33,9 @@ def group_columns(schema: Schema, schedule: Schedule) -> list[str]:
     return list(schema.geography[: max(depth, 1)])
 
 
-def _raw_batches(source, chunk_rows: int, columns: list[str] | None = None) -> Iterator[pd.DataFrame]:
-    """Raw string frames from a DataFrame, a CSV file, or a Parquet file/folder."""
+def _raw_batches(source, chunk_rows: int, columns: list[str] | None = None, delimiter: str = ","
+                 ) -> Iterator[pd.DataFrame]:
+    """Raw string frames from a DataFrame, a CSV file (split at ``delimiter``), or a Parquet file/folder."""
     if isinstance(source, pd.DataFrame):
         for start in range(0, len(source), chunk_rows):
             yield source.iloc[start: start + chunk_rows].reset_index(drop=True)
@@ -59,8 +60,9 @@ def _raw_batches(source, chunk_rows: int, columns: list[str] | None = None) -> I
                              "give a CSV file, a Parquet file or a folder of Parquet files only") from None
         return
     try:
-        check_header(csv_header(path), str(path))
-        reader = pd.read_csv(path, dtype=str, keep_default_na=False, chunksize=chunk_rows, usecols=columns)
+        check_header(csv_header(path, delimiter), str(path))
+        reader = pd.read_csv(path, dtype=str, keep_default_na=False, chunksize=chunk_rows, usecols=columns,
+                             **csv_options(delimiter))
         yield from reader
     except (ValueError, OSError, pd.errors.ParserError) as exc:
         raise AuditError(f"cannot read the table: {str(exc).splitlines()[0]}", str(path),
@@ -87,7 +89,7 @@ def stream_chunks(source, schema: Schema, schedule: Schedule, chunk_rows: int = 
     carry: pd.DataFrame | None = None
     seen: set = set()
     offset = 0  # data rows validated so far (for error messages)
-    for raw in _raw_batches(source, chunk_rows):
+    for raw in _raw_batches(source, chunk_rows, delimiter=schema.delimiter):
         if not len(raw):
             continue
         missing = [c for c in cols if c not in raw.columns]
@@ -142,7 +144,7 @@ def count_units(source, schema: Schema, schedule: Schedule, chunk_rows: int = 1_
     geo = list(schema.geography)
     counts = {level: 0 for level in schedule.levels}
     last: dict[str, object] = {level: None for level in schedule.levels}
-    for raw in _raw_batches(source, chunk_rows, None if isinstance(source, pd.DataFrame) else geo):
+    for raw in _raw_batches(source, chunk_rows, None if isinstance(source, pd.DataFrame) else geo, schema.delimiter):
         if not len(raw):
             continue
         for level in schedule.levels:

@@ -5,6 +5,7 @@ from typing import Mapping
 
 from ..findings.model import Findings
 from ..policy.checks import pinned_words, unit_intervals
+from .words import figure
 
 
 GRID_STATUS = {"p": ("s-pub", "published"), "r": ("s-round", "rounded"), "n": ("s-noise", "noisy"),
@@ -28,12 +29,13 @@ def _grid_cell(code: str, interval: Mapping | None) -> dict:
     if interval is not None and interval.get("pinned") and code[:1] in "PSD":
         words, text = f"{words}; {pinned_words(interval['value'])}: published, to an attacker", f"[{interval['value']}]"
     elif interval is not None and code[:1] in "PSDrn":
-        span = f"{interval['lo']}" if interval["lo"] == interval["hi"] else f"{interval['lo']}–{interval['hi']}"
+        lo, hi = figure(interval["lo"]), figure(interval["hi"])
+        span = lo if interval["lo"] == interval["hi"] else f"{lo}–{hi}"
         proof = ("exact, solver-trusted" if interval.get("solver_trusted") else "exact") if interval.get("certified") \
             else "outer bound"
         how = "can tell, at the protection's confidence (not a proof), that the count" if code[:1] == "n" else \
             "can prove it"
-        words = f"{words}; an attacker {how} lies in [{interval['lo']}, {interval['hi']}] ({proof})"
+        words = f"{words}; an attacker {how} lies in [{lo}, {hi}] ({proof})"
         text = f"{text} [{span}]".strip() if code[:1] in "rn" else f"[{span}]"
     elif code[:1] in "PSD":
         text = "(D)"

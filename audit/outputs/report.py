@@ -23,7 +23,7 @@ from .charts import bar_chart, histogram
 from .grids import unit_grids
 from .sections import DETAIL_UNITS, TOP_UNITS, flat, intervals_section, linear_section, protection_section, rank_section, reid_section
 from .unfinished import table_status, undecided_sentence, unfinished_tables
-from .words import claim_text, column_title, describe_value, label_cells, plural
+from .words import claim_text, column_title, describe_value, figure, label_cells, noun_form, plural
 
 CLAIMS_PER_UNIT = 10     # claims written out per unit
 RECORDS_PER_UNIT = 10    # reconstructed records shown per unit
@@ -162,7 +162,7 @@ def _memo(doc: Findings, rows: list[dict], reid: Mapping | None, protection: Map
     noun = (doc.schema or {}).get("unit") or "record"
     level, _ = _parent_level(doc)
     n = s.units
-    of = f"{n:,} {level}{'' if n == 1 else 's'}"
+    of = plural(n, level)
     risks = []
     if s.units_reconstructed:
         risks.append(f"In {s.units_reconstructed:,} of {of} exactly one dataset fits the published tables: "
@@ -182,8 +182,7 @@ def _memo(doc: Findings, rows: list[dict], reid: Mapping | None, protection: Map
     worst = rows[0] if rows and (rows[0]["derived"] or rows[0]["records"]) else None
     if worst:
         risks.append(f"Worst {worst['level'] or level}: {worst['geo']} ({plural(worst['rows'] or 0, noun)}: "
-                     f"{worst['records']:,} rebuilt in full, {worst['derived']:,} derived singleton "
-                     f"claim{'' if worst['derived'] == 1 else 's'}).")
+                     f"{worst['records']:,} rebuilt in full, {plural(worst['derived'], 'derived singleton claim')}).")
     if protection is None:
         advice = "No protection was computed: run audit protect on this output folder for the least suppression or noise that passes."
     elif protection["offered"]:
@@ -213,7 +212,7 @@ def _table_titles(cell_labels: Mapping[str, str]) -> dict[str, str]:
 
 def _signoff(doc: Findings, extras: Mapping, cell_labels: Mapping[str, str]) -> list[dict]:
     """Every output with its status (ACRO's convention: pass, fail or review) and the reason: each
-    planned table, then each file the audit wrote (confidential, never released)."""
+    planned table, then each file the audit wrote (``confidential``: never released, but no failure of the release)."""
     rules = (doc.rules or {}).get("rules") or {}
     small = rules.get("small_cells") or {}
     threshold = small.get("threshold") if small.get("action") in ("fail", "warn") else None
@@ -251,8 +250,8 @@ def _signoff(doc: Findings, extras: Mapping, cell_labels: Mapping[str, str]) -> 
     files = {k: v for k, v in (doc.outputs or {}).items() if v}
     files.update({k: f"{k}.json" for k in extras})
     for what, path in files.items():
-        out.append({"name": Path(str(path)).name, "kind": "audit file", "status": "fail",
-                    "reason": "confidential: holds claims about, or records rebuilt from, the microdata; "
+        out.append({"name": Path(str(path)).name, "kind": "audit file", "status": "confidential",
+                    "reason": "holds claims about, or records rebuilt from, the microdata; "
                               "keep it with the microdata, never publish it"})
     return out
 
@@ -375,7 +374,8 @@ def _environment():
     env.policies["json.dumps_kwargs"] = {"sort_keys": True, "separators": (",", ":")}  # the unit index: no spaces
     env.filters["pct"] = lambda v, d=1: "–" if v is None else f"{float(v) * 100:.{d}f}%"
     env.filters["plural"] = lambda n, noun, many=None: plural(n, noun, many) if n is not None else "–"
-    env.filters["noun"] = lambda n, noun, many=None: noun if n == 1 else (many or noun + "s")
+    env.filters["noun"] = noun_form
+    env.filters["figure"] = figure
     env.filters["num"] = lambda v: "–" if v is None else (f"{v:,}" if isinstance(v, int) else f"{v:,.3g}")
     return env
 

@@ -44,7 +44,7 @@ def claim_text(claim: Mapping, schema: Mapping, unit: Mapping) -> str:
     noun = schema.get("unit") or "record"
     m = claim.get("m", 1)
     words = {0: "No", 1: "Exactly one", 2: "Exactly two", 3: "Exactly three"}
-    who = f"{words.get(m, f'Exactly {m}')} {noun}{'' if m == 1 else 's'}"
+    who = f"{words.get(m, f'Exactly {m}')} {noun_form(m, noun)}"
     parts = [describe_column(schema, c, str(v)) for c, v in claim["columns"].items()]
     where = f"{unit.get('level', 'unit')} {unit.get('geo', '')}".strip()
     return f"{who} in {where}: {'; '.join(parts)}."
@@ -59,6 +59,33 @@ _CELL_KEY = re.compile(r"[^\s,;()=:]+:[^\s,;()=]+")
 
 
 def plural(n: Any, noun: str, many: str | None = None) -> str:
-    """'1 block', '2 blocks', '1,234 persons' (``many`` for irregular plurals)."""
-    word = noun if n == 1 else (many or noun + "s")
+    """'1 block', '2 blocks', '1,234 persons' (``many`` for irregular plurals; see :func:`noun_form`)."""
+    word = noun_form(n, noun, many)
     return f"{n:,} {word}" if isinstance(n, int) else f"{n} {word}"
+
+
+def noun_form(n: Any, noun: str, many: str | None = None) -> str:
+    """``noun`` for ``n`` of it: an English word takes its plural ('counties', 'boxes'); a column or level name
+    that is no word ('native-country', 'puma_2010') is left whole and counted in units ('native-country units')."""
+    if n == 1:
+        return noun
+    if many:
+        return many
+    if not _WORDS.fullmatch(noun):
+        return f"{noun} units"
+    if noun.endswith("y") and noun[-2:-1] not in ("a", "e", "o", "u", ""):
+        return noun[:-1] + "ies"
+    return noun + ("es" if noun.endswith(("s", "x", "z", "ch", "sh")) else "s")
+
+
+def figure(value: Any, decimals: int = 2) -> str:
+    """A count or bound for reading: whole numbers as they are, fractions rounded to ``decimals``
+    (a mean's bound 30.555555555555557 shows as 30.56, 30.5 as 30.5; findings.json keeps the exact value)."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, float):
+        return f"{value:,.{decimals}f}".rstrip("0").rstrip(".")
+    return f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else str(value)
+
+
+_WORDS = re.compile(r"[A-Za-z]+( [A-Za-z]+)*")

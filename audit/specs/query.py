@@ -9,7 +9,8 @@ import numpy as np
 import pandas as pd
 
 STATISTICS = ("count", "sum", "mean", "median")
-_STAT_RE = re.compile(r"^\s*(count|sum|mean|median)\s*(?:\(\s*([A-Za-z_][\w]*)\s*\))?\s*$")
+# a column is any name without parentheses (hyphens and dots too: ``mean(hours-per-week)``)
+_STAT_RE = re.compile(r"^\s*(count|sum|mean|median)\s*(?:\(\s*([^\s()](?:[^()]*[^\s()])?)\s*\))?\s*$")
 
 
 @dataclass(frozen=True)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import itertools
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
@@ -119,7 +120,23 @@ def load_schedule(path: str | Path, schema: Schema) -> Schedule:
                             fix="give every table its own id")
         seen[table.id] = i
         tables.append(table)
+    _warn_unpublished(schema, tables, str(doc.file))
     return Schedule(tuple(tables), default, str(doc.file), _per_unit(doc, data.get("suppress"), tables))
+
+
+def _warn_unpublished(schema: Schema, tables: list[Table], source: str) -> None:
+    """Warn of schema columns that no cell selects on or sums (nor the attacker model names): every record
+    the attack builds carries them with no published value to bound them, which multiplies undecided claims."""
+    named = {col for t in tables for c in t.cells
+             for col in (*c.predicate.columns, *(s.column for s in c.stats if s.column))}
+    if schema.attacker is not None:
+        named |= {a.column for a in (*schema.attacker.quasi_identifiers, *schema.attacker.sensitive)}
+    idle = [name for name in schema.names if name not in named]
+    if idle:
+        warnings.warn(f"{source}: no table publishes the schema column(s) {', '.join(idle)} (in by, where, "
+                      "universe or a statistic); the attack still enumerates their values, which multiplies its "
+                      f"claims and can leave many undecided -- remove them from {schema.source}, or publish them",
+                      stacklevel=2)
 
 
 def _per_unit(doc: Located, spec: Any, tables: list[Table]) -> dict[str, frozenset]:

@@ -25,7 +25,8 @@ def load_schema(path: str | Path) -> Schema:
     if not isinstance(data, Mapping):
         raise doc.error("a schema must be a mapping with unit, geography and columns"
                         + (" (the file is empty)" if data is None else ""), fix="see the README's 'Schema' section")
-    allowed = ("unit", "geography", "columns", "recodes", "hierarchies", "constraints", "attacker", "contributor")
+    allowed = ("unit", "geography", "columns", "recodes", "hierarchies", "constraints", "attacker", "contributor",
+               "delimiter")
     unknown = set(data) - set(allowed)
     if unknown:
         raise doc.error(f"unknown key(s) {sorted(map(str, unknown))}", sorted(unknown, key=str)[0],
@@ -84,7 +85,16 @@ def load_schema(path: str | Path) -> Schema:
             raise doc.error(f"the contributor column '{contributor}' is also a geography level or attribute",
                             "contributor", fix="name the data column of contributor ids (e.g. an enterprise id)")
     return Schema(schema.unit, schema.geography, schema.columns, schema.recodes, edits, str(doc.file), attacker,
-                  contributor)
+                  contributor, _delimiter(doc, data.get("delimiter", ",")))
+
+
+def _delimiter(doc: Located, value: Any) -> str:
+    """The CSV field separator: one character (``tab`` or ``\\t`` for a tab), never a quote or a space."""
+    text = "\t" if value in ("tab", "\\t") else value
+    if not isinstance(text, str) or len(text) != 1 or text in "\"' \r\n":
+        raise doc.error(f"delimiter must be one character, not {value!r}", "delimiter",
+                        fix="e.g. delimiter: ';' (or tab); spaces after it are skipped anyway")
+    return text
 
 
 def _unit(doc: Located, value: Any) -> str:
@@ -193,6 +203,13 @@ def _load_recode(doc: Located, schema: Schema, name: str, spec: Any, key: Any) -
             old = doc.codes(old, *here, "map", new) if col.kind == "categorical" else old
             _, groups[code] = schema.values(source, old, doc.where(*here, "map", new))
         labels = doc.labels(spec.get("labels"), *here, "labels")
+        stray = [code for code in labels if code not in groups]
+        if stray:
+            raise doc.error(f"labels name '{stray[0]}', which is not a code of the map", *here, "labels", stray[0],
+                            fix=f"label the map's codes {list(groups)}")
+        for code, values in groups.items():  # unlabelled: its source codes' labels ("Private or Self-employed")
+            if code not in labels and col.kind == "categorical" and len(values) <= 3:
+                labels[code] = " or ".join(col.label(v) for v in col.codes if v in values)
     seen: set = set()
     for code, values in groups.items():
         if seen & values:

@@ -80,6 +80,7 @@ class Schema:
     source: str = "<schema>"
     attacker: Any = None  # an audit.specs.attacker.AttackerModel: what an attacker knows and wants (optional)
     contributor: str | None = None  # data column naming each row's contributor (magnitude rules; optional)
+    delimiter: str = ","  # the field separator of CSV microdata (one character)
 
     def __post_init__(self):
         names = [c.name for c in self.columns] + [r.name for r in self.recodes]
@@ -131,8 +132,14 @@ class Schema:
             if not is_int(lo) or not is_int(hi):
                 raise AuditError(f"min and max must be integers, not {lo!r} and {hi!r}", where,
                                  "e.g. {min: 18, max: 64}")
-            if lo > hi:
+            if lo > hi and set(spec) == {"min", "max"}:
                 raise AuditError(f"min {lo} is above max {hi}", where, "swap them")
+            if lo > hi:  # one bound given, beyond the domain's other end: no value of the column is in the range
+                given = "min" if "min" in spec else "max"
+                raise AuditError(f"{given} {spec[given]} is outside the domain of '{name}' "
+                                 f"({col.codes[0]}..{col.codes[-1]}), so the range selects no value", where,
+                                 f"give a {given} within {col.codes[0]}..{col.codes[-1]}, or widen '{name}' "
+                                 f"in {self.source}")
             return name, frozenset(v for v in col.codes if lo <= v <= hi)
         codes = spec if isinstance(spec, list) else [spec]
         out = set()
