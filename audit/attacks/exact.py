@@ -15,12 +15,12 @@ from ..errors import AuditError, InconsistentRelease
 from ..problem.build import Problem
 from ..problem.claims import REFUTED, UNDECIDED, VERIFIED, Claim, ClaimTable, Verdict, distinct_rows
 from .engines.histogram import HistogramEngine
-from .implied import LinearProof
+from .implied import MAX_SUPPORT, LinearProof
 from .intervals import feasibility_intervals, hidden_cells
 from .joint_claims import decide_open
 from .reidentify import measure_exact
-from .unit import (ENUMERATION_NODES, SECONDS_PER_CLAUSE, ExactOptions, UnitResult, make_engine, too_large, unfinished,
-                   unit_cost)
+from .unit import (ENUMERATION_NODES, SECONDS_PER_CLAUSE, ExactOptions, UnitResult, make_engine, plan, too_large,
+                   unfinished, unit_cost)
 
 @lru_cache(maxsize=1 << 16)
 def _assignment(names: tuple[str, ...], predicate) -> tuple | None:
@@ -45,9 +45,11 @@ def audit_unit(problem: Problem, options: ExactOptions = ExactOptions(),
                prior_rows: np.ndarray | None = None) -> UnitResult:
     """Run generate-then-verify on one unit and return every verdict it reached.
 
-    The unit is first sized (:func:`unit_cost`): past ``max_rows`` or ``memory_mb`` it is reported
-    too large, every claim undecided, before anything large is built. ``unit_seconds`` covers the
-    whole unit; when it runs out the claims still open are undecided (status ``timeout``).
+    The unit is first sized (:func:`unit_cost`, :func:`plan`): a count-only unit whose row slots are
+    past ``max_rows`` or ``memory_mb`` is attacked in histogram space alone (what it leaves open is
+    undecided), any other unit past them is reported too large, every claim undecided, before anything
+    large is built. ``unit_seconds`` covers the whole unit; when it runs out the claims still open are
+    undecided (status ``timeout``).
     """
     start = time.perf_counter()
     deadline = start + options.unit_seconds
@@ -56,11 +58,15 @@ def audit_unit(problem: Problem, options: ExactOptions = ExactOptions(),
                          "audit the unit from its microdata (audit run DATA ...)")
     cost = unit_cost(problem, options, prior_rows)
     # a unit proved outside (audit.attacks.joint) needs no search: only its claims are held, not an encoding
-    reason = too_large(replace(cost, rows=0, clauses=0) if problem.proof else cost, options)
+    sized = replace(cost, rows=0, clauses=0) if problem.proof else cost
+    reason = too_large(sized, options)
     if reason is not None and problem.joint is not None and too_large(replace(cost, rows=0, clauses=0), options) is None:
         return decide_open(problem, options, start, reason)  # a tract left open by the joint solve: its model decides
+    no_slots, reason = plan(sized, options)
     if reason is not None:
         return unfinished(problem, options, "too-large", reason, start)
+    if no_slots and (not options.linear or not options.histogram):
+        return unfinished(problem, options, "too-large", f"{no_slots}, and the histogram search is off", start)
     result = UnitResult(problem)
     table = ClaimTable.of_truth(problem.truth, list(problem.sizes), options.max_columns)
     todo = table.claims
@@ -92,15 +98,20 @@ def audit_unit(problem: Problem, options: ExactOptions = ExactOptions(),
         # the exact counts pin every row: one dataset, so every true claim is verified
         result.solutions, result.exhausted = 1, True
         result.verdicts += [Verdict(todo[i], VERIFIED) for i in pending]
-    elif time.perf_counter() + SECONDS_PER_CLAUSE * cost.clauses > deadline:
+    elif linear is None and no_slots:
+        result.give_up([todo[i] for i in pending], f"{no_slots}, and the histogram model could not be built "
+                       f"(support past {MAX_SUPPORT:,} atom combinations)", status="too-large")
+    elif not no_slots and time.perf_counter() + SECONDS_PER_CLAUSE * cost.clauses > deadline:
         result.give_up([todo[i] for i in pending], f"--unit-seconds {options.unit_seconds:g} too short to build "
                        f"the encoding ({cost.clauses:,} clauses, about {SECONDS_PER_CLAUSE * cost.clauses:.0f} s)")
     else:
-        engine, certificates = _search(linear, problem, options, result, table, pending, late, deadline)
-    if engine is None and not settled and options.explain != "none" and result.verified and result.status == "done":
+        engine, certificates = _search(linear, problem, options, result, table, pending, late, deadline, no_slots)
+    if not no_slots and engine is None and not settled and options.explain != "none" and result.verified and result.status == "done":
         engine = make_engine(problem, options, main=False)  # decided in histogram space: cores need the guarded solver
     if proved:
         _explain_proved(result, options)
+    elif no_slots:  # no row slots: the cells of each claim's linear proof, where it has one
+        _explain_linear(result, options, linear, certificates)
     else:
         _explain(engine, result, options, linear, certificates)
     if options.intervals and hidden_cells(problem):
@@ -110,7 +121,7 @@ def audit_unit(problem: Problem, options: ExactOptions = ExactOptions(),
                 return engine
             return make_engine(problem, replace(options, engine="sat"))
 
-        result.intervals = feasibility_intervals(problem, linear, sat, deadline=deadline)
+        result.intervals = feasibility_intervals(problem, linear, None if no_slots else sat, deadline=deadline)
         if result.intervals is None:
             result.intervals_note = ("feasibility intervals not computed: the histogram model could not be built "
                                      "(support too large, or --no-linear)")
@@ -121,6 +132,11 @@ def audit_unit(problem: Problem, options: ExactOptions = ExactOptions(),
             if proved:  # one dataset: the true rows decide every claim
                 return (Verdict(claim, VERIFIED) if claim.count(problem.truth) == claim.m
                         else Verdict(claim, REFUTED, counterexample=problem.truth))
+            if no_slots:  # histogram space alone
+                if engines[0] is None and linear is not None:
+                    engines[0] = HistogramEngine.of(problem, linear)
+                found = engines[0].verify(claim) if engines[0] is not None else None
+                return found or Verdict(claim, UNDECIDED, reason=f"not decided in histogram space ({no_slots})")
             if engines[0] is None:
                 engines[0] = make_engine(problem, options)
             if getattr(engines[0], "name", None) == "sat":
@@ -146,13 +162,15 @@ def _late(deadline: float, options: ExactOptions):
 
 
 def _search(linear: LinearProof | None, problem: Problem, options: ExactOptions, result: UnitResult,
-            table: ClaimTable, pending: np.ndarray, late, deadline: float) -> tuple[object, dict[Claim, np.ndarray]]:
+            table: ClaimTable, pending: np.ndarray, late, deadline: float,
+            no_slots: str | None = None) -> tuple[object, dict[Claim, np.ndarray]]:
     """Decide the open claims with sampled datasets, linear proofs and claim-by-claim search.
 
     Histogram space (:mod:`audit.attacks.engines.histogram`) samples, lists the datasets of units with few
     of them, refutes and proves first when the support is known; the row-slot engine does what it
-    leaves open. Returns that engine (None if never needed) and the linear certificates of the
-    claims they verified (cell masks, for explanations).
+    leaves open, unless ``no_slots`` says why it may not be built: those claims are then undecided.
+    Returns that engine (None if never needed) and the linear certificates of the claims they
+    verified (cell masks, for explanations).
     """
     todo = table.claims
     hist = None
@@ -172,7 +190,9 @@ def _search(linear: LinearProof | None, problem: Problem, options: ExactOptions,
                 break
         if len(hist.found) <= cap and hist.exact:  # few datasets: list them all (a relaxation may hold many more points)
             universe, exhausted = hist.enumerate(cap, ENUMERATION_NODES)
-    if hist is None or (not exhausted and len(hist.found) <= cap):
+    if no_slots and hist is None:
+        return engine, _undecided(result, todo, pending, f"{no_slots}, and the histogram model could not be built")
+    if not no_slots and (hist is None or (not exhausted and len(hist.found) <= cap)):
         # the row-slot engine enumerates, and proves when there are no more
         why = late("building the encoding")
         if why:
@@ -245,6 +265,8 @@ def _search(linear: LinearProof | None, problem: Problem, options: ExactOptions,
             verdict = Verdict(claim, VERIFIED)
         if verdict is None and hist is not None:
             verdict = hist.verify(claim)
+        if verdict is None and no_slots:
+            verdict = Verdict(claim, UNDECIDED, reason=f"not decided in histogram space ({no_slots})")
         if verdict is None:
             engine = engine or make_engine(problem, options, deadline)
             verdict = engine.verify(claim, explain="none")
@@ -334,11 +356,24 @@ def _explain(engine, result: UnitResult, options: ExactOptions, linear: LinearPr
         else:
             stalled.append(i)
     if stalled and linear is not None:  # the budget ran out: the cells of a linear proof, when there is one
-        found = known or certificate_cells(linear, [result.verdicts[i].claim for i in stalled], certificates)
-        for i in stalled:
-            cells = found.get(result.verdicts[i].claim)
-            if cells:
-                result.verdicts[i] = replace(result.verdicts[i], cells=cells, minimal=False)
+        _linear_cells(result, stalled, linear, known or certificate_cells(
+            linear, [result.verdicts[i].claim for i in stalled], certificates))
+
+
+def _linear_cells(result: UnitResult, targets: list[int], linear: LinearProof, found: dict) -> None:
+    """Give the verdicts at ``targets`` the cells of their linear proofs in ``found`` (sound, not minimal)."""
+    for i in targets:
+        cells = found.get(result.verdicts[i].claim)
+        if cells:
+            result.verdicts[i] = replace(result.verdicts[i], cells=cells, minimal=False)
+
+
+def _explain_linear(result: UnitResult, options: ExactOptions, linear: LinearProof | None, certificates: dict) -> None:
+    """Explanations without row slots: each target's linear-proof cells, where it has a linear proof."""
+    targets = explain_targets(result.problem, result.verdicts, options.explain)
+    if targets and linear is not None:
+        _linear_cells(result, targets, linear,
+                      certificate_cells(linear, [result.verdicts[i].claim for i in targets], certificates))
 
 
 def _explain_proved(result: UnitResult, options: ExactOptions) -> None:
