@@ -118,3 +118,22 @@ def test_z2_is_attacked_and_protected_in_cell_space_with_the_default_options(tmp
     assert again.returncode == 0, again.stdout + again.stderr
     doc = json.loads((tmp_path / "re" / "findings.json").read_text())
     assert doc["verdict"] == "pass" and doc["units"][0]["summary"]["undecided"] == 0
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_the_histogram_recheck_is_problem_violations(seed):
+    """The re-check of a histogram (count cells on the support rows with multiplicities) says what
+    :meth:`Problem.violations` says of the dataset it stands for: random histograms, true ones too."""
+    from audit.attacks.engines.histogram import HistogramEngine
+    from audit.attacks.implied import LinearProof
+
+    rng = np.random.default_rng(7000 + seed)
+    problem = random_problem(rng, max_rows=5, numeric=False, n_cells=int(rng.integers(2, 7)))
+    linear = LinearProof.of(problem)
+    engine = HistogramEngine.of(problem, linear)
+    assert engine is not None and engine.exact
+    tried = [linear.histogram(problem.truth)] + [rng.integers(0, 3, len(linear.rows)) for _ in range(40)]
+    for counts in tried:
+        rows = np.repeat(linear.rows, counts, axis=0)
+        assert engine._reproduces(counts) == (not problem.violations(rows))
+    assert engine._reproduces(tried[0])
