@@ -145,6 +145,12 @@ class HistogramEngine:
             if rows is not None:
                 yield rows
 
+    def first(self, seed: int = 0) -> np.ndarray | None:
+        """One checked dataset, from an integer program over the whole support with a random objective
+        (a published release's first candidate); None when none is found within :data:`MIP_NODES` nodes."""
+        x = self._run(self._integer(None), np.random.default_rng(seed).random(self.n))
+        return None if x is None else self.dataset(x)
+
     # -- claims ---------------------------------------------------------------------------------
     def verify(self, claim: Claim) -> Verdict | None:
         """Refute the claim with a checked dataset, or verify it by a certified proof; None if neither."""
