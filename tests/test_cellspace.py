@@ -18,7 +18,8 @@ import yaml
 from _oracle import all_datasets, canonical, random_problem, verified_claims
 from audit.attacks.exact import ExactOptions, audit_unit
 from audit.attacks.unit import plan, unit_cost
-from audit.problem.claims import REFUTED, VERIFIED
+from audit.problem.claims import REFUTED
+from test_reidentify import EXTRACT
 
 ROOT = Path(__file__).resolve().parents[1]
 PEERS = ROOT / "tests" / "data" / "peers"
@@ -148,3 +149,31 @@ def test_the_histogram_recheck_is_problem_violations(seed):
         rows = np.repeat(linear.rows, counts, axis=0)
         assert engine._reproduces(counts) == (not problem.violations(rows))
     assert engine._reproduces(tried[0])
+
+
+@pytest.mark.skipif(EXTRACT is None, reason="the shared recon_replication extract is not here")
+def test_the_extracts_blocks_over_200_persons_are_measured_and_match_the_bureaus_flags(tmp_path):
+    """The 7 blocks of the Bureau's extract past the default --max-rows 200 (2,037 persons) were
+    never measured; count cells only, they are attacked over their atom counts, every claim decided,
+    and their uniqueness counts equal the Bureau's BSAb / BSAbER flags."""
+    sys.path.insert(0, str(ROOT / "samples" / "sf1"))
+    try:
+        from convert import convert
+    finally:
+        sys.path.pop(0)
+    source = pd.read_csv(EXTRACT, dtype=str, keep_default_na=False)
+    frame = convert(source)
+    size = frame.groupby(["tract", "block"])["sex"].transform("size")
+    frame[size > 200].to_csv(tmp_path / "big.csv", index=False)
+    sf1 = ROOT / "samples" / "sf1"
+    proc = _cli("run", str(tmp_path / "big.csv"), "-s", str(sf1 / "schema.yaml"), "-t", str(sf1 / "tables.yaml"),
+                "-o", str(tmp_path / "out"), "-q", "--no-report")
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    units = json.loads((tmp_path / "out" / "findings.json").read_text())["units"]
+    assert len(units) == 7 and sum(u["rows"] for u in units) == int((size > 200).sum()) == 2037
+    for u in units:
+        assert u["status"] == "done" and u["summary"]["undecided"] == 0, (u["geo"], u.get("reason"))
+        mine = source.loc[frame.index[(size > 200) & (frame["tract"] + "/" + frame["block"]
+                                                       == "/".join(u["geo"].split("/")[2:]))]]
+        assert u["reidentification"]["unique"] == int(mine["BSAb Unique"].eq("TRUE").sum())
+        assert u["reidentification"]["unique_with_sensitive"] == int(mine["BSAbER Unique"].eq("TRUE").sum())
