@@ -43,7 +43,7 @@ class ExactOptions:
     solution_cap: int = 16  # datasets enumerated: up to this many decide every claim at once
     explain: str = "records"  # none | records | singletons | all: which verified claims get explaining cells
     explain_budget: float = EXPLAIN_BUDGET  # explanation work per unit: millions of solver propagations
-    max_rows: int = 200
+    max_rows: int = 200  # row slots (one per person) only up to this many rows; a count-only unit past it is attacked in cell space
     linear: bool = True  # prove claims that are linear combinations of exact counts without search
     memory_mb: int | None = 4096  # per unit; a unit estimated above it is too large (None: no bound)
     histogram: bool = True  # sample, refute and prove in histogram space (LP/MIP) before the row-slot engine
