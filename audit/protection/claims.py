@@ -9,7 +9,8 @@ import numpy as np
 
 from ..problem.claims import UNDECIDED, VERIFIED, Claim
 from ..attacks.engines import get_engine
-from ..attacks.exact import UnitResult, certificate_cells
+from ..attacks.exact import UnitResult
+from ..attacks.unit_explain import certificate_cells
 from ..attacks.implied import LinearProof
 from ..attacks.unit import plan, unit_cost
 from ..problem.build import Problem
