@@ -35,6 +35,8 @@ from .findings.claimstore import StoreWriter, store_columns
 from .findings.document import LISTED, document, listing_cap, store_unit, unit_json
 from .findings.model import Findings
 from .attacks.implied import LinearProof
+from .attacks.engines.histogram import HistogramEngine
+from .attacks.unit import needs_slots
 from .inputs import Inputs
 from .attacks.intervals import without_values
 from .problem.build import Problem
@@ -134,6 +136,13 @@ def _attack(problem: Problem, options: ExactOptions) -> tuple[UnitResult, np.nda
         if first is None:
             return _undecided(problem, "timeout", f"no dataset of the joint model found within {MIP_NODES:,} MIP nodes "
                               f"or --unit-seconds {options.unit_seconds:g}", start), None
+    elif problem.n_rows[1] > options.max_rows and not needs_slots(problem) and options.linear and options.histogram:
+        # count cells only: the first dataset from the histogram model, the attack in cell space (audit_unit)
+        linear = LinearProof.of(problem)
+        first = HistogramEngine(problem, linear, None).first(options.seed) if linear is not None else None
+        if first is None:
+            return _undecided(problem, "too-large", f"{problem.n_rows[1]} rows > --max-rows {options.max_rows}, and no "
+                              f"dataset found in histogram space (atom counts)", start), None
     elif problem.n_rows[1] > options.max_rows:
         return _undecided(problem, "too-large", f"{problem.n_rows[1]} rows > --max-rows {options.max_rows}", start), None
     else:

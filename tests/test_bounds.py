@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+import yaml
 
 from audit.cli import run
 from audit.attacks.exact import ExactOptions, audit_unit, unit_cost
@@ -55,23 +56,31 @@ def _env() -> dict:
 def test_a_unit_past_the_memory_bound_is_too_large_before_it_is_built(tmp_path):
     data = resampled(SF1, 20_000, tmp_path / "big.csv")
     problem, = load_inputs(data, SF1 / "schema.yaml", SF1 / "tables.yaml").problems()
-    options = ExactOptions(max_rows=10**6, memory_mb=1024, explain="none")
+    options = ExactOptions(max_rows=10**6, memory_mb=800, explain="none")
     cost = unit_cost(problem, options)
     assert cost.clauses > 10**9 and cost.megabytes > 1024  # N^2 per count cell: far past any machine
+    # count cells only: sized in histogram space (atom combinations x cells, claims), not by its persons
+    assert not cost.slots and cost.combinations < 50_000 and 400 < cost.cell_megabytes < 1024
     start = time.process_time()
     result = audit_unit(problem, options)
     assert time.process_time() - start < 20
-    assert result.status == "too-large" and "--memory-mb 1024" in result.reason
+    assert result.status == "too-large" and "in histogram space" in result.reason and "--memory-mb 800" in result.reason
     assert result.omitted > 0 and not result.verified  # counted, every one undecided: never safe
 
 
 def test_the_cli_bounds_a_100k_style_unit_with_one_worker(tmp_path):
     """The issue's case, scaled down: one 20,000-person block, --max-rows far above it, default
     --workers 1, under a 3 GB address-space cap on the whole command (the old in-process run
-    needed several GB for this block and died with a MemoryError traceback)."""
+    needed several GB for this block and died with a MemoryError traceback). With a mean cell it
+    needs row slots and is too large before it is built (a count-only block of that size is
+    attacked in histogram space: tests/test_cellspace.py)."""
+    tables = yaml.safe_load((SF1 / "tables.yaml").read_text())
+    tables["tables"].append({"id": "M", "geography": "block", "stats": ["mean(age)"], "decimals": 1,
+                             "cells": [{"id": "F", "where": {"sex": ["F"]}}]})
+    (tmp_path / "tables.yaml").write_text(yaml.safe_dump(tables))
     data = resampled(SF1, 20_000, tmp_path / "big.csv")
     cap = 3 * 2**30
-    proc = subprocess.run(CLI + ["run", str(data), "-s", str(SF1 / "schema.yaml"), "-t", str(SF1 / "tables.yaml"),
+    proc = subprocess.run(CLI + ["run", str(data), "-s", str(SF1 / "schema.yaml"), "-t", str(tmp_path / "tables.yaml"),
                                  "-o", str(tmp_path / "out"), "--max-rows", "1000000", "-q"],
                           env=_env(), capture_output=True, text=True, timeout=300,
                           preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (cap, cap)))

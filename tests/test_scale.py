@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+import yaml
 from conftest import TRACT_SCHEMA
 
 from audit.problem.claims import UNDECIDED, VERIFIED, candidates
@@ -154,7 +155,14 @@ def test_claims_cap_keeps_counts_and_every_claim_in_the_store(small, spec, seque
 
 
 def test_units_over_the_bounds_are_undecided_and_the_run_goes_on(small, spec, tmp_path):
-    schema, schedule = spec
+    """A mean cell needs row slots: a block past --max-rows is too large, every claim undecided (a
+    count-only block past it is attacked in histogram space: tests/test_cellspace.py)."""
+    schema, _ = spec
+    tables = yaml.safe_load((SF1 / "tables.yaml").read_text())
+    tables["tables"].append({"id": "M", "geography": "block", "stats": ["mean(age)"], "decimals": 1,
+                             "cells": [{"id": "F", "where": {"sex": ["F"]}}]})
+    (tmp_path / "tables.yaml").write_text(yaml.safe_dump(tables))
+    schedule = load_schedule(tmp_path / "tables.yaml", schema)
     doc = run_scaled(small, schema, schedule, ExactOptions(explain="none", max_columns=1, max_rows=5),
                      ScaleOptions(workers=2), tmp_path)
     big = [u for u in doc["units"] if u["rows"] > 5]

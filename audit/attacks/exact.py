@@ -12,23 +12,27 @@ import numpy as np
 
 from ..errors import AuditError, InconsistentRelease
 from ..problem.build import Problem
-from ..problem.claims import REFUTED, UNDECIDED, VERIFIED, Claim, ClaimTable, Verdict, distinct_rows
+from ..problem.claims import REFUTED, UNDECIDED, VERIFIED, Claim, ClaimTable, Verdict
 from .engines.histogram import HistogramEngine
-from .implied import LinearProof
+from .implied import MAX_SUPPORT, LinearProof
 from .intervals import feasibility_intervals, hidden_cells
 from .joint_claims import decide_open
 from .reidentify import measure_exact
 from .stated import direct_cells
-from .unit import (ENUMERATION_NODES, SECONDS_PER_CLAUSE, ExactOptions, UnitResult, make_engine, too_large, unfinished,
-                   unit_cost)
+from .unit_explain import _explain, _explain_linear, _explain_proved, explain_targets  # noqa: F401 (explain_targets: the API)
+from .unit import (ENUMERATION_NODES, SECONDS_PER_CLAUSE, ExactOptions, UnitResult, make_engine, plan, too_large,
+                   unfinished, unit_cost)
+
 
 def audit_unit(problem: Problem, options: ExactOptions = ExactOptions(),
                prior_rows: np.ndarray | None = None) -> UnitResult:
     """Run generate-then-verify on one unit and return every verdict it reached.
 
-    The unit is first sized (:func:`unit_cost`): past ``max_rows`` or ``memory_mb`` it is reported
-    too large, every claim undecided, before anything large is built. ``unit_seconds`` covers the
-    whole unit; when it runs out the claims still open are undecided (status ``timeout``).
+    The unit is first sized (:func:`unit_cost`, :func:`plan`): a count-only unit whose row slots are
+    past ``max_rows`` or ``memory_mb`` is attacked in histogram space alone (what it leaves open is
+    undecided), any other unit past them is reported too large, every claim undecided, before anything
+    large is built. ``unit_seconds`` covers the whole unit; when it runs out the claims still open are
+    undecided (status ``timeout``).
     """
     start = time.perf_counter()
     deadline = start + options.unit_seconds
@@ -37,11 +41,15 @@ def audit_unit(problem: Problem, options: ExactOptions = ExactOptions(),
                          "audit the unit from its microdata (audit run DATA ...)")
     cost = unit_cost(problem, options, prior_rows)
     # a unit proved outside (audit.attacks.joint) needs no search: only its claims are held, not an encoding
-    reason = too_large(replace(cost, rows=0, clauses=0) if problem.proof else cost, options)
+    sized = replace(cost, rows=0, clauses=0) if problem.proof else cost
+    reason = too_large(sized, options)
     if reason is not None and problem.joint is not None and too_large(replace(cost, rows=0, clauses=0), options) is None:
         return decide_open(problem, options, start, reason)  # a tract left open by the joint solve: its model decides
+    no_slots, reason = plan(sized, options)
     if reason is not None:
         return unfinished(problem, options, "too-large", reason, start)
+    if no_slots and (not options.linear or not options.histogram):
+        return unfinished(problem, options, "too-large", f"{no_slots}, and the histogram search is off", start)
     result = UnitResult(problem)
     table = ClaimTable.of_truth(problem.truth, list(problem.sizes), options.max_columns, problem.views)
     todo = table.claims
@@ -73,15 +81,20 @@ def audit_unit(problem: Problem, options: ExactOptions = ExactOptions(),
         # the exact counts pin every row: one dataset, so every true claim is verified
         result.solutions, result.exhausted = 1, True
         result.verdicts += [Verdict(todo[i], VERIFIED) for i in pending]
-    elif time.perf_counter() + SECONDS_PER_CLAUSE * cost.clauses > deadline:
+    elif linear is None and no_slots:
+        result.give_up([todo[i] for i in pending], f"{no_slots}, and the histogram model could not be built "
+                       f"(support past {MAX_SUPPORT:,} atom combinations)", status="too-large")
+    elif not no_slots and time.perf_counter() + SECONDS_PER_CLAUSE * cost.clauses > deadline:
         result.give_up([todo[i] for i in pending], f"--unit-seconds {options.unit_seconds:g} too short to build "
                        f"the encoding ({cost.clauses:,} clauses, about {SECONDS_PER_CLAUSE * cost.clauses:.0f} s)")
     else:
-        engine, certificates = _search(linear, problem, options, result, table, pending, late, deadline)
-    if engine is None and not settled and options.explain != "none" and result.verified and result.status == "done":
+        engine, certificates = _search(linear, problem, options, result, table, pending, late, deadline, no_slots)
+    if not no_slots and engine is None and not settled and options.explain != "none" and result.verified and result.status == "done":
         engine = make_engine(problem, options, main=False)  # decided in histogram space: cores need the guarded solver
     if proved:
         _explain_proved(result, options)
+    elif no_slots:  # no row slots: the cells of each claim's linear proof, where it has one
+        _explain_linear(result, options, linear, certificates)
     else:
         _explain(engine, result, options, linear, certificates)
     if options.intervals and hidden_cells(problem):
@@ -91,7 +104,7 @@ def audit_unit(problem: Problem, options: ExactOptions = ExactOptions(),
                 return engine
             return make_engine(problem, replace(options, engine="sat"))
 
-        result.intervals = feasibility_intervals(problem, linear, sat, deadline=deadline)
+        result.intervals = feasibility_intervals(problem, linear, None if no_slots else sat, deadline=deadline)
         if result.intervals is None:
             result.intervals_note = ("feasibility intervals not computed: the histogram model could not be built "
                                      "(support too large, or --no-linear)")
@@ -102,6 +115,11 @@ def audit_unit(problem: Problem, options: ExactOptions = ExactOptions(),
             if proved:  # one dataset: the true rows decide every claim
                 return (Verdict(claim, VERIFIED) if claim.count(problem.truth) == claim.m
                         else Verdict(claim, REFUTED, counterexample=problem.truth))
+            if no_slots:  # histogram space alone
+                if engines[0] is None and linear is not None:
+                    engines[0] = HistogramEngine.of(problem, linear)
+                found = engines[0].verify(claim) if engines[0] is not None else None
+                return found or Verdict(claim, UNDECIDED, reason=f"not decided in histogram space ({no_slots})")
             if engines[0] is None:
                 engines[0] = make_engine(problem, options)
             if getattr(engines[0], "name", None) == "sat":
@@ -127,13 +145,15 @@ def _late(deadline: float, options: ExactOptions):
 
 
 def _search(linear: LinearProof | None, problem: Problem, options: ExactOptions, result: UnitResult,
-            table: ClaimTable, pending: np.ndarray, late, deadline: float) -> tuple[object, dict[Claim, np.ndarray]]:
+            table: ClaimTable, pending: np.ndarray, late, deadline: float,
+            no_slots: str | None = None) -> tuple[object, dict[Claim, np.ndarray]]:
     """Decide the open claims with sampled datasets, linear proofs and claim-by-claim search.
 
     Histogram space (:mod:`audit.attacks.engines.histogram`) samples, lists the datasets of units with few
     of them, refutes and proves first when the support is known; the row-slot engine does what it
-    leaves open. Returns that engine (None if never needed) and the linear certificates of the
-    claims they verified (cell masks, for explanations).
+    leaves open, unless ``no_slots`` says why it may not be built: those claims are then undecided.
+    Returns that engine (None if never needed) and the linear certificates of the claims they
+    verified (cell masks, for explanations).
     """
     todo = table.claims
     hist = None
@@ -153,7 +173,9 @@ def _search(linear: LinearProof | None, problem: Problem, options: ExactOptions,
                 break
         if len(hist.found) <= cap and hist.exact:  # few datasets: list them all (a relaxation may hold many more points)
             universe, exhausted = hist.enumerate(cap, ENUMERATION_NODES)
-    if hist is None or (not exhausted and len(hist.found) <= cap):
+    if no_slots and hist is None:
+        return engine, _undecided(result, todo, pending, f"{no_slots}, and the histogram model could not be built")
+    if not no_slots and (hist is None or (not exhausted and len(hist.found) <= cap)):
         # the row-slot engine enumerates, and proves when there are no more
         why = late("building the encoding")
         if why:
@@ -226,6 +248,8 @@ def _search(linear: LinearProof | None, problem: Problem, options: ExactOptions,
             verdict = Verdict(claim, VERIFIED)
         if verdict is None and hist is not None:
             verdict = hist.verify(claim)
+        if verdict is None and no_slots:
+            verdict = Verdict(claim, UNDECIDED, reason=f"not decided in histogram space ({no_slots})")
         if verdict is None:
             engine = engine or make_engine(problem, options, deadline)
             verdict = engine.verify(claim, explain="none")
@@ -247,101 +271,6 @@ def _undecided(result: UnitResult, todo: list[Claim], pending: np.ndarray, reaso
     result.reason = reason
     result.verdicts += [Verdict(todo[i], UNDECIDED, reason=reason) for i in pending]
     return {}
-
-
-def explain_targets(problem: Problem, verdicts: list[Verdict], mode: str) -> list[int]:
-    """Positions of the verdicts to explain, most columns first.
-
-    ``records``: per true record, the verified derived singleton over the most columns (the first
-    on ties); ``singletons``: every verified derived singleton; ``all``: every verified derived claim.
-    """
-    if mode == "none":
-        return []
-    by_width: dict[int, list[int]] = {}  # columns -> positions, in order: no sort of every verdict
-    for i, v in enumerate(verdicts):
-        if (mode == "all" or v.claim.m == 1) and v.status == VERIFIED and not v.direct:
-            by_width.setdefault(len(v.claim.assignment), []).append(i)
-    picked = [i for width in sorted(by_width, reverse=True) for i in by_width[width]]
-    if mode != "records":
-        return picked
-    # most columns first, so a record's first singleton is its pick; done once every record that can
-    # have a singleton (one not repeated in the data) has one
-    truth = problem.truth
-    times = distinct_rows(truth)[1]
-    unique = int((times == 1).sum())
-    rows: dict[tuple, dict] = {}  # columns -> their values -> the record (a singleton's values are unique)
-    best: dict[int, int] = {}
-    for i in picked:
-        assignment = verdicts[i].claim.assignment
-        columns = tuple(c for c, _ in assignment)
-        values = rows.get(columns)
-        if values is None:
-            values = rows[columns] = {tuple(r): k for k, r in enumerate(truth[:, list(columns)].tolist())}
-        record = values[tuple(a for _, a in assignment)]
-        if record not in best:
-            best[record] = i
-            if len(best) == unique:
-                break
-    return sorted(best.values(), key=lambda i: (-len(verdicts[i].claim.assignment), i))
-
-
-def _explain(engine, result: UnitResult, options: ExactOptions, linear: LinearProof | None,
-             certificates: dict) -> None:
-    """Attach explaining cells to the verified claims :func:`explain_targets` picks, within the unit's
-    work budget. In a unit settled by linear algebra every claim's search starts from its linear
-    proof's cells; elsewhere they are the fallback when the solver finds no core. A claim keeps them
-    (sound, not minimal) when the budget runs out."""
-    targets = explain_targets(result.problem, result.verdicts, options.explain)
-    if not targets:
-        return
-    claims = [result.verdicts[i].claim for i in targets]
-    known = {}
-    if engine is not None:
-        engine.deadline = None  # explanations are bounded by solver work, so they do not depend on the clock
-    if engine is None:  # one dataset: every claim is a combination of exact counts, found in one pass
-        engine = make_engine(result.problem, options, verifying=False)
-        known = certificate_cells(linear, claims, certificates)
-        explainer = engine.explainer(options.explain_budget)
-    elif options.engine == "sat":  # small checks on a solver that holds only the cells they assume
-        explainer = make_engine(result.problem, options, verifying=False).explainer(options.explain_budget, engine)
-    else:
-        explainer = engine.explainer(options.explain_budget)
-    stalled = []
-    for i, claim in zip(targets, claims):
-        lazy = (lambda c=claim: certificate_cells(linear, [c], certificates).get(c)) if linear else None
-        cells, minimal = explainer.explain(claim, known.get(claim), lazy)
-        if cells:
-            result.verdicts[i] = replace(result.verdicts[i], cells=cells, minimal=minimal)
-        else:
-            stalled.append(i)
-    if stalled and linear is not None:  # the budget ran out: the cells of a linear proof, when there is one
-        found = known or certificate_cells(linear, [result.verdicts[i].claim for i in stalled], certificates)
-        for i in stalled:
-            cells = found.get(result.verdicts[i].claim)
-            if cells:
-                result.verdicts[i] = replace(result.verdicts[i], cells=cells, minimal=False)
-
-
-def _explain_proved(result: UnitResult, options: ExactOptions) -> None:
-    """Explaining cells of the claims of a unit proved jointly (:class:`audit.attacks.joint_trace.ProofCells`): the
-    cells its matching atoms' counts were derived from. Sound, not minimal."""
-    why = result.problem.proof_cells
-    if why is None:
-        return
-    for i in explain_targets(result.problem, result.verdicts, options.explain):
-        cells = why.explain(result.verdicts[i].claim.assignment)
-        if cells:
-            result.verdicts[i] = replace(result.verdicts[i], cells=cells, minimal=False)
-
-
-def certificate_cells(linear: LinearProof, claims: list[Claim], certificates: dict) -> dict[Claim, tuple[str, ...]]:
-    """Cells of a checked linear proof of each claim that has one (the search's, else a combination)."""
-    missing = [c for c in claims if c not in certificates]
-    found = {**certificates, **{c: u for c, u in zip(missing, linear.combine(missing)) if u is not None}}
-    known = [c for c in claims if c in found]
-    if not known:
-        return {}
-    return dict(zip(known, linear.explain(known, np.array([found[c] for c in known]))))
 
 
 def _bound(linear: LinearProof, problem: Problem, claim: Claim) -> Verdict | np.ndarray | None:

@@ -13,6 +13,7 @@ from ..release.constraints import int_hi, int_lo
 from ..problem.claims import UNDECIDED, VERIFIED, Verdict, candidates, count_candidates, distinct_rows, n_subsets
 from .engines import engine_class, get_engine
 from .engines._explain import EXPLAIN_BUDGET
+from .implied import MAX_SUPPORT
 from .intervals import hidden_cells
 
 
@@ -22,6 +23,7 @@ from .intervals import hidden_cells
 BYTES_PER_KEY = 600
 BYTES_PER_CLAUSE = 500
 SECONDS_PER_CLAUSE = 3e-6  # building the SAT encoding (measured: 1.9 M clauses in 5-7 s on 2 loaded cores)
+BYTES_PER_ENTRY = 24  # per cell and atom combination of the histogram model: its matrices and HiGHS' copy (measured on sf1, z2)
 BASE_MB = 400  # a worker's own footprint (interpreter, numpy, pandas, pysat, HiGHS): not for the unit
 LISTED_MAX = 20_000  # a unit the attack did not finish lists its undecided claims up to this many
 EXPLAIN_MODES = ("none", "records", "singletons", "all")
@@ -41,7 +43,7 @@ class ExactOptions:
     solution_cap: int = 16  # datasets enumerated: up to this many decide every claim at once
     explain: str = "records"  # none | records | singletons | all: which verified claims get explaining cells
     explain_budget: float = EXPLAIN_BUDGET  # explanation work per unit: millions of solver propagations
-    max_rows: int = 200
+    max_rows: int = 200  # row slots (one per person) only up to this many rows; a count-only unit past it is attacked in cell space
     linear: bool = True  # prove claims that are linear combinations of exact counts without search
     memory_mb: int | None = 4096  # per unit; a unit estimated above it is too large (None: no bound)
     histogram: bool = True  # sample, refute and prove in histogram space (LP/MIP) before the row-slot engine
@@ -106,17 +108,26 @@ class UnitResult:
 
 @dataclass(frozen=True)
 class UnitCost:
-    """What attacking one unit would hold in memory, estimated before anything large is built."""
+    """What attacking one unit would hold in memory, estimated before anything large is built: with
+    row slots (one per person: the SAT encoding), and in histogram space (atom combinations x cells)."""
 
     rows: int  # row slots
     distinct: int  # distinct true rows
     keys: int  # candidate keys: distinct true rows x column subsets (at least the candidate claims)
     prior_keys: int  # the same for the parent unit's rows (baseline probabilities)
     clauses: int  # clauses of the SAT encoding (the integer program is smaller)
+    combinations: int = 0  # atom combinations the histogram model may hold (at most MAX_SUPPORT)
+    cells: int = 0  # count cells, the histogram model's constraints
+    slots: bool = True  # a sum, mean or median cell needs row slots: the unit cannot be attacked by cells alone
 
     @property
     def megabytes(self) -> float:
         return (BYTES_PER_KEY * self.keys + 16 * self.prior_keys + BYTES_PER_CLAUSE * self.clauses) / 2**20
+
+    @property
+    def cell_megabytes(self) -> float:
+        """The attack in histogram space: claims and the model, never the persons."""
+        return (BYTES_PER_KEY * self.keys + 16 * self.prior_keys + BYTES_PER_ENTRY * self.combinations * self.cells) / 2**20
 
 
 def encoding_clauses(problem: Problem) -> int:
@@ -156,24 +167,51 @@ def encoding_clauses(problem: Problem) -> int:
     return total
 
 
+def needs_slots(problem: Problem) -> bool:
+    """Whether a cell of the unit (a sum, mean or median) needs row slots: a count-only unit is decided
+    in histogram space, over atom counts, whatever its number of persons."""
+    return any(c.statistic.kind != "count" for c in problem.constraints)
+
+
 def unit_cost(problem: Problem, options: ExactOptions, prior_rows: np.ndarray | None = None) -> UnitCost:
-    """The size of the unit's attack, from its row counts and cells alone."""
+    """The size of the unit's attack, from its row counts, atoms and cells alone."""
     truth = problem.truth if problem.truth is not None else np.zeros((0, len(problem.sizes)), np.int64)
     subsets = (n_subsets(len(problem.sizes), options.max_columns) if problem.views is None
                else len(problem.views.subsets(len(problem.sizes), options.max_columns)))
     distinct = len(distinct_rows(truth)[0])
     prior = len(distinct_rows(prior_rows)[0]) if prior_rows is not None and len(prior_rows) else 0
-    return UnitCost(problem.n_rows[1], distinct, distinct * subsets, prior * subsets, encoding_clauses(problem))
+    combinations = 1
+    for size in problem.sizes:
+        combinations = min(combinations * size, MAX_SUPPORT)
+    cells = sum(c.statistic.kind == "count" for c in problem.constraints) + 1  # and the population
+    return UnitCost(problem.n_rows[1], distinct, distinct * subsets, prior * subsets, encoding_clauses(problem),
+                    combinations, cells, needs_slots(problem))
 
 
 def too_large(cost: UnitCost, options: ExactOptions) -> str | None:
-    """Why the unit is past ``--max-rows`` or ``--memory-mb``, or None when it is within both."""
+    """Why the unit's row-slot attack is past ``--max-rows`` or ``--memory-mb``, or None when it is within both."""
     if cost.rows > options.max_rows:
         return f"{cost.rows} rows > --max-rows {options.max_rows}"
     if options.memory_mb is not None and cost.megabytes > options.memory_mb - BASE_MB:
         return (f"estimated {cost.megabytes:,.0f} MB ({cost.keys:,} candidate keys, {cost.clauses:,} clauses) "
                 f"> --memory-mb {options.memory_mb} less {BASE_MB} MB for the process")
     return None
+
+
+def plan(cost: UnitCost, options: ExactOptions) -> tuple[str | None, str | None]:
+    """How the unit is attacked: ``(no_slots, refused)``. ``no_slots`` says why a count-only unit is
+    attacked in histogram space alone (its row slots past ``--max-rows`` or ``--memory-mb``), None when
+    row slots may back the search up; ``refused`` why the unit is too large for either, else None."""
+    slots = too_large(cost, options)
+    if slots is None:
+        return None, None
+    if cost.slots:
+        return None, slots
+    if options.memory_mb is not None and cost.cell_megabytes > options.memory_mb - BASE_MB:
+        return slots, (f"estimated {cost.cell_megabytes:,.0f} MB in histogram space ({cost.keys:,} candidate keys, "
+                       f"{cost.combinations:,} atom combinations x {cost.cells:,} cells) > --memory-mb "
+                       f"{options.memory_mb} less {BASE_MB} MB for the process")
+    return f"no row slots ({slots})", None
 
 
 def unfinished(problem: Problem, options: ExactOptions, status: str, reason: str,

@@ -37,7 +37,7 @@ UnitSecondsOpt = Annotated[float, typer.Option("--unit-seconds", min=0, help="Ti
 ExplainOpt = Annotated[str, typer.Option("--explain", help="Which verified claims get their explaining cells: records (the singleton over the most columns of each record), singletons, all, none.")]
 ExplainBudgetOpt = Annotated[float, typer.Option("--explain-budget", min=0, help="Solver work per unit for explanations, in millions of propagations (about 0.2 s each). Work, not time: the same inputs give the same findings on any machine.")]
 ExplainSecondsOpt = Annotated[Optional[float], typer.Option("--explain-seconds", min=0, hidden=True, help="Deprecated: sets --explain-budget to 5 per second.")]
-MaxRowsOpt = Annotated[int, typer.Option("--max-rows", min=1, help="Units with more rows are reported undecided (too large).")]
+MaxRowsOpt = Annotated[int, typer.Option("--max-rows", min=1, help="Row slots (one per person) only up to this many rows: a unit with a sum, mean or median cell and more rows is reported undecided (too large); a count-only unit with more is attacked over its atom counts (histogram space) alone.")]
 PublishedOpt = Annotated[Optional[Path], typer.Option(
     "--published", help="Attack a published release instead of microdata: the CSV audit tabulate writes, a cell "
                         "file (table, cell, value and geography), or a Census Bureau LP (.lp/.lp.gz); give no DATA.")]

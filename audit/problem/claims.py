@@ -240,10 +240,20 @@ class ClaimTable:
         """Probability each claim holds in ``n`` rows drawn from the prior (Generate-then-Verify eq. 17)."""
         distinct, weights = np.unique(np.asarray(prior_rows), axis=0, return_counts=True)
         p = self.counts(distinct, weights) / len(prior_rows)
-        ways = np.array([comb(n, k) for k in range(n + 1)], dtype=float)
         m = np.minimum(self.m, n)
-        return np.where(self.m <= n, ways[m] * p ** m * (1 - p) ** (n - m), 0.0)
+        if n <= 1000:  # comb(n, k) is a float up to n = 1029
+            ways = np.array([comb(n, k) for k in range(n + 1)], dtype=float)
+            return np.where(self.m <= n, ways[m] * p ** m * (1 - p) ** (n - m), 0.0)
+        # in logarithms past it (a count-only unit of any size is attacked in histogram space)
+        log_fact = np.concatenate([[0.0], np.cumsum(np.log(np.arange(1, n + 1)))])
+        with np.errstate(divide="ignore"):
+            log = (log_fact[n] - log_fact[m] - log_fact[n - m] + np.where(m > 0, m * np.log(p), 0.0)
+                   + np.where(n - m > 0, (n - m) * np.log1p(-p), 0.0))
+        return np.where(self.m <= n, np.exp(log), 0.0)
 
     def refuted(self, idx: np.ndarray, rows: np.ndarray) -> np.ndarray:
         """For each claim of the table at positions ``idx``, whether the dataset contradicts it."""
+        rows = np.asarray(rows)
+        if len(rows) > 256:  # count each distinct row once, weighted: persons repeat the same few rows
+            return self.counts(*np.unique(rows, axis=0, return_counts=True))[idx] != self.m[idx]
         return self.counts(rows)[idx] != self.m[idx]

@@ -9,9 +9,11 @@ import numpy as np
 
 from ..problem.claims import UNDECIDED, VERIFIED, Claim
 from ..attacks.engines import get_engine
-from ..attacks.exact import UnitResult, certificate_cells
+from ..attacks.exact import UnitResult
+from ..attacks.unit_explain import certificate_cells
 from ..attacks.stated import stated_claims
 from ..attacks.implied import LinearProof
+from ..attacks.unit import plan, unit_cost
 from ..problem.build import Problem
 from ..release.constraints import UnitRelease
 from ..findings.document import claim_json, schema_json, unit_json
@@ -170,6 +172,8 @@ class Explanations:
         self.options, self.engine, self.hidden = options, None, frozenset()
 
     def _make(self, problem: Problem):
+        if plan(unit_cost(problem, self.options.exact), self.options.exact)[0]:
+            return LinearExplainer(problem)  # a count-only unit past its row slots' bounds
         engine = get_engine("sat", problem, conflicts=self.options.exact.conflicts, seed=self.options.exact.seed,
                             main=False)
         engine.explainer(self.options.exact.explain_budget)
@@ -185,6 +189,29 @@ class Explanations:
             return self._make(problem), None
         self.engine.explainer().renew(self.options.exact.explain_budget)
         return self.engine, [k for k in self.engine.cells if k not in hidden]
+
+
+class LinearExplainer:
+    """Explanations without row slots, for a count-only unit attacked in histogram space: a claim's
+    cells are those of its checked linear proof (sound, not minimal), never a search over the cells;
+    where it has none the caller falls back to every published cell, which imply every claim."""
+
+    def __init__(self, problem: Problem):
+        self.cells = tuple(dict.fromkeys(cell_of(c.key) for c in problem.constraints))
+
+    def explainer(self, budget: float | None = None) -> "LinearExplainer":
+        return self
+
+    def renew(self, budget: float) -> None:
+        """No work budget: nothing is searched."""
+
+    def explain(self, claim: Claim, sufficient=None, certificate: Callable[[], tuple[str, ...] | None] | None = None,
+                among=None) -> tuple[tuple[str, ...], bool] | None:
+        """The linear proof's cells ``certificate`` gives (when it names only cells ``among``), else None."""
+        cells = certificate() if certificate is not None else None
+        if not cells or (among is not None and not set(cells) <= set(among)):
+            return None
+        return tuple(cells), False
 
 
 def linear_proofs(linear: LinearProof | None, claims: list[Claim]) -> Callable[[Claim], tuple[str, ...] | None]:
@@ -287,7 +314,7 @@ def claim_clauses(result: UnitResult, bad: list, recon: bool, hidden: set[str], 
         union: set = set()
         for row in {tuple(r) for r in truth.tolist()}:
             m = int((truth == np.array(row)).all(axis=1).sum())
-            union |= _explain(engine, Claim(tuple(enumerate(row)), m), hidden, among=among)
+            union |= _explain(engine, Claim(tuple(enumerate(row)), m), hidden, proofs, among=among)
         new.append((frozenset(union), frozenset()))
     return new
 

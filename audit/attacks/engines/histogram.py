@@ -17,7 +17,8 @@ no slot symmetry: one ``h`` is one dataset. A claim's count is linear in it, ``c
 
 Soundness. HiGHS works in floating point with tolerances. A dataset it returns counts only after
 rounding to integers and an exact re-check against every published value and edit
-(:meth:`~audit.problem.build.Problem.violations`): a float slip leaves the claim open, never refuted, and no
+(:meth:`~audit.problem.build.Problem.violations`, for count cells evaluated on the support rows with their
+multiplicities): a float slip leaves the claim open, never refuted, and no
 dataset is counted. An integer program's "infeasible" is only a hint: a claim is verified here, and
 a list of datasets is complete, once the certified search has closed every box; if it cannot within
 its node budget, the caller asks the SAT engine. Only count cells enter the model; sums, means and
@@ -26,6 +27,7 @@ release, and datasets are re-checked against those cells too (lists are made for
 """
 from __future__ import annotations
 
+from functools import cached_property
 from typing import Callable, Iterator
 
 import numpy as np
@@ -33,6 +35,7 @@ import numpy as np
 from ...problem.claims import REFUTED, VERIFIED, Claim, Verdict
 from ..implied import LinearProof
 from ...problem.build import Problem
+from ...release.constraints import int_hi, int_lo
 
 NODES = 64  # certified branch-and-bound nodes per claim and side
 MIP_NODES = 2_000  # branch-and-bound nodes per integer program (a node limit keeps runs reproducible)
@@ -92,12 +95,38 @@ class HistogramEngine:
             rows = np.repeat(self.linear.rows, counts, axis=0)
             if wanted is not None and not wanted(rows):
                 return None
-            ok = not self.problem.violations(rows)
+            ok = self._reproduces(counts) if self.exact else not self.problem.violations(rows)
             self._checked[key] = rows if ok else None
             if ok:
                 self.used |= counts > 0
                 self.found[key] = rows
         return self._checked[key]
+
+    @cached_property
+    def _count_cells(self) -> tuple:
+        """Every count cell as the support rows it holds (by :meth:`Problem.row_mask`, the definition the
+        re-check rests on, not the model's deduplicated matrix): (entries' cells, entries' rows, integer
+        ends, rows an edit forbids). Person-free: a check costs the support, not the population."""
+        rows, counts = self.linear.rows, [c for c in self.problem.constraints if c.statistic.kind == "count"]
+        masks = [np.flatnonzero(self.problem.row_mask(rows, c.predicate)).astype(np.int32) for c in counts]
+        cells = np.repeat(np.arange(len(counts), dtype=np.int32), [len(m) for m in masks])
+        lo = np.array([int_lo(c.lo, c.lo_open) if c.lo is not None else -1 for c in counts], dtype=float)
+        hi = np.array([int_hi(c.hi, c.hi_open) if c.hi is not None else np.inf for c in counts], dtype=float)
+        edit = np.zeros(len(rows), dtype=bool)
+        for e in self.problem.edits:
+            edit |= self.problem.row_mask(rows, e)
+        return cells, np.concatenate(masks) if masks else np.zeros(0, np.int32), lo, hi, edit
+
+    def _reproduces(self, counts: np.ndarray) -> bool:
+        """:meth:`Problem.violations` is empty for the dataset of this histogram (count cells only),
+        evaluated on the support rows with their multiplicities (sums of whole numbers below 2**53 are
+        exact in floats)."""
+        cells, entries, lo, hi, edit = self._count_cells
+        n_lo, n_hi = self.problem.n_rows
+        if (counts < 0).any() or (counts[edit] > 0).any() or not n_lo <= int(counts.sum()) <= n_hi:
+            return False
+        got = np.bincount(cells, weights=counts[entries].astype(float), minlength=len(lo))
+        return bool((lo <= got).all() and (got <= hi).all())
 
     def sample(self, k: int, seed: int = 0, wanted: Callable[[np.ndarray], bool] | None = None) -> Iterator[np.ndarray]:
         """Consistent datasets from ``k`` linear programs with random objectives, then ``k // 2`` integer
@@ -115,6 +144,12 @@ class HistogramEngine:
             rows = None if x is None else self.dataset(x, wanted)
             if rows is not None:
                 yield rows
+
+    def first(self, seed: int = 0) -> np.ndarray | None:
+        """One checked dataset, from an integer program over the whole support with a random objective
+        (a published release's first candidate); None when none is found within :data:`MIP_NODES` nodes."""
+        x = self._run(self._integer(None), np.random.default_rng(seed).random(self.n))
+        return None if x is None else self.dataset(x)
 
     # -- claims ---------------------------------------------------------------------------------
     def verify(self, claim: Claim) -> Verdict | None:
