@@ -19,7 +19,7 @@ from ..release.constraints import UnitRelease
 from ..findings.document import claim_json, schema_json, unit_json
 from ..outputs.words import claim_text
 from ..policy.checks import evaluate
-from .options import Policy, ProtectOptions
+from .options import Policy, ProtectOptions, cell_of
 
 def failing(result: UnitResult, policy: Policy) -> tuple[list, list]:
     """(failing verified verdicts, undecided verdicts) of one attacked unit under the policy; a claim's
