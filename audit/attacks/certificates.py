@@ -133,7 +133,7 @@ def problem_of(doc: dict) -> Problem:
     """The unit's release as a :class:`Problem` (no rows): what the witnesses must reproduce."""
     domains = tuple(Domain(c["name"], tuple(frozenset(a) for a in c["atoms"]),
                            tuple("|".join(map(str, a)) for a in c["atoms"]), bool(c["numeric"])) for c in doc["columns"])
-    cells = [(Constraint(c["key"], _predicate(c["where"]), Statistic.parse(c["stat"]), _frac(c["lo"]), _frac(c["hi"]),
+    cells = [(Constraint(c["key"], _predicate(c["where"]), Statistic.parse(c["stat"]), as_fraction(c["lo"]), as_fraction(c["hi"]),
                          bool(c["lo_open"]), bool(c["hi_open"])), bool(c.get("hidden"))) for c in doc["cells"]]
     lo, hi = doc["rows"]
     return Problem(doc["level"], tuple(str(doc["geo"]).split("/")), domains, (int(lo), int(hi)),
@@ -145,7 +145,8 @@ def _predicate(where: dict) -> Predicate:
     return Predicate.of({str(k): frozenset(int(a) for a in v) for k, v in where.items()})
 
 
-def _frac(v) -> Fraction | None:
+def as_fraction(v) -> Fraction | None:
+    """A certificate's number (an int or a "p/q" string) as an exact fraction; None stays None."""
     return None if v is None else Fraction(v)
 
 
@@ -230,7 +231,7 @@ def _check_end(problem: Problem, c: Constraint, sense: int, end: dict, witnesses
 def _covers_past(c: Constraint, sense: int, value: Fraction, asked: dict, lo: Fraction, hi: Fraction) -> bool:
     """Whether ``asked`` holds every value of the cell past ``value`` (up to the cell's outer range)."""
     whole = c.statistic.kind in ("count", "sum")
-    a_lo, a_hi = _frac(asked["lo"]), _frac(asked["hi"])
+    a_lo, a_hi = as_fraction(asked["lo"]), as_fraction(asked["hi"])
     near, near_open, far, far_open, edge = ((a_lo, asked["lo_open"], a_hi, asked["hi_open"], hi) if sense == -1
                                             else (a_hi, asked["hi_open"], a_lo, asked["lo_open"], lo))
     step = -sense  # towards the values past the end

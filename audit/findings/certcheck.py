@@ -150,9 +150,10 @@ def _against(out: CertificateCheck, unit: tuple[str, str], certs: Mapping, resul
     for key, ends in intervals.items():
         info = details.get(key) or {}
         entry = certs.get(key) or {}
+        stated = {}
         for side, i in SIDES:
             name = f"{where} {key}:{side}"
-            value, why = _stated(ends[i], (info.get("exact") or {}).get(side))
+            value, why = stated[side] = _stated(ends[i], (info.get("exact") or {}).get(side))
             end = entry.get(side)
             if why:
                 out.failures[name] = why
@@ -182,7 +183,7 @@ def _against(out: CertificateCheck, unit: tuple[str, str], certs: Mapping, resul
             elif f"{key}:{side}" in result.checked:
                 out.checked += 1
         if result is not None and key in result.reached:
-            lo, hi = (_stated(ends[i], (info.get("exact") or {}).get(side))[0] for side, i in SIDES)
+            lo, hi = (stated[side][0] for side, _ in SIDES)
             off = [v for v in result.reached[key] if not lo <= v <= hi]
             if off:
                 out.failures[f"{where} {key}"] = (f"a dataset of the file reproduces the release and gives {off[0]}, "

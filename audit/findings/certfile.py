@@ -84,15 +84,17 @@ class CertificateWriter:
             self._raw = self.tmp.open("wb")
             self.fh = gzip.GzipFile(fileobj=self._raw, mode="wb", compresslevel=6, mtime=0)  # mtime 0: the same bytes each run
             self._line({"format": FORMAT, "notice": NOTICE, "confidential": True})
-        data = self._line(unit)
-        self.releases[(unit["level"], unit["geo"])] = unit_release_digest(json.loads(data))  # as the checker reads it
+        read = self._line(unit)
+        self.releases[(unit["level"], unit["geo"])] = unit_release_digest(read)
         self.units += 1
 
-    def _line(self, doc: dict) -> bytes:
+    def _line(self, doc: dict) -> dict:
+        """Write one line; the document as the checker reads it back (parsed once)."""
         data = line_bytes(doc)
-        self.content.add(json.loads(data))  # as the checker reads it back
+        read = json.loads(data)
+        self.content.add(read)
         self.fh.write(data)
-        return data
+        return read
 
     def close(self, made_from: Mapping | None = None, units: Iterable[Mapping] = ()) -> dict | None:
         """Seal the file with the run's input digests ``made_from`` and the findings' ``units`` (see the

@@ -14,12 +14,11 @@ import shutil
 import subprocess
 import tempfile
 from dataclasses import replace
-from fractions import Fraction
 from pathlib import Path
 
 from pysat.solvers import Solver
 
-from ..attacks.certificates import problem_of
+from ..attacks.certificates import as_fraction, problem_of
 from ..attacks.engines.sat import DEFAULT_SOLVER, SatEngine
 from ..errors import AuditError, InternalError
 from ..problem.build import Problem
@@ -51,7 +50,7 @@ class UnitProofs:
         entry = self.doc["intervals"][key]
         asked = entry[side]["asked"]
         c = self.cells[int(entry["cell"])]
-        wanted = replace(c, lo=_frac(asked["lo"]), hi=_frac(asked["hi"]), lo_open=bool(asked["lo_open"]),
+        wanted = replace(c, lo=as_fraction(asked["lo"]), hi=as_fraction(asked["hi"]), lo_open=bool(asked["lo_open"]),
                          hi_open=bool(asked["hi_open"]))
         # a fresh encoding per end: one engine's later questions reuse auxiliary variables its earlier ones defined
         engine = SatEngine(self.problem, main=False)
@@ -86,7 +85,3 @@ def _verified(checker: str, clauses: list[list[int]], proof: list[str]) -> str:
             return f"drat-trim did not finish in {CHECK_SECONDS} s"
     verdict = [line for line in done.stdout.splitlines() if line.startswith("s ")]
     return "" if verdict == ["s VERIFIED"] else f"drat-trim does not verify the proof ({(verdict or ['no verdict'])[0]})"
-
-
-def _frac(v) -> Fraction | None:
-    return None if v is None else Fraction(v)
