@@ -7,7 +7,7 @@ from typing import Iterator, Mapping
 
 from ..errors import AuditError
 from ..findings.model import Findings
-from ..findings.provenance import fingerprint
+from ..findings.provenance import file_digest
 from ..policy.checks import too_narrow, unit_intervals
 from ..specs.schedule import load_schedule
 from ..specs.schema import load_schema
@@ -148,9 +148,18 @@ def publishes_within(old: Findings, new: Findings, files: tuple = (None, None)) 
     a, b = ({k: _found(d.get(k), f) if k in ("data", "schema", "tables") else v for k, v in d.items()}
             for d, f in zip((old.inputs or {}, new.inputs or {}), files))
     try:
-        made = [fingerprint(d["data"], d["schema"], d["tables"]) for d in (a, b)]
-        if not a["data"] or made != [a["fingerprint"], b["fingerprint"]] or made[0]["data"] != made[1]["data"] \
-                or made[0]["schema"] != made[1]["schema"]:
+        recorded = [a["fingerprint"], b["fingerprint"]]
+        if not a["data"] or any(recorded[0][k] != recorded[1][k] for k in ("data", "schema")):
+            return None  # the runs' own records already differ: nothing to hash
+        digests: dict = {}  # a file both runs read (the data, most often) is hashed once
+
+        def digest(path) -> str | None:
+            key = Path(path).resolve() if path else None
+            if key not in digests:
+                digests[key] = file_digest(path)
+            return digests[key]
+
+        if [{k: digest(d[k]) for k in ("data", "schema", "tables")} for d in (a, b)] != recorded:
             return None
         schema = load_schema(Path(b["schema"]))
         before, after = load_schedule(Path(a["tables"]), schema), load_schedule(Path(b["tables"]), schema)
