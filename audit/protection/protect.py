@@ -54,7 +54,7 @@ from .sweeps import _noise, _round_sweep, _sweep_failing
 from .unit import UnitContext, UnitProtection, information_loss, suppress_unit, unit_contexts
 
 OUTPUTS = ("protected.yaml", "protection.json", PARTIAL, "findings.json", CERTIFICATES_FILE)  # what a run writes: an earlier run's are removed first
-WRITES = (*OUTPUTS, STORE_FILE, CERTIFICATES_FILE, "noisy_release.csv", "rank.json", "rank.svg", "*.tmp")  # all it may write
+WRITES = (*OUTPUTS, STORE_FILE, "noisy_release.csv", "rank.json", "rank.svg", "*.tmp")  # all it may write
 
 
 def audited(inputs: Inputs, exact: ExactOptions, rules, label: str, progress: bool = False,
