@@ -87,16 +87,16 @@ class AttackerModel:
         out.update({combination_key(c): tuple(index[n] for n in c) for c in self.combinations})
         return out
 
-
-def combination_key(names) -> str:
-    """The name a combination of sensitive attributes is reported under: ``race+hispanic``."""
-    return "+".join(names)
-
     @property
     def known(self) -> str:
         """The quasi-identifiers in words: ``block, sex and binned_age``."""
         names = [self.geography] + [a.name for a in self.quasi_identifiers]
         return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def combination_key(names) -> str:
+    """The name a combination of sensitive attributes is reported under: ``race+hispanic``."""
+    return "+".join(names)
 
 
 def attribute(schema, name: str) -> Attribute:
