@@ -419,3 +419,35 @@ def test_protection_hits_the_claims_that_prove_sensitive_values(tmp_path):
     after, _ = ctx.problem(set(out.cells))
     counts = audit_unit(after, options.exact).reidentification.counts
     assert counts["inferred_unlike"] == 0 and out.after["failing_claims"] == 0
+
+
+def test_a_ranking_part_without_attributes_is_still_judged(tmp_path):
+    """A rank.json of an older version has no per-attribute measures: its every-value confirmed rate is
+    judged against max_rate as before, not passed as "not measured" (a rate above the bound fails)."""
+    pytest.importorskip("torch")
+    from audit.policy.checks import evaluate
+    from audit.policy.rules import load_rules
+
+    data, schema, tables = _block7(tmp_path)
+    out = tmp_path / "out"
+    assert run(["rank", str(data), "-s", str(schema), "-t", str(tables), "--runs", "2", "--steps", "20",
+                "--device", "cpu", "-o", str(out), "--quiet"]) == 0
+    assert run(["run", str(data), "-s", str(schema), "-t", str(tables), "-o", str(out), "--explain", "none",
+                "--quiet", "--no-report"]) == 1
+    doc = json.loads((out / "findings.json").read_text())
+    ranking = doc["reidentification"]["ranking"]
+    assert ranking["status"] == "run"
+    ranking.pop("attributes", None)
+
+    def release(rate: float) -> str:
+        ranking["confirmed"]["rate"] = rate
+        check, = [c for c in evaluate(doc, load_rules("default"))
+                  if c["rule"] == "reidentification" and c["unit"] == "(release)"]
+        return check["outcome"], check["message"]
+
+    outcome, message = release(0.5)
+    assert outcome == "fail" and "ranking: every sensitive value" in message, message
+    doc["reidentification"]["exact"]["confirmed"]["rate"] = 0.0
+    for a in (doc["reidentification"]["exact"].get("attributes") or {}).values():
+        a["confirmed"]["rate"] = 0.0
+    assert release(0.0)[0] == "pass", release(0.0)

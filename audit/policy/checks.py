@@ -264,6 +264,10 @@ def _reid_release(rule: Rule, reid: Mapping, names: list[str], limit: float) -> 
     for attack, part in ran:
         attrs = part.get("attributes") or {}
         parts = []
+        if not attrs:  # a rank.json of an older version: its every-value figure is judged, as before (never
+            # passed unjudged; a confirmed rate per attribute is at least the every-value one)
+            values[f"{attack}: every sensitive value"] = ((part["confirmed"]["rate"] or 0.0) if confirmed
+                                                          else part["inference"]["unlike_majority"]["lift"])
         for n in names:
             a = attrs.get(n)
             if a is None:
