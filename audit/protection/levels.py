@@ -28,7 +28,7 @@ from ..problem.build import Problem
 from ..problem.coupled import build_coupled_problems, coupled_levels
 from ..release.constraints import UnitRelease
 from ..release.tabulate import tabulate, units_of
-from .options import Policy, ProtectOptions, geo_key
+from .options import Policy, ProtectOptions, geo_key, kept
 from .protected import pinned, protected_schedule
 from .claims import REMEDY
 from .secondary import suppress_unit as joint
@@ -134,7 +134,7 @@ def protect_levels(inputs: Inputs, suppress: dict[str, list[str]], policy: Polic
             if entry is not None:
                 if log:
                     log(f"{level} {geo_key(geo)}: finished by the interrupted run ({entry['status']})")
-                if entry["status"] in ("protected", "pass") or entry.get("undefeatable"):
+                if kept(entry["status"], entry.get("undefeatable")):
                     _add(suppress, ctx.split(entry["cells"]))
                 yield entry
                 continue
@@ -154,7 +154,7 @@ def protect_levels(inputs: Inputs, suppress: dict[str, list[str]], policy: Polic
                 entry.update(undefeatable=found.undefeatable, remedy=REMEDY)
             if found.status not in ("protected", "pass"):
                 entry["failing_rules"] = _failing_rules(policy, found.status, found.after)
-            if found.status in ("protected", "pass") or found.undefeatable:  # the rest protected
+            if kept(found.status, found.undefeatable):  # the rest protected
                 _add(suppress, ctx.split(found.cells))
             yield entry
 

@@ -85,3 +85,9 @@ def geo_key(geo: tuple[str, ...]) -> str:
 
 def cell_of(key: str) -> str:
     return key.rsplit(":", 1)[0]
+
+
+def kept(status: str, undefeatable=()) -> bool:
+    """Whether a unit's (or parent unit's) search result goes into the pattern: it passes, or it fails only
+    what no suppression defeats (the rest it defeats)."""
+    return status in ("protected", "pass") or bool(undefeatable)

@@ -47,7 +47,7 @@ from ..outputs.words import plural
 from ..release.tabulate import units_of
 from .claims import rules_failed
 from .levels import protect_levels
-from .options import Policy, ProtectOptions, geo_key
+from .options import Policy, ProtectOptions, geo_key, kept
 from .protected import pin, write_schedule_yaml
 from .resume import PARTIAL, finished, run_key
 from .sweeps import _noise, _round_sweep, _sweep_failing
@@ -158,17 +158,18 @@ def protect(inputs: Inputs, options: ProtectOptions, rules, out: Path,
                     units.append(suppress_unit(ctx, policy, options, log) if done is None else UnitProtection.from_dict(done))
                     contexts[geo_key(ctx.geo)] = ctx
                     bar.update(note=geo_key(ctx.geo))
-            suppress = {geo_key(u.geo): u.cells for u in units if u.cells and kept(u.to_dict())}
+            suppress = {geo_key(u.geo): u.cells for u in units if u.cells and kept(u.status, u.undefeatable)}
             report["units"] = [u.to_dict() for u in units]
             for u, d in zip(units, report["units"]):
                 if u.status not in ("protected", "pass"):  # where the search stopped, by the ordinary path
                     d["failing_rules"] = _still_failing(contexts[d["geo"]], u.cells, options, rules)
-            report["failing_units"] = {d["geo"]: d["failing_rules"] for d in report["units"] if not kept(d)}
+            report["failing_units"] = {d["geo"]: d["failing_rules"] for d in report["units"]
+                                       if not kept(d["status"], d.get("undefeatable"))}
             if not report["failing_units"]:  # a tract table can prove a block's claim or give its hidden cell away
                 levels += protect_levels(inputs, suppress, policy, options, log, levels_done)
                 report["levels"] = levels
                 report["failing_units"] = {d["geo"]: [f"{r} (coupled with its child units)" for r in d["failing_rules"]]
-                                           for d in report["levels"] if not kept(d)}
+                                           for d in report["levels"] if not kept(d["status"], d.get("undefeatable"))}
             report["undefeatable"] = {d["geo"]: {k: d.get(k) for k in ("level", "failing_rules", "undefeatable", "remedy")}
                                       for d in report["units"] + levels if d.get("undefeatable")}
         except KeyboardInterrupt:
@@ -265,12 +266,6 @@ def _pinned_listed(contexts: dict, suppress: dict[str, list[str]]) -> dict[str, 
             if hits:
                 out[geo] = hits
     return out
-
-
-def kept(unit: dict) -> bool:
-    """Whether a unit's (or parent unit's) search result goes into the pattern: it passes, or it fails only
-    what no suppression defeats (the rest it defeats)."""
-    return unit["status"] in ("protected", "pass") or bool(unit.get("undefeatable"))
 
 
 def _reaudited(report: dict, after: dict) -> bool:
