@@ -145,3 +145,10 @@ def _bounds(param) -> tuple:
 
 def main() -> None:
     sys.exit(run())
+
+
+def __getattr__(name: str):
+    """``click_command``: the CLI as a click command, for the docs' generated reference (docs/hooks.py)."""
+    if name == "click_command":
+        return typer.main.get_command(app)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

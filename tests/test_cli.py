@@ -240,7 +240,7 @@ def test_every_option_has_help():
 
 
 def _docs() -> str:
-    files = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    files = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
     return "\n".join(p.read_text() for p in files if p.is_file())
 
 
