@@ -145,6 +145,13 @@ def test_tau_argus_sample_metadata_and_batch_files_are_read():
     assert [c for c, _ in batch.other].count("<RECODE>") == 3
 
 
+def test_a_batch_file_whose_microdata_is_missing_names_it(tmp_path, capsys):
+    """TestRecode.arb opens "tau_testW.rda" (found as Tau_TestW.rda, as Windows would) and tau_testW.asc,
+    which the repository does not ship: exit 2 naming that file, nothing written."""
+    assert run(["import", "tauargus", str(TAU / "TestRecode.arb"), "-o", str(tmp_path / "out")]) == 2
+    assert "tau_testW.asc: file not found" in capsys.readouterr().err and not (tmp_path / "out").exists()
+
+
 def test_a_fixed_width_file_and_a_digit_hierarchy(tmp_path):
     """vars1to5sampleG.rda's layout (NACE at 1-6 with <HIERLEVELS> 3 1 1 1, Region at 11 with Region.hrc):
     records written at those columns import with NACE's levels as nodes (first 3, 4, 5 digits)."""

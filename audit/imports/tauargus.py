@@ -11,7 +11,7 @@ import pandas as pd
 from ..errors import AuditError
 from ..specs.schema_hierarchy import read_hrc
 from ..specs.schema_types import Column
-from .tauargus_files import Batch, Metadata, TableSpec, Variable, read_arb, read_hst, read_rda, read_text
+from .tauargus_files import Metadata, TableSpec, Variable, beside, read_arb, read_hst, read_rda, read_text
 from .tauargus_rules import policy, table_rules
 from .written import GEOGRAPHY, UNIT, Imported, default_rules, hierarchy
 
@@ -130,7 +130,7 @@ def _categorical(var: Variable, values: pd.Series, meta: Metadata, imported: Imp
     codes = sorted(set(values))
     labels = {}
     if var.has("CODELIST"):
-        labels = _codelist(meta.path.parent / var.attributes["CODELIST"][0], imported)
+        labels = _codelist(beside(meta.path.parent, var.attributes["CODELIST"][0]), imported)
     tree: dict[str, list[str]] = {}
     hrc = None
     if var.has("HIERCODELIST"):
@@ -138,7 +138,7 @@ def _categorical(var: Variable, values: pd.Series, meta: Metadata, imported: Imp
         if lead != "@":
             raise AuditError(f"hierarchy lead string '{lead}' is not read", var.line,
                              "write the .hrc file with '@' (tau-Argus's default) and drop <HIERLEADSTRING>")
-        hrc = {"from": var.name, "hrc": str((meta.path.parent / var.attributes["HIERCODELIST"][0]).resolve())}
+        hrc = {"from": var.name, "hrc": str(beside(meta.path.parent, var.attributes["HIERCODELIST"][0]).resolve())}
         try:
             tree, listed = read_hrc(Path(hrc["hrc"]), "utf-8", f"{var.name}_h")
         except AuditError:

@@ -234,8 +234,7 @@ def read_arb(path: Path) -> Batch:
             raise AuditError(f"'{text}' is not a batch command", where, "each line starts with a <COMMAND>")
         command, rest = m.group(1).upper(), m.group(2)
         if command in ("<OPENMICRODATA>", "<OPENTABLEDATA>", "<OPENMETADATA>"):
-            name = _quoted_list(rest, where)[0]
-            file = here / name
+            file = beside(here, _quoted_list(rest, where)[0])
             if command == "<OPENMICRODATA>":
                 microdata = file
             elif command == "<OPENTABLEDATA>":
@@ -259,7 +258,7 @@ def read_arb(path: Path) -> Batch:
                 raise AuditError(f"table {number_} is not specified above", where,
                                  f"number the tables from 1 to {len(tables)} in the order of <SPECIFYTABLE>")
             t = tables[number_ - 1]
-            tables[number_ - 1] = _replace(t, apriori=t.apriori + ((here / m2.group(1), m2.group(3), where),))
+            tables[number_ - 1] = _replace(t, apriori=t.apriori + ((beside(here, m2.group(1)), m2.group(3), where),))
         else:
             other.append((command, where))
     if metadata is None:
@@ -269,6 +268,17 @@ def read_arb(path: Path) -> Batch:
     if not tables:
         raise AuditError("no <SPECIFYTABLE>", str(path), 'add e.g. <SPECIFYTABLE> "Size""Region"|<freq>||')
     return Batch(path, microdata, tabledata, metadata, tuple(tables), tuple(other))
+
+
+def beside(folder: Path, name: str) -> Path:
+    """``name`` in ``folder``, matched without regard to case when only that finds it (tau-Argus's batch
+    files come from Windows: TestRecode.arb opens "tau_testW.rda" for Tau_TestW.rda)."""
+    path = folder / name.replace("\\", "/")
+    if not path.exists() and path.parent.is_dir():
+        found = [p for p in path.parent.iterdir() if p.name.lower() == path.name.lower()]
+        if len(found) == 1:
+            return found[0]
+    return path
 
 
 def _replace(spec: TableSpec, **changes) -> TableSpec:
