@@ -226,3 +226,20 @@ def test_a_gausssuppression_formula_imports_and_audits_with_the_defaults(tmp_pat
     doc = json.loads((tmp_path / "run" / "findings.json").read_text())
     failing = {c["rule"] for c in doc["checks"] if c["outcome"] == "fail"}
     assert {"derived_singletons", "full_records"} <= failing
+
+
+def test_a_pre_tabulated_table_is_audited_as_published(tmp_path):
+    """tau-Argus's tableinput sample (TestTable.arb over pp.tab, pp.rda, region2.hrc): its frequencies with
+    its statuses become a release; its 9 unsafe (U) cells, hidden and no secondary cell beside them, are
+    each recovered exactly by audit run --published, at the frequency pp.tab itself gives them."""
+    folder = TAU / "tableinput"
+    out = tmp_path / "out"
+    assert run(["import", "tauargus", str(folder / "TestTable.arb"), "-o", str(out)]) == 0
+    release = pd.read_csv(out / "release.csv", dtype=str)
+    tab = pd.read_csv(folder / "pp.tab", sep=";", header=None, dtype=str)
+    unsafe = {f"T1:{s.strip()},{r.strip()}": int(n) for s, r, n, st in zip(tab[0], tab[1], tab[3], tab[8]) if st == "U"}
+    assert len(unsafe) == 9 and set("T1:" + release.loc[release.status == "suppressed", "cell"]) == set(unsafe)
+    assert run(["run", "--published", str(out / "release.csv"), "-s", str(out / "schema.yaml"), "-t",
+                str(out / "tables.yaml"), "-o", str(tmp_path / "run"), "--quiet"]) == 1
+    unit, = json.loads((tmp_path / "run" / "findings.json").read_text())["units"]
+    assert unit["intervals"] == {k: [n, n] for k, n in unsafe.items()}

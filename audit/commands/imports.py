@@ -19,7 +19,8 @@ def _report(imported: Imported, out: Path, force: bool) -> None:
     for line in imported.notes:
         echo(line, err=True)
     echo(f"wrote {', '.join(str(f) for f in files)}", err=True)
-    echo(f"next: audit run {out / 'data.csv'} -s {out / 'schema.yaml'} -t {out / 'tables.yaml'}"
+    data = f"--published {out / 'release.csv'}" if imported.release is not None else str(out / "data.csv")
+    echo(f"next: audit run {data} -s {out / 'schema.yaml'} -t {out / 'tables.yaml'}"
          + (f" -r {out / 'rules.yaml'}" if imported.rules is not None else ""), err=True)
 
 

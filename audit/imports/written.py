@@ -12,7 +12,9 @@ import yaml
 
 from ..errors import AuditError
 from ..paths import output_folder
+from ..data.microdata import read_table
 from ..policy.rules import load_rules
+from ..release.published_file import releases_from_frame
 from ..specs.schedule import load_schedule
 from ..specs.schema import load_schema
 
@@ -28,6 +30,7 @@ class Imported:
     tables: dict
     rules: dict | None = None
     data: pd.DataFrame | None = None
+    release: pd.DataFrame | None = None  # a published release (a peer's pre-tabulated table), for --published
     notes: list[str] = field(default_factory=list)  # lines "not mapped: ..." and "note: ..."
     sources: tuple[Path, ...] = ()
 
@@ -65,13 +68,14 @@ def hierarchy(column: str, children: dict[str, list[str]], codes: list[str]) -> 
 
 
 def write(imported: Imported, out: Path, force: bool = False) -> list[Path]:
-    """Write ``schema.yaml``, ``tables.yaml``, ``rules.yaml`` (when set) and ``data.csv`` (when set) into
+    """Write ``schema.yaml``, ``tables.yaml``, ``rules.yaml``, ``data.csv`` and ``release.csv`` (when set) into
     ``out``; refuse to write over an input, or over an existing file without ``force``; then load each back
     as ``audit run`` will, so a mistake shows now, naming the written file."""
     names = {"schema.yaml": imported.schema, "tables.yaml": imported.tables}
     if imported.rules is not None:
         names["rules.yaml"] = imported.rules
-    files = [out / n for n in names] + ([out / "data.csv"] if imported.data is not None else [])
+    files = [out / n for n in names] + [out / f for f, d in (("data.csv", imported.data),
+                                                              ("release.csv", imported.release)) if d is not None]
     output_folder(out, "--out", inputs={str(p): p for p in imported.sources}, writes=[p.name for p in files])
     sources = {p.resolve() for p in imported.sources}
     for path in files:
@@ -87,8 +91,12 @@ def write(imported: Imported, out: Path, force: bool = False) -> list[Path]:
         (out / name).write_text(yaml.dump(doc, Dumper=_Plain, sort_keys=False, allow_unicode=True, width=110))
     if imported.data is not None:
         imported.data.to_csv(out / "data.csv", index=False)
+    if imported.release is not None:
+        imported.release.to_csv(out / "release.csv", index=False)
     schema = load_schema(out / "schema.yaml")
-    load_schedule(out / "tables.yaml", schema)
+    schedule = load_schedule(out / "tables.yaml", schema)
+    if imported.release is not None:
+        releases_from_frame(read_table(out / "release.csv"), schema, schedule, str(out / "release.csv"))
     if imported.rules is not None:
         load_rules(out / "rules.yaml")
     return files
