@@ -9,9 +9,9 @@ from pathlib import Path
 import pandas as pd
 
 from ..errors import AuditError
-from ..specs.schema_hierarchy import read_hrc
 from ..specs.schema_types import Column
-from .tauargus_files import Metadata, TableSpec, Variable, beside, read_arb, read_hst, read_rda, read_text
+from .tauargus_files import (Metadata, TableSpec, Variable, beside, hierarchy_file, read_arb, read_hst, read_rda,
+                             read_text)
 from .tauargus_rules import policy, table_rules
 from .written import GEOGRAPHY, UNIT, Imported, default_rules, hierarchy
 
@@ -134,16 +134,7 @@ def _categorical(var: Variable, values: pd.Series, meta: Metadata, imported: Imp
     tree: dict[str, list[str]] = {}
     hrc = None
     if var.has("HIERCODELIST"):
-        lead = (var.attributes.get("HIERLEADSTRING") or ["@"])[0]
-        if lead != "@":
-            raise AuditError(f"hierarchy lead string '{lead}' is not read", var.line,
-                             "write the .hrc file with '@' (tau-Argus's default) and drop <HIERLEADSTRING>")
-        hrc = {"from": var.name, "hrc": str(beside(meta.path.parent, var.attributes["HIERCODELIST"][0]).resolve())}
-        try:
-            tree, listed = read_hrc(Path(hrc["hrc"]), "utf-8", f"{var.name}_h")
-        except AuditError:
-            tree, listed = read_hrc(Path(hrc["hrc"]), "latin-1", f"{var.name}_h")
-            hrc["encoding"] = "latin-1"
+        tree, listed, hrc = hierarchy_file(var, meta.path.parent)
         leaves = [c for c in listed if c not in tree]
         stray = [c for c in codes if c not in leaves]
         if stray:
@@ -152,7 +143,7 @@ def _categorical(var: Variable, values: pd.Series, meta: Metadata, imported: Imp
                              f"add '{stray[0]}' to {Path(hrc['hrc']).name}")
         codes = sorted(set(codes) | set(leaves))
     elif var.has("HIERLEVELS"):
-        tree = hierarchy(var.name, _levels(var, codes), codes)
+        tree = hierarchy(_levels(var, codes), codes)
         hrc = {"from": var.name, "children": tree} if tree else None
     leaf_codes = [c for c in codes if c not in tree]
     column = {"type": "categorical", "values": {c: labels.get(c, c) for c in leaf_codes}}

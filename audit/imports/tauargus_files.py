@@ -9,6 +9,7 @@ from pathlib import Path
 
 from ..errors import AuditError
 from ..paths import check_lines, input_file
+from ..specs.schema_hierarchy import read_hrc
 
 TOTAL = "Total"  # tau-Argus's default total code
 # .hst commands: S safe, U unsafe (primary), P protected (never suppressed), M / ML secondary (hidden),
@@ -279,6 +280,23 @@ def beside(folder: Path, name: str) -> Path:
         if len(found) == 1:
             return found[0]
     return path
+
+
+def hierarchy_file(var: Variable, folder: Path) -> tuple[dict, list[str], dict]:
+    """A variable's ``<HIERCODELIST>`` ``.hrc`` file (UTF-8, else Latin-1): node -> its codes, every code in
+    file order, and the schema's entry naming the file."""
+    lead = (var.attributes.get("HIERLEADSTRING") or ["@"])[0]
+    if lead != "@":
+        raise AuditError(f"hierarchy lead string '{lead}' is not read", var.line,
+                         "write the .hrc file with '@' (tau-Argus's default) and drop <HIERLEADSTRING>")
+    path = beside(folder, var.attributes["HIERCODELIST"][0])
+    spec = {"from": var.name, "hrc": str(path.resolve())}
+    try:
+        tree, listed = read_hrc(path, "utf-8", f"{var.name}_h")
+    except AuditError:
+        tree, listed = read_hrc(path, "latin-1", f"{var.name}_h")
+        spec["encoding"] = "latin-1"
+    return tree, list(listed), spec
 
 
 def _replace(spec: TableSpec, **changes) -> TableSpec:

@@ -8,8 +8,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..errors import AuditError
-from ..specs.schema_hierarchy import read_hrc
-from .tauargus_files import Batch, Metadata, beside, read_text
+from .tauargus_files import Batch, Metadata, hierarchy_file, read_text
 from .written import GEOGRAPHY, UNIT, Imported
 
 # tau-Argus's status letters in a .tab (S safe, P protected, U unsafe, M secondary by hand, E empty) ->
@@ -48,8 +47,8 @@ def import_tab(batch: Batch, meta: Metadata) -> Imported:
     for var in explanatory:
         codes = sorted({r[var.name] for r, _ in rows} - {var.total})
         if var.has("HIERCODELIST"):
-            path = beside(meta.path.parent, var.attributes["HIERCODELIST"][0])
-            tree, listed = read_hrc(path, "latin-1", f"{var.name}_h")
+            tree, listed, spec_h = hierarchy_file(var, meta.path.parent)
+            path = Path(spec_h["hrc"])
             outside = [c for c in codes if c not in listed]
             empty = {c for c in outside if all(_count(r, freq.name, w) == 0 for r, w in rows if r[var.name] == c)}
             if set(outside) - empty:
@@ -61,7 +60,7 @@ def import_tab(batch: Batch, meta: Metadata) -> Imported:
                 rows = [(r, w) for r, w in rows if r[var.name] not in empty]
             trees[var.name] = tree
             codes = [c for c in listed if c not in tree]
-            hierarchies[f"{var.name}_h"] = {"from": var.name, "hrc": str(path.resolve()), "encoding": "latin-1"}
+            hierarchies[f"{var.name}_h"] = spec_h
         columns[var.name] = {"type": "categorical", "values": codes}
     by = [f"{v.name}_h" if v.name in trees else v.name for v in explanatory]
     imported.schema["columns"] = columns

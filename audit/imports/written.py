@@ -54,8 +54,8 @@ def default_rules() -> dict:
         return yaml.safe_load(real.read_text())
 
 
-def hierarchy(column: str, children: dict[str, list[str]], codes: list[str]) -> dict[str, list[str]]:
-    """``children`` (node -> its codes) with any node that covers every code of ``column`` left out (tables
+def hierarchy(children: dict[str, list[str]], codes: list[str]) -> dict[str, list[str]]:
+    """``children`` (node -> its codes) with any node that covers every one of ``codes`` left out (tables
     publish the total as the margin): its children become top nodes."""
     every = set(codes)
 
