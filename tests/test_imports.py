@@ -118,6 +118,8 @@ def _batch(folder: Path, lines: str, hst: str | None = None) -> Path:
      "1;3;u\n1;9;u\n", "a.hst:2", "'9' is not a code of 'Age'"),
     ('<SPECIFYTABLE> "Sex""Age"|<freq>||\n<SAFETYRULE> FREQ(3,0)\n<APRIORI> "a.hst", 1, ";"\n',
      "1;3;x\n", "a.hst:1", "unknown a-priori command"),
+    ('<SPECIFYTABLE> "Sex""Age"|<freq>||\n<SAFETYRULE> FREQ(3,0)\n<APRIORI> "a.hst", 1, ";"\n',
+     "1;3;u\n1;3;p\n", "a.hst:2", "hidden by an earlier line and protected"),
     ('<SPECIFYTABLE> "Sex""Age"|<freq>||\n<SAFETYRULE> FREQ(3,0)\n<APRIORI> "a.hst", 2, ";"\n', None, "b.arb:5",
      "table 2 is not specified"),
 ])
@@ -243,3 +245,14 @@ def test_a_pre_tabulated_table_is_audited_as_published(tmp_path):
                 str(out / "tables.yaml"), "-o", str(tmp_path / "run"), "--quiet"]) == 1
     unit, = json.loads((tmp_path / "run" / "findings.json").read_text())["units"]
     assert unit["intervals"] == {k: [n, n] for k, n in unsafe.items()}
+
+
+def test_names_in_front_skips_the_header_line(tmp_path):
+    """<NAMESINFRONT>: the free-format data's first line names the variables and is not a record."""
+    _batch(tmp_path, '<SPECIFYTABLE> "Sex""Age"|<freq>||\n<SAFETYRULE> FREQ(3,0)\n')
+    rda = (tmp_path / "microdata.rda").read_text().replace('<SEPARATOR> ";"', '<SEPARATOR> ";"\n<NAMESINFRONT>', 1)
+    (tmp_path / "microdata.rda").write_text(rda)
+    data = (TAU / "microdata.csv").read_text()
+    (tmp_path / "microdata.csv").write_text("Sex;Age;HighIncome;Savings;Weigt;Key\n" + data)
+    assert run(["import", "tauargus", str(tmp_path / "b.arb"), "-o", str(tmp_path / "out")]) == 0
+    assert len(pd.read_csv(tmp_path / "out" / "data.csv")) == len(data.splitlines()) == 4580

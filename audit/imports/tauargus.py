@@ -97,7 +97,7 @@ def read_microdata(path: Path, meta: Metadata) -> pd.DataFrame:
     lines = read_text(path, "microdata file")
     rows = []
     for number, line in enumerate(lines, 1):
-        if not line.strip():
+        if not line.strip() or meta.names_in_front and number == 1:
             continue
         if meta.separator is None:
             row = [line[v.start - 1: v.start - 1 + v.length].strip() for v in meta.variables]
@@ -228,10 +228,16 @@ def apriori(spec: TableSpec, table: dict, meta: Metadata, by_codes: dict[str, se
             key = f"{table['id']}:{','.join(cell)}"
             unit = imported.tables.setdefault("apriori", {}).setdefault(UNIT, {})
             if line.command in ("U", "M", "ML"):
+                if key in unit.get("publish", []):
+                    raise AuditError(f"{key} is protected (p) by an earlier line and hidden here", line.where,
+                                     "give the cell one status")
                 hidden = imported.tables.setdefault("suppress", {}).setdefault(UNIT, [])
                 if key not in hidden:
                     hidden.append(key)
             elif line.command == "P":
+                if key in imported.tables.get("suppress", {}).get(UNIT, []):
+                    raise AuditError(f"{key} is hidden by an earlier line and protected (p) here", line.where,
+                                     "give the cell one status")
                 unit.setdefault("publish", []).append(key)
             elif line.command in ("C", "W"):
                 unit.setdefault("cost", {})[key] = line.values[0]

@@ -77,6 +77,7 @@ class Metadata:
     path: Path
     variables: tuple[Variable, ...]
     separator: str | None = None  # None: fixed-width records (.asc)
+    names_in_front: bool = False  # <NAMESINFRONT>: the data's first line names the variables
 
     def variable(self, name: str, where: str) -> Variable:
         found = next((v for v in self.variables if v.name.lower() == name.lower()), None)
@@ -91,7 +92,7 @@ def read_rda(path: Path) -> Metadata:
     after ``<SEPARATOR> ";"`` (free format), each followed by its ``<ATTRIBUTE> args`` lines."""
     path = Path(path)
     variables: list[dict] = []
-    separator = None
+    separator, names_in_front = None, False
     for number, line in enumerate(read_text(path, ".rda metadata file"), 1):
         where = f"{path}:{number}"
         text = line.strip()
@@ -106,6 +107,8 @@ def read_rda(path: Path) -> Metadata:
                         raise AuditError("<SEPARATOR> takes one quoted character before the first variable", where,
                                          'e.g. <SEPARATOR> ";" on the first line')
                     separator = values[0]
+                elif tag == "NAMESINFRONT" and not variables:
+                    names_in_front = True
                 elif not variables:
                     raise AuditError(f"<{tag}> comes before any variable", where,
                                      "start the file with a variable line: NAME start length")
@@ -126,7 +129,7 @@ def read_rda(path: Path) -> Metadata:
         variables.append({"name": words[0], "start": start, "length": length, "attributes": {}, "line": where})
     if not variables:
         raise AuditError("no variables", str(path), "an .rda file lists one variable a line: NAME start length")
-    return Metadata(path, tuple(Variable(**v) for v in variables), separator)
+    return Metadata(path, tuple(Variable(**v) for v in variables), separator, names_in_front)
 
 
 @dataclass(frozen=True)
