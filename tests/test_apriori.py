@@ -58,6 +58,13 @@ def test_protect_meets_a_cells_own_protection_levels(z1, tmp_path):
     assert found["intervals"]["T1:H,arbeid"] == [0, 3] and found["cells"]["levels"] == {"T1:H,arbeid": [1, 0]}
 
 
+def test_last_years_cells_at_a_low_cost_are_preferred(z1, tmp_path):
+    """Last year's pattern (B and D x trygd) as a starting point: at cost 0.1 each, protect takes them over
+    the cheaper-by-persons B and D x annet it picks without them, and the re-audit passes."""
+    unit = _protect(z1, _schedule(z1, tmp_path, {"cost": {"T1:B,trygd": 0.1, "T1:D,trygd": 0.1}}), tmp_path / "o")
+    assert unit["status"] == "protected" and unit["cells"] == ["T1:B,trygd", "T1:D,trygd"]
+
+
 def _levels_check(z1: Path, folder: Path, levels: dict | None) -> dict:
     tables = _schedule(z1, folder, {"levels": levels}) if levels else z1 / "tables.yaml"
     run(["run", str(z1 / "data.csv"), "-s", str(z1 / "schema.yaml"), "-t", str(tables), "-o", str(folder / "run"),
