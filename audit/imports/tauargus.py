@@ -68,7 +68,8 @@ def import_batch(arb: Path) -> Imported:
         wanted.append(table_rules(spec, table, imported))
         apriori(spec, table, meta, by_codes, imported)
     if not tables:
-        raise AuditError("no table could be imported", str(batch.path), "see the notes above")
+        raise AuditError(f"no table could be imported ({imported.notes[-1]})", str(batch.path),
+                         "coarsen the response (e.g. in thousands, with fewer <DECIMALS>) or add a <freq> table")
     for var in meta.variables:
         if var.has("WEIGHT"):
             imported.note(f"{var.line}: the weight '{var.name}' is not mapped: tables are unweighted counts and sums")
