@@ -171,6 +171,8 @@ def cells_json(release: UnitRelease, outside: dict[str, int] | None = None) -> d
                 out["rounded"] += 1
             elif 1 <= v.value < SMALL_MAX:
                 out["small"][v.key.rsplit(":", 1)[0]] = int(v.value)
+    if release.levels:  # the schedule's a-priori protection levels per cell, which protection_levels judges by
+        out["levels"] = {k: list(v) for k, v in sorted(release.levels.items())}
     if release.magnitude:  # published sums: their contributors, for the magnitude rules
         out["magnitude"] = {key: c.to_json() for key, c in release.magnitude.items()}
     return out

@@ -140,10 +140,15 @@ def unit_intervals(unit: Mapping) -> dict[str, dict]:
     """A findings unit's hidden cells' intervals, each as one object: ``lo``, ``hi`` (from ``intervals``)
     and its ``interval_details``; a suppressed cell its own rule pins (``cells.pinned``) as ``[v, v]``,
     certified, with ``pinned`` true."""
-    details = unit.get("interval_details") or {}
+    details, levels = unit.get("interval_details") or {}, (unit.get("cells") or {}).get("levels") or {}
     out = {k: {"lo": lo, "hi": hi, **details.get(k, {})} for k, (lo, hi) in (unit.get("intervals") or {}).items()}
     pinned = (unit.get("cells") or {}).get("pinned") or {}
-    return {k: {"lo": v, "hi": v, "certified": True, "value": v, "pinned": True} for k, v in pinned.items()} | out
+    out = {k: {"lo": v, "hi": v, "certified": True, "value": v, "pinned": True} for k, v in pinned.items()} | out
+    for key, iv in out.items():  # the schedule's a-priori levels of the cell (a value key's cell, or the cell)
+        own = levels.get(key.rsplit(":", 1)[0] if key.count(":") > 1 else key)
+        if own is not None:
+            iv["levels"] = own
+    return out
 
 
 def too_narrow(settings: Mapping, intervals: Mapping[str, dict]) -> dict[str, str]:
@@ -154,7 +159,8 @@ def too_narrow(settings: Mapping, intervals: Mapping[str, dict]) -> dict[str, st
         if "value" not in iv:
             continue
         v = iv["value"]
-        below, above = protection_needed(settings, v, "stat" not in iv)
+        own = iv.get("levels")  # the schedule's a-priori levels replace the rule's for this cell
+        below, above = protection_needed({"lower": own[0], "upper": own[1]} if own else settings, v, "stat" not in iv)
         if not iv["certified"] or v - iv["lo"] < below or iv["hi"] - v < above:
             where = pinned_words(v) if iv.get("pinned") else \
                 f"in [{iv['lo']}, {iv['hi']}]{'' if iv['certified'] else ' (not certified)'}, true {v}"

@@ -28,6 +28,7 @@ from ..problem.build import Problem
 from ..problem.coupled import build_coupled_problems, coupled_levels
 from ..release.constraints import UnitRelease
 from ..release.tabulate import tabulate, units_of
+from ..specs.apriori import Apriori
 from .options import Policy, ProtectOptions, geo_key, kept
 from .protected import pinned, protected_schedule
 from .claims import REMEDY
@@ -55,6 +56,14 @@ class CoupledContext:
                 self.base[geo_key(r.geo)] = self.base.get(geo_key(r.geo), frozenset()) | pinned(r)
         self.already = frozenset(self.key(k, cell) for k, cells in self.base.items() for cell in cells
                                  if self._inside(k))
+
+    @property
+    def apriori(self) -> Apriori:
+        """The a-priori knowledge of the units inside, keyed as the coupled problem names their cells."""
+        units = [(k, a) for k, a in self.inputs.schedule.apriori.items() if self._inside(k)]
+        return Apriori(frozenset(self.key(k, c) for k, a in units for c in a.publish),
+                       {self.key(k, c): v for k, a in units for c, v in a.cost.items()},
+                       {self.key(k, c): v for k, a in units for c, v in a.levels.items()})
 
     def _inside(self, key: str) -> bool:
         return tuple(key.split("/"))[: self.depth + 1] == self.geo

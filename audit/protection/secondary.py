@@ -57,13 +57,18 @@ class Cut:
             raise ValueError("cut coefficients must be 0 or more")
 
 
-def too_narrow(intervals: Mapping[str, Interval], settings: Mapping) -> list[tuple[str, int, float]]:
+def too_narrow(intervals: Mapping[str, Interval], settings: Mapping | None,
+               levels: Mapping[str, tuple] | None = None) -> list[tuple[str, int, float]]:
     """(cell, sense, target) for each end of a hidden count's interval that misses its protection
     level: ``sense * count`` must reach down to ``target`` (1: the lower end, -1: the upper). An
-    interval not certified fails both ends, as the rule fails it."""
+    interval not certified fails both ends, as the rule fails it. ``levels`` (cell -> lower, upper: the
+    schedule's a-priori levels) replace ``settings`` for their cells; without ``settings`` only they are judged."""
     out = []
     for key, iv in sorted(intervals.items()):
-        below, above = protection_needed(settings, iv.value, not iv.stat)
+        own = (levels or {}).get(key, (levels or {}).get(key.rsplit(":", 1)[0]))  # a count's key is its cell's
+        if own is None and settings is None:
+            continue
+        below, above = protection_needed({"lower": own[0], "upper": own[1]} if own else settings, iv.value, not iv.stat)
         if not iv.certified or iv.value - iv.lo < below:
             out.append((key, 1, iv.value - below))
         if not iv.certified or iv.hi - iv.value < above:
@@ -154,7 +159,7 @@ class AttackerLP:
         return y, c - y @ self.a
 
 
-def _attempt(current: Problem, policy, exact, claims: bool) -> Attempt:
+def _attempt(current: Problem, policy, exact, claims: bool, levels: Mapping | None = None) -> Attempt:
     """Attack ``current`` exactly: with ``claims``, the claim search and its intervals; else the
     feasibility intervals alone (tables of thousands of rows)."""
     if claims:
@@ -166,18 +171,19 @@ def _attempt(current: Problem, policy, exact, claims: bool) -> Attempt:
         intervals = feasibility_intervals(current, LinearProof.of(current), (lambda: make_engine(current, exact))
                                           if any(c.statistic.kind != "count" for c in hidden_cells(current).values()) else None)
         seen = Attempt(None, [], False, [], {"hidden_counts": len(intervals or {})})
-    if policy.protection is None:
+    if policy.protection is None and not levels:
         return seen
     if intervals is None and hidden_cells(current):
         return replace(seen, reason="the feasibility intervals could not be computed")
-    short = too_narrow(intervals or {}, policy.protection)
+    short = too_narrow(intervals or {}, policy.protection, levels)
     return replace(seen, short=short, summary={**seen.summary, "intervals_too_narrow": len({c for c, _, _ in short})})
 
 
 def cheapest(variables: list[str], cost: Mapping[str, float], forced: set[str], clauses, cuts: list[Cut],
-             tie: Mapping[str, float]) -> set[str] | None:
+             tie: Mapping[str, float], never: frozenset = frozenset()) -> set[str] | None:
     """The cheapest pattern (``cost``, then ``tie``) meeting every claim clause (pos, neg) and cut, by a
-    mixed-integer program (HiGHS, optimality gap 0); None when none exists."""
+    mixed-integer program (HiGHS, optimality gap 0), hiding none of ``never`` (cells forced to publish,
+    unless forced); None when none exists."""
     import highspy
 
     variables = sorted(set(variables).union(*(pos for pos, _ in clauses)))  # a cell publishing no count
@@ -185,7 +191,8 @@ def cheapest(variables: list[str], cost: Mapping[str, float], forced: set[str], 
     n = len(variables)
     scale = sum(tie.get(k, 0) for k in variables) + 1
     h = highs(threads=1, random_seed=0, mip_rel_gap=0.0, mip_abs_gap=1e-9)
-    h.addVars(n, np.array([1.0 if k in forced else 0.0 for k in variables]), np.ones(n))
+    h.addVars(n, np.array([1.0 if k in forced else 0.0 for k in variables]),
+              np.array([0.0 if k in never and k not in forced else 1.0 for k in variables]))
     h.changeColsCost(n, np.arange(n, dtype=np.int32),
                      np.array([cost.get(k, 1.0) * scale + tie.get(k, 0) for k in variables], dtype=float))
     h.changeColsIntegrality(n, np.arange(n, dtype=np.int32), np.full(n, highspy.HighsVarType.kInteger, dtype=np.uint8))
@@ -247,16 +254,19 @@ def suppress_unit(ctx, policy, options, log: Callable[[str], None] | None = None
     them the coupled sf1 tract, whose claims each exact attack proves again by other cells, added 3
     or 4 cells a round of 40 s and gave up after 60 rounds."""
     start = time.perf_counter()
-    exact = replace(options.exact, explain="none", intervals=options.exact.intervals and policy.protection is not None)
+    known = ctx.apriori
+    exact = replace(options.exact, explain="none",
+                    intervals=options.exact.intervals and (policy.protection is not None or bool(known.levels)))
     claims = any(v not in (None, False) for v in (policy.derived, policy.direct, policy.full_records, policy.reconstructed,
                                                  policy.reidentification, policy.inference))
     problem, release = ctx.problem()
     out = UnitProtection(ctx.level, ctx.geo, problem.n_rows[1])
     out.primary, _ = forced_cells(release, problem, ctx.schedule.tables, policy, replace(options, complementary=False))
-    cost = cell_costs(problem, release, options.cost)
+    cost = {**(c := cell_costs(problem, release, options.cost)), **{k: v for k, v in known.cost.items() if k in c}}
     tie = cell_costs(problem, release, "persons" if options.cost == "cells" else "cells")
+    never, levels = known.publish, dict(known.levels)
     variables = sorted(cost)
-    lp = AttackerLP.of(problem, release) if policy.protection is not None else None
+    lp = AttackerLP.of(problem, release) if policy.protection is not None or levels else None
     direct_of = twins(problem)
     clauses: list = []
     cuts: list[Cut] = []
@@ -268,7 +278,7 @@ def suppress_unit(ctx, policy, options, log: Callable[[str], None] | None = None
     always = frozenset(out.primary) | frozenset(ctx.already) | {v.cell.key for v in release.values if v.status == SUPPRESSED}
     while True:
         out.iterations += 1
-        seen = _attempt(ctx.problem(chosen)[0] if chosen else problem, policy, exact, claims)
+        seen = _attempt(ctx.problem(chosen)[0] if chosen else problem, policy, exact, claims, levels)
         if not out.before:
             out.before = seen.summary
         raw, seen = seen, seen.without(floor, always)
@@ -294,14 +304,15 @@ def suppress_unit(ctx, policy, options, log: Callable[[str], None] | None = None
                           owner if owner in cost else None)
             cuts.append(cut)
             aims.append((cell, sense))
-        picked = cheapest(variables, cost, rounds.base(chosen, set(out.primary)), clauses, cuts, tie)
+        picked = cheapest(variables, cost, rounds.base(chosen, set(out.primary)), clauses, cuts, tie, never)
         if picked is None and rounds.monotone:  # only un-suppressing meets the new constraints
             rounds.restart()
-            picked = cheapest(variables, cost, set(out.primary), clauses, cuts, tie)
+            picked = cheapest(variables, cost, set(out.primary), clauses, cuts, tie, never)
         elif picked is not None and rounds.monotone:
-            picked |= widen(new, picked, rounds.widening - len(picked - chosen), cost, tie)
+            picked |= widen([(pos - never, neg) for pos, neg in new], picked, rounds.widening - len(picked - chosen),
+                            cost, tie)
         if picked is None and floor is None:  # set aside what fails whatever is hidden; protect the rest
-            floor = _attempt(ctx.problem(set(variables))[0], policy, exact, claims)
+            floor = _attempt(ctx.problem(set(variables) - never)[0], policy, exact, claims, levels)
             seen = raw.without(floor, always)
             if seen.passes:
                 out.status = "unfixable"
@@ -310,7 +321,7 @@ def suppress_unit(ctx, policy, options, log: Callable[[str], None] | None = None
             pinned = {s[:2] for s in raw.short} - {s[:2] for s in seen.short}
             clauses = [(pos, neg) for pos, neg in clauses if pos or neg - always]
             cuts, aims = [c for c, a in zip(cuts, aims) if a not in pinned], [a for a in aims if a not in pinned]
-            picked = cheapest(variables, cost, set(out.primary), clauses, cuts, tie)
+            picked = cheapest(variables, cost, set(out.primary), clauses, cuts, tie, never)
         if picked is None:
             out.status = "unfixable"
             stuck = sorted({cell for cell, _, _ in short})
@@ -332,7 +343,7 @@ def suppress_unit(ctx, policy, options, log: Callable[[str], None] | None = None
                 f"intervals too narrow, {len(clauses)} clauses and {len(cuts)} cuts, trying {len(chosen)} cells")
     if out.status == "protected" and not rounds.minimal(out.status, sum(cost.get(k, 1.0) for k in chosen)):
         kept, seen = prune(frozenset(chosen), [{k} for k in reversed(rounds.added)],
-                           lambda cells: _attempt(ctx.problem(set(cells))[0], policy, exact, claims),
+                           lambda cells: _attempt(ctx.problem(set(cells))[0], policy, exact, claims, levels),
                            lambda a: a.passes, seen)
         out.pruned, chosen, summary = len(chosen) - len(kept), set(kept), seen.summary
     out.clauses = len(clauses) + len(cuts)

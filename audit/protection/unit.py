@@ -15,6 +15,7 @@ from ..release.magnitude import sensitive_values
 from ..problem.build import Problem, build_problems
 from ..policy.checks import protection_needed
 from ..release.constraints import PUBLISHED, SUPPRESSED, UnitRelease, pinned_counts
+from ..specs.apriori import Apriori
 from ..specs.schedule import Schedule
 from ..release.tabulate import tabulate, units_of
 from .claims import REMEDY, Attempt, Explanations, claim_clauses, twins, undefeatable
@@ -80,6 +81,11 @@ class UnitContext:
         self.already = frozenset(base.get(geo_key(geo), frozenset()))
         self.schedule = replace(inputs.schedule, tables=tables, suppress={})
         self.already |= pinned(self.release())  # the heuristic's own cells stay hidden under any pattern
+
+    @property
+    def apriori(self) -> Apriori:
+        """The schedule's a-priori knowledge of this unit (cells forced to publish, costs, levels)."""
+        return self.inputs.schedule.apriori.get(geo_key(self.geo)) or Apriori()
 
     def every_cell(self) -> set[str]:
         """Every cell of the unit's tables."""
@@ -176,7 +182,8 @@ def information_loss(problem: Problem, cells: list[str], counts: dict[str, int])
 def suppress_unit(ctx: UnitContext, policy: Policy, options: ProtectOptions,
                   log: Callable[[str], None] | None = None) -> UnitProtection:
     """The implicit-hitting-set loop for one unit (see the module docstring); with protection levels
-    in the policy, or a cost other than cells, the joint search of :mod:`audit.protection.secondary`.
+    in the policy, a cost other than cells, or a-priori knowledge of the unit (cells forced to publish,
+    costs, levels), the joint search of :mod:`audit.protection.secondary`.
 
     After ``options.exact_rounds`` minimum hitting sets without a pass, a *monotone completion*: the
     failing pattern is kept and only cells are added, a minimum hitting set of the clauses with the
@@ -194,7 +201,7 @@ def suppress_unit(ctx: UnitContext, policy: Policy, options: ProtectOptions,
     The result is then ``minimal=False``, with ``lower_bound`` the last exact optimum's cells, which
     every passing pattern needs.
     """
-    if policy.protection is not None or options.cost != "cells":
+    if policy.protection is not None or options.cost != "cells" or ctx.apriori != Apriori():
         from .secondary import suppress_unit as joint
 
         return joint(ctx, policy, options, log)

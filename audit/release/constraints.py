@@ -92,6 +92,8 @@ class UnitRelease:
     protection: dict  # table id -> Protection
     # published sum cells: "TABLE:CELL:sum(col)" -> its contributors (audit.release.magnitude.Contributions)
     magnitude: dict = field(default_factory=dict)
+    # the schedule's a-priori protection levels of this unit's cells: "TABLE:CELL" -> (lower, upper)
+    levels: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -57,7 +57,9 @@ def tabulate(frame: pd.DataFrame, schema: Schema, schedule: Schedule) -> list[Un
             for table, base in zip(tables, offsets):
                 values.extend(_publish_table(_hide(table, hidden) if hidden else table, sub, sub_masks, int(base),
                                              magnitude, schema.contributor))
-            releases.append(UnitRelease(level, geo, tuple(values), {t.id: t.protection for t in tables}, magnitude))
+            known = (getattr(schedule, "apriori", None) or {}).get("/".join(geo))
+            releases.append(UnitRelease(level, geo, tuple(values), {t.id: t.protection for t in tables}, magnitude,
+                                        dict(known.levels) if known else {}))
     unknown = sorted(set(per_unit) - used)
     if unknown:
         raise AuditError(f"suppress: unit '{unknown[0]}' is not a geographic unit of the data"

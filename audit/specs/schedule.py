@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ._yaml import Located, load_yaml
+from .apriori import Apriori, load_apriori
 from .query import Predicate, Statistic, nested
 from .schema_types import Schema, is_int
 
@@ -87,6 +88,8 @@ class Schedule:
     # -> cell keys "TABLE:CELL" suppressed in that unit only. The attacker is assumed to know which
     # cells these are, so each becomes [0, N] like a cell with ``suppressed: true``.
     suppress: Mapping[str, frozenset] = field(default_factory=dict)
+    # Per-unit a-priori knowledge (audit.specs.apriori): cells forced to publish, costs, protection levels
+    apriori: Mapping[str, Apriori] = field(default_factory=dict)
 
     @property
     def cells(self) -> tuple[CellDef, ...]:
@@ -107,10 +110,10 @@ def load_schedule(path: str | Path, schema: Schema) -> Schedule:
     if not isinstance(data, Mapping) or not isinstance(data.get("tables"), list) or not data["tables"]:
         raise doc.error("a table schedule needs 'tables:' with at least one table"
                         + (" (the file is empty)" if data is None else ""), fix="see the README's 'Table schedule' section")
-    unknown = set(data) - {"tables", "protection", "suppress"}
+    unknown = set(data) - {"tables", "protection", "suppress", "apriori"}
     if unknown:
         raise doc.error(f"unknown key(s) {sorted(unknown)}", sorted(unknown)[0],
-                        fix="allowed: tables, protection, suppress")
+                        fix="allowed: tables, protection, suppress, apriori")
     default = _protection(doc, data.get("protection"), Protection(), "protection")
     tables, seen = [], {}
     for i, spec in enumerate(data["tables"]):
@@ -121,7 +124,9 @@ def load_schedule(path: str | Path, schema: Schema) -> Schedule:
         seen[table.id] = i
         tables.append(table)
     _warn_unpublished(schema, tables, str(doc.file))
-    return Schedule(tuple(tables), default, str(doc.file), _per_unit(doc, data.get("suppress"), tables))
+    hidden = _per_unit(doc, data.get("suppress"), tables)
+    return Schedule(tuple(tables), default, str(doc.file), hidden,
+                    load_apriori(doc, data.get("apriori"), {c.key for t in tables for c in t.cells}, hidden))
 
 
 def _warn_unpublished(schema: Schema, tables: list[Table], source: str) -> None:

@@ -63,6 +63,10 @@ def _load_hierarchy(doc: Located, schema: Schema, name: str, spec: Any, key: Any
             if kid not in children and kid not in col.codes:
                 raise AuditError(f"'{kid}' is not a code of '{source}' nor a node of the hierarchy", where[node],
                                  f"use the codes of '{source}' ({_show_domain(col)}) or add '{kid}' as a node")
+    for code in where:  # an .hrc file may list a code at the top, under the total alone (tau-Argus's dim_age.hrc)
+        if code not in parent and code not in children and code not in col.codes:
+            raise AuditError(f"'{code}' is not a code of '{source}' nor a node of the hierarchy", where[code],
+                             f"use the codes of '{source}' ({_show_domain(col)}) or give '{code}' codes under it")
     groups = _groups(children, parent, where)
     missing = [c for c in col.codes if c not in groups]
     if missing:
@@ -94,7 +98,7 @@ def _groups(children: dict[str, list[str]], parent: dict[str, str], where: dict[
             raise AuditError(f"the hierarchy has a cycle: {' -> '.join([at, *reversed(loop[1:]), at])}",
                              where[node], "a node cannot be under itself")
     order: list[str] = []
-    stack = [(n, 1) for n in reversed(children) if n not in parent]
+    stack = [(n, 1) for n in reversed(where) if n not in parent]  # the top codes, nodes or not, in file order
     while stack:
         code, depth = stack.pop()
         if depth > MAX_LEVELS:
