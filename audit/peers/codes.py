@@ -97,3 +97,12 @@ def _flag(text: str, where: str) -> bool:
     if t in ("FALSE", "F", "0"):
         return False
     raise AuditError(f"'{text}' is not a GaussSuppression flag", where, "use TRUE or FALSE")
+
+
+NAMES = {"status": "status", "tau_argus": "tau-Argus status", "sbs": "tau-Argus SBS status",
+         "sdctable": "sdcTable sdcStatus", "sdmx": "SDMX CONF_STATUS", "gauss": "GaussSuppression primary, suppressed"}
+
+
+def describe(system: str, raw: str) -> str:
+    """A code as its system names it, e.g. "tau-Argus status 11"."""
+    return f"{NAMES[system]} {raw}"

@@ -8,6 +8,7 @@ from typing import Mapping
 from ..inputs import Inputs
 from ..outputs.words import claim_text
 from ..paths import clear_outputs
+from ..peers.codes import describe
 from ..peers.release import CSV_FILE, PARQUET_FILE, REVIEW_FILE, SDMX_FILE, TAU_FOLDER, release_rows, write_peer_forms, write_protected, write_review
 from ..release.tabulate import tabulate
 from ..specs.schedule import load_schedule
@@ -79,3 +80,17 @@ def _claim_through(unit: Mapping | None, cell: str, schema: Mapping) -> str:
         if any(k == cell or k.startswith(cell + ":") for k in claim.get("cells", ())):
             return claim_text(claim, schema, unit).rstrip(".")
     return ""
+
+
+def write_pattern_release(inputs: Inputs, pattern, doc: Mapping, out: Path, rules) -> list[Path]:
+    """Another tool's pattern (applied to ``inputs``) with its audit's intervals, in every form: its
+    cells keep the status the tool gave them, and the reason names the tool's code."""
+    clear_release(out)
+    units = {u["geo"]: u for u in doc.get("units", ())}
+    why = {geo: {k: (s, f"{describe(pattern.system, pattern.codes[geo][k])} in {pattern.source}")
+                 for k, s in cells.items() if s in ("primary", "secondary")}
+           for geo, cells in pattern.statuses.items()}
+    rows = list(release_rows(tabulate(inputs.frame, inputs.schema, inputs.schedule), inputs.schema, units, why))
+    return [*write_protected(rows, inputs.schema, out),
+            write_review(rows, inputs.schema, protection_levels(rules), out),
+            *write_peer_forms(rows, inputs.schedule, inputs.schema, out)]
