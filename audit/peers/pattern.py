@@ -16,7 +16,7 @@ from ..specs.schedule import MARGIN, Schedule
 from .codes import HIDDEN, read
 
 # a status column's name -> the system whose codes it holds (the first found is read, unless one is named)
-STATUS_COLUMNS = {"status": "status", "sdcStatus": "sdctable", "suppressed": "gauss", "CONF_STATUS": "sdmx",
+STATUS_COLUMNS = {"status": "status", "sdcStatus": "sdctable", "sdctable": "sdctable", "suppressed": "gauss", "CONF_STATUS": "sdmx",
                   "sdmx_conf_status": "sdmx", "OBS_CONF": "sdmx", "tau_argus": "tau_argus", "tau_argus_sbs": "sbs"}
 TOTALS = {"Total", "total", "TOTAL", "Tot", MARGIN, ""}
 VALUE_COLUMNS = ("value", "freq")
@@ -49,6 +49,9 @@ def read_pattern(path: Path, inputs, column: str | None = None, table: str | Non
     if not rows:
         raise AuditError("the pattern file is empty", str(path), "give a CSV with a header and one row per cell")
     header = rows[0]
+    if column and column not in STATUS_COLUMNS:
+        raise AuditError(f"'{column}' is not a status column this tool reads", "--pattern-status",
+                         f"name one of {list(STATUS_COLUMNS)} (docs/peers.md), or rename the file's column")
     if column and column not in header:
         raise AuditError(f"no column '{column}'", str(path), f"name one of its columns: {header}")
     column = column or next((c for c in STATUS_COLUMNS if c in header), None)

@@ -1,0 +1,209 @@
+"""The protected release in the peers' codes (protected.csv, review.csv, tau-Argus CSV/SBS/.hst, SDMX) and
+another tool's pattern audited (``audit protect --audit-only --pattern``): tests/data/peers/README.md."""
+from __future__ import annotations
+
+import csv
+from fractions import Fraction
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from audit.cli import run
+from audit.errors import AuditError
+from audit.inputs import load_inputs
+from audit.peers import codes
+from audit.peers.pattern import read_pattern, with_pattern
+from audit.release.constraints import SUPPRESSED
+
+PEERS = Path(__file__).resolve().parent / "data" / "peers"
+BLOCK7 = Path(__file__).resolve().parents[1] / "samples" / "block7"
+REGIONS, HOVEDINT = ["Total", *"ABCDEFGH"], ["Total", "annet", "arbeid", "soshjelp", "trygd"]
+GAUSS_SUPPRESSED = (12, 13, 22, 23, 42, 43)  # GaussSuppression's z1 test (tests/test_peers.py reads them the same way)
+FORMS = ("T.csv", "T.sbs", "T.hst")
+
+
+def _rows(path: Path) -> list[dict]:
+    with path.open(newline="", encoding="utf-8") as f:
+        return list(csv.DictReader(f))
+
+
+@pytest.mark.parametrize("system", codes.SYSTEMS)
+def test_each_code_written_reads_back_to_the_same_code(system):
+    """write(read(write(status))) == write(status) for every status and system, and every code a system
+    defines reads as published, primary, secondary or a structural zero."""
+    for status in codes.STATUSES:
+        written = codes.code(status, system)
+        raw = ",".join("TRUE" if f else "FALSE" for f in written) if system == "gauss" else str(written)
+        assert codes.code(codes.read(raw, system, "f.csv: row 2"), system) == written
+    tables = {"tau_argus": codes.TAU_ARGUS_READ, "sbs": codes.SBS_READ, "sdctable": codes.SDCTABLE_READ,
+              "sdmx": codes.SDMX_READ}
+    for raw, status in tables.get(system, {}).items():
+        if status is not None:
+            assert codes.read(str(raw), system, "f.csv: row 2") == status
+
+
+def test_a_code_not_of_its_system_names_the_row_and_the_codes():
+    with pytest.raises(AuditError) as err:
+        codes.read("q", "sdctable", "f.csv: row 3")
+    assert err.value.line() == "f.csv: row 3: 'q' is not a sdctable status code -- fix: use one of ['s', 'z', 'u', 'x', 'w']"
+    assert codes.read("-11", "tau_argus", "") == codes.SECONDARY  # tau-Argus's audit negates a failing cell's status
+
+
+@pytest.fixture(scope="module")
+def z1(tmp_path_factory):
+    """SSBtools' z1 as microdata, published as GaussSuppression's cross table (no threshold of our own), with
+    GaussSuppressionFromData's output for it (``primary``, ``suppressed``: its test's rows) and the same
+    output with the primaries alone suppressed."""
+    folder = tmp_path_factory.mktemp("z1")
+    t = pd.read_csv(PEERS / "gausssuppression_z1.csv")
+    t.loc[t.index.repeat(t["ant"]), ["region", "hovedint"]].assign(block="b1").to_csv(folder / "data.csv", index=False)
+    schema = {"unit": "person", "geography": ["block"], "columns": {
+        c: {"type": "categorical", "values": {v: v for v in sorted(t[c].unique())}} for c in ("region", "hovedint")}}
+    (folder / "schema.yaml").write_text(yaml.safe_dump(schema))
+    (folder / "tables.yaml").write_text(yaml.safe_dump({"tables": [{"id": "T", "by": ["region", "hovedint"],
+                                                                    "margins": True}]}))
+    rows = []
+    for i, (r, h) in enumerate(((r, h) for r in REGIONS for h in HOVEDINT), start=1):
+        freq = int(t[((t.region == r) | (r == "Total")) & ((t.hovedint == h) | (h == "Total"))].ant.sum())
+        primary = "Total" not in (r, h) and freq <= 3
+        rows.append({"region": r, "hovedint": h, "freq": freq, "primary": str(primary).upper(),
+                     "suppressed": str(i in GAUSS_SUPPRESSED).upper()})
+    pd.DataFrame(rows).to_csv(folder / "gauss.csv", index=False)
+    pd.DataFrame(rows).assign(suppressed=[r["primary"] for r in rows]).to_csv(folder / "primaries.csv", index=False)
+    return folder
+
+
+def _audit(folder: Path, pattern: Path, out: str, *extra: str) -> int:
+    return run(["protect", str(folder / "data.csv"), "--schema", str(folder / "schema.yaml"), "--tables",
+                str(folder / "tables.yaml"), "--audit-only", "--pattern", str(pattern), "--out", str(folder / out),
+                *extra])
+
+
+def test_gausssuppression_z1_pattern_passes_with_each_hidden_cell_wide_enough(z1, capsys):
+    """GaussSuppression's z1 pattern (B, D, H x annet and arbeid): every hidden count keeps an interval of
+    7 values, as tests/test_peers.py finds; protected.csv carries them, with the cells' codes."""
+    assert _audit(z1, z1 / "gauss.csv", "gauss", "--quiet") == 0
+    hidden = {r["cell"]: r for r in _rows(z1 / "gauss" / "protected.csv") if r["status"] in codes.HIDDEN}
+    assert {k: (r["lower"], r["upper"], r["status"], r["tau_argus"], r["sdctable"]) for k, r in hidden.items()} == {
+        "B,arbeid": ("0", "6", "primary", "5", "u"), "D,arbeid": ("0", "6", "primary", "5", "u"),
+        "H,arbeid": ("0", "6", "primary", "5", "u"), "B,annet": ("2", "8", "secondary", "11", "x"),
+        "D,annet": ("9", "15", "secondary", "11", "x"), "H,annet": ("6", "12", "secondary", "11", "x")}
+    assert all(r["value"] == "" for r in hidden.values())
+    review = _rows(z1 / "gauss" / "review.csv")
+    assert len(review) == 6 and {r["protected"] for r in review} == {"yes"}
+    assert review[0]["reason"] == f"GaussSuppression primary, suppressed FALSE,TRUE in {z1 / 'gauss.csv'}"
+    assert (z1 / "gauss" / "tauargus" / "T.hst").read_text().splitlines() == [
+        "b1;B;annet;M", "b1;B;arbeid;U", "b1;D;annet;M", "b1;D;arbeid;U", "b1;H;annet;M", "b1;H;arbeid;U"]
+
+
+def test_gausssuppression_z1_primaries_alone_are_named_pinned_with_the_cells_that_pin_them(z1, capsys):
+    """Without its secondary cells the pattern leaves each primary pinned by its region's total less the
+    region's three published cells; the report names them and the claim they prove."""
+    capsys.readouterr()
+    assert _audit(z1, z1 / "primaries.csv", "primaries") == 1
+    out = capsys.readouterr().out
+    for line in ("b1 T:B,arbeid: [1, 1]  PINNED", "b1 T:D,arbeid: [2, 2]  PINNED", "b1 T:H,arbeid: [3, 3]  PINNED",
+                 "b1 proved: Exactly one person in block b1: arbeid; B. (from T:B,*, T:B,annet, T:B,soshjelp, T:B,trygd)"):
+        assert line in out.splitlines()
+    assert "proved: Exactly 11 persons" not in out  # a published count's own claim is not listed
+    review = _rows(z1 / "primaries" / "review.csv")
+    assert [(r["cell"], r["lower"], r["upper"], r["protected"]) for r in review] == [
+        ("B,arbeid", "1", "1", "pinned"), ("D,arbeid", "2", "2", "pinned"), ("H,arbeid", "3", "3", "pinned")]
+
+
+@pytest.mark.parametrize("column", ["status", "tau_argus", "tau_argus_sbs", "sdctable", "sdmx_conf_status"])
+def test_protected_csv_read_back_by_any_code_column_writes_the_same_files(z1, column):
+    """protected.csv read as a pattern through each code column, then written again: the same statuses,
+    intervals and peers' files (write -> read -> write)."""
+    if not (z1 / "gauss" / "protected.csv").exists():
+        assert _audit(z1, z1 / "gauss.csv", "gauss", "--quiet") == 0
+    assert _audit(z1, z1 / "gauss" / "protected.csv", f"again-{column}", "--quiet", "--pattern-status", column) == 0
+    cut = lambda rows: [{k: v for k, v in r.items() if k != "reason"} for r in rows]  # noqa: E731
+    assert cut(_rows(z1 / f"again-{column}" / "protected.csv")) == cut(_rows(z1 / "gauss" / "protected.csv"))
+    for name in FORMS:
+        assert (z1 / f"again-{column}" / "tauargus" / name).read_bytes() == (z1 / "gauss" / "tauargus" / name).read_bytes()
+
+
+@pytest.mark.parametrize("name", ["T.csv", "T.sbs"])
+def test_tauargus_files_read_back_without_a_header_write_the_same_files(z1, name):
+    """tau-Argus's code-value CSV (status number) and SBS form, as written, audited as patterns of table T."""
+    if not (z1 / "gauss" / "protected.csv").exists():
+        assert _audit(z1, z1 / "gauss.csv", "gauss", "--quiet") == 0
+    copy = z1 / name
+    copy.write_bytes((z1 / "gauss" / "tauargus" / name).read_bytes())
+    assert _audit(z1, copy, f"tau-{name}", "--quiet") == 0
+    for form in FORMS:
+        assert (z1 / f"tau-{name}" / "tauargus" / form).read_bytes() == (z1 / "gauss" / "tauargus" / form).read_bytes()
+
+
+def test_a_pattern_of_other_counts_or_cells_is_refused_naming_the_row(z1, capsys):
+    inputs = load_inputs(z1 / "data.csv", z1 / "schema.yaml", z1 / "tables.yaml")
+    bad = pd.read_csv(z1 / "gauss.csv", keep_default_na=False)
+    bad.loc[3, "freq"] = 99
+    bad.to_csv(z1 / "bad.csv", index=False)
+    with pytest.raises(AuditError) as err:
+        read_pattern(z1 / "bad.csv", inputs)
+    assert err.value.line() == (f"{z1 / 'bad.csv'}: row 5: cell T:*,soshjelp of unit b1 is 99 in the pattern but 283 in "
+                                "the data -- fix: audit the pattern with the data, schema and tables it was made from")
+    bad = pd.read_csv(z1 / "gauss.csv", keep_default_na=False)
+    bad.loc[3, "region"] = "Z"
+    bad.to_csv(z1 / "bad.csv", index=False)
+    with pytest.raises(AuditError, match="row 5: the row names no cell of the schedule"):
+        read_pattern(z1 / "bad.csv", inputs)
+    assert _audit(z1, z1 / "gauss.csv", "x", "--quiet") == 0
+    assert run(["protect", str(z1 / "data.csv"), "--schema", str(z1 / "schema.yaml"), "--tables",
+                str(z1 / "tables.yaml"), "--pattern", str(z1 / "gauss.csv"), "--out", str(z1 / "y")]) == 2
+    assert "--pattern: --pattern is audited, not protected -- fix: add --audit-only" in capsys.readouterr().err
+
+
+def test_a_pattern_that_publishes_what_the_schedule_hides_is_refused(z1):
+    """The schedule's own threshold would hide cells the pattern publishes: the audit would not be of it."""
+    (z1 / "threshold.yaml").write_text(yaml.safe_dump({"protection": {"suppress_below": 4}, "tables": [
+        {"id": "T", "by": ["region", "hovedint"], "margins": True}]}))
+    inputs = load_inputs(z1 / "data.csv", z1 / "schema.yaml", z1 / "threshold.yaml")
+    pattern = read_pattern(z1 / "primaries.csv", inputs)
+    assert with_pattern(inputs, pattern).schedule.suppress == {"b1": frozenset(["T:B,arbeid", "T:D,arbeid", "T:H,arbeid"])}
+    (z1 / "complementary.yaml").write_text(yaml.safe_dump({"protection": {"suppress_below": 4, "complementary": True},
+                                                           "tables": [{"id": "T", "by": ["region", "hovedint"],
+                                                                       "margins": True}]}))
+    inputs = load_inputs(z1 / "data.csv", z1 / "schema.yaml", z1 / "complementary.yaml")
+    with pytest.raises(AuditError, match="is published in the pattern, but the schedule's own protection hides it"):
+        with_pattern(inputs, read_pattern(z1 / "primaries.csv", inputs))
+
+
+def test_protected_csv_of_protect_is_the_reaudited_release(tmp_path):
+    """audit protect on block7: protected.csv hides exactly what protected.yaml's release hides, publishes
+    every other value as the data give it, carries the re-audit's interval for each hidden value and a
+    reason; read back as a pattern it hides the same cells."""
+    out = tmp_path / "out"
+    assert run(["protect", str(BLOCK7 / "data.csv"), "--schema", str(BLOCK7 / "schema.yaml"), "--tables",
+                str(BLOCK7 / "tables.yaml"), "--out", str(out), "--quiet"]) == 0
+    rows = _rows(out / "protected.csv")
+    protected = load_inputs(BLOCK7 / "data.csv", BLOCK7 / "schema.yaml", out / "protected.yaml")
+    release = {(("/".join(r.geo)), v.key): v for r in protected.release() for v in r.values}
+    truth = {("/".join(r.geo), v.key): v for r in load_inputs(BLOCK7 / "data.csv", BLOCK7 / "schema.yaml",
+                                                               BLOCK7 / "tables.yaml").release() for v in r.values}
+    findings = __import__("json").loads((out / "findings.json").read_text())
+    intervals = {u["geo"]: u["intervals"] for u in findings["units"]}
+    assert len(rows) == len(release) == 42
+    for r in rows:
+        key = f"{r['table']}:{r['cell']}:{r['statistic']}"
+        value = release[(r["block"], key)]
+        assert (r["status"] in codes.HIDDEN) == (value.status == SUPPRESSED)
+        if value.status == SUPPRESSED:
+            iv = intervals[r["block"]].get(key if r["statistic"] != "count" else f"{r['table']}:{r['cell']}")
+            assert r["value"] == "" and r["reason"]
+            assert iv is None and r["lower"] == "" or [Fraction(r["lower"]), Fraction(r["upper"])] == [
+                Fraction(x).limit_denominator(1000) for x in iv]
+        else:
+            assert r["value"] == truth[(r["block"], key)].text() and r["lower"] == r["upper"] == ""
+    reasons = {r["cell"]: r["reason"] for r in rows if r["statistic"] == "count" and r["status"] == "secondary"}
+    assert set(reasons) == {"2B", "2D", "4A"} and all(v.startswith("reconstruction: without it the published cells "
+                                                                  "prove claims that fail") for v in reasons.values())
+    original = load_inputs(BLOCK7 / "data.csv", BLOCK7 / "schema.yaml", BLOCK7 / "tables.yaml")
+    back = read_pattern(out / "protected.csv", original)
+    assert back.hidden() == {"0001": frozenset(k.rpartition(":")[0] for (_, k), v in release.items()
+                                               if v.status == SUPPRESSED and k.endswith(":count"))}
+    assert (out / "protected.parquet").exists() == bool(__import__("importlib").util.find_spec("pyarrow"))
