@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Mapping
 
 from ..errors import AuditError
+from ..paths import read_text
 from ..release.constraints import PUBLISHED as SHOWN, SUPPRESSED
 from ..release.tabulate import tabulate, units_of
 from ..specs.schedule import MARGIN, Schedule
@@ -45,7 +46,7 @@ def read_pattern(path: Path, inputs, column: str | None = None, table: str | Non
     the first of :data:`STATUS_COLUMNS` present); a file without a header is tau-Argus's code-value
     CSV (``.csv``, status number last) or its SBS form (``.sbs``), of the table ``table`` (default: the
     file's name). Errors name the file and row."""
-    rows = list(csv.reader(Path(path).read_text(encoding="utf-8-sig").splitlines()))
+    rows = list(csv.reader(read_text(path, "pattern CSV").splitlines()))
     if not rows:
         raise AuditError("the pattern file is empty", str(path), "give a CSV with a header and one row per cell")
     header = rows[0]
