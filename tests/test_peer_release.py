@@ -207,3 +207,29 @@ def test_protected_csv_of_protect_is_the_reaudited_release(tmp_path):
     assert back.hidden() == {"0001": frozenset(k.rpartition(":")[0] for (_, k), v in release.items()
                                                if v.status == SUPPRESSED and k.endswith(":count"))}
     assert (out / "protected.parquet").exists() == bool(__import__("importlib").util.find_spec("pyarrow"))
+
+
+def test_cells_a_tract_adds_to_its_blocks_say_so_in_protected_csv(tmp_path):
+    """tests/test_levels.py's tract: block b1's man and his complement are hidden by its own search, two
+    more cells by the tract's joint search; protected.csv names each cell's reason by the search that hid it."""
+    from test_levels import _tract
+
+    _tract(tmp_path)
+    assert run(["protect", str(tmp_path / "data.csv"), "-s", str(tmp_path / "schema.yaml"), "-t",
+                str(tmp_path / "tables.yaml"), "--rules", str(tmp_path / "rules.yaml"), "-o", str(tmp_path / "out"),
+                "--quiet"]) == 0
+    hidden = {(r["block"], r["cell"]): (r["status"], r["lower"], r["upper"], r["reason"])
+              for r in _rows(tmp_path / "out" / "protected.csv") if r["status"] in codes.HIDDEN}
+    review = {(r["unit"], r["cell"]): r["protected"] for r in _rows(tmp_path / "out" / "review.csv")}
+    coupled = "coupled: without it the tables of t1 and of its child units narrow a hidden cell below the protection levels"
+    assert hidden == {
+        ("b1", "M"): ("primary", "0", "5", "published count under the small-cell threshold (3; small_cells rule)"),
+        ("b1", "F"): ("secondary", "0", "5", "complementary: keeps a primary cell of its line from being recovered "
+                                             "from the margins"),
+        ("b2", "M"): ("secondary", "0", "8", coupled), ("b2", "F"): ("secondary", "0", "8", coupled)}
+    assert set(review.values()) == {"yes"}  # the joint search's pattern meets the levels in the re-audit
+
+
+def test_a_missing_pattern_file_is_one_line(z1, capsys):
+    assert _audit(z1, z1 / "none.csv", "none", "--quiet") == 2
+    assert capsys.readouterr().err.strip() == f"error: {z1 / 'none.csv'}: file not found -- fix: check the path"

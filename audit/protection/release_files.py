@@ -66,11 +66,13 @@ def reasons(report: Mapping, before: Mapping) -> dict[str, dict[str, tuple[str, 
             mine.setdefault(cell, ("secondary", f"reconstruction: without it the published cells prove claims that "
                                                 f"fail {rules}" + (f" (e.g. {example})" if example else "")))
     for d in report.get("levels", ()):
-        for entry in d.get("cells", ()):
-            geo, _, cell = entry.rpartition("/")
-            out.setdefault(geo, {}).setdefault(cell, ("secondary", f"coupled: the tables of {d['geo']} with its "
-                                                                   f"child units ({', '.join(d.get('rules', ()))}) "
-                                                                   "proved a claim or narrowed a hidden cell through it"))
+        for entry in d.get("cells", ()):  # coupled keys: CHILD/TABLE:CELL below the parent, or the parent's own
+            below, _, cell = entry.rpartition("/")
+            rules = [r for r in d.get("rules", ()) if r != "protection_levels"]
+            what = (f"prove claims that fail {', '.join(rules)}" if rules else
+                    "narrow a hidden cell below the protection levels")
+            out.setdefault(f"{d['geo']}/{below}" if below else d["geo"], {}).setdefault(cell, (
+                "secondary", f"coupled: without it the tables of {d['geo']} and of its child units {what}"))
     return out
 
 
