@@ -233,3 +233,43 @@ def test_cells_a_tract_adds_to_its_blocks_say_so_in_protected_csv(tmp_path):
 def test_a_missing_pattern_file_is_one_line(z1, capsys):
     assert _audit(z1, z1 / "none.csv", "none", "--quiet") == 2
     assert capsys.readouterr().err.strip() == f"error: {z1 / 'none.csv'}: file not found -- fix: check the path"
+
+
+def test_rounded_counts_are_rounded_in_every_code_and_means_published(tmp_path):
+    """A schedule that rounds counts to 5: each count is `rounded` (tau-Argus 1, V, s, F), means stay
+    `published`, nothing is hidden, so there is no interval and no reason."""
+    from audit.peers.release import release_rows
+
+    doc = yaml.safe_load((BLOCK7 / "tables.yaml").read_text())
+    doc["protection"] = {"round_to": 5}
+    (tmp_path / "tables.yaml").write_text(yaml.safe_dump(doc))
+    inputs = load_inputs(BLOCK7 / "data.csv", BLOCK7 / "schema.yaml", tmp_path / "tables.yaml")
+    rows = list(release_rows(inputs.release(), inputs.schema, {}))
+    assert {(r["statistic"] == "count", r["status"]) for r in rows} == {(True, "rounded"), (False, "published")}
+    assert {(r["tau_argus"], r["tau_argus_sbs"], r["sdctable"], r["sdmx_conf_status"]) for r in rows} == {(1, "V", "s", "F")}
+    assert {r["value"] for r in rows if r["statistic"] == "count"} <= {"0", "5", "10"}
+    assert {(r["lower"], r["reason"]) for r in rows} == {("", "")}
+
+
+def test_z2_primaries_as_sdctable_marks_them_leave_all_nine_pinned(tmp_path, capsys):
+    """SSBtools' z2 as tests/test_cellspace.py publishes it (region within fylke, and kostragr, by
+    hovedint), one file for both tables as a cross table's rows (a column a table does not break down
+    is Total), with sdcTable's statuses after ``primarySuppression(type = "freq", maxN = 3)`` and no
+    secondary suppression: every primary is pinned by its margins, and the report names the nine."""
+    from test_cellspace import z2_folder
+
+    f = z2_folder(tmp_path)
+    inputs = load_inputs(f / "data.csv", f / "schema.yaml", f / "tables.yaml")
+    rows = []
+    for v in inputs.release()[0].values:
+        codes_ = dict(zip(inputs.schedule.table(v.cell.table).by, v.cell.id.split(",")))
+        n = int(v.value)
+        rows.append({c: codes_.get(c, "*").replace("*", "Total") for c in ("fylke", "region", "kostragr", "hovedint")}
+                    | {"freq": n, "sdcStatus": "u" if 0 < n <= 3 else "s"})
+    pd.DataFrame(rows).to_csv(f / "sdc.csv", index=False)
+    assert _audit(f, f / "sdc.csv", "out") == 1
+    pinned = sorted(line.split()[1].rstrip(":") for line in capsys.readouterr().out.splitlines() if line.endswith("PINNED"))
+    assert pinned == ["K:400,arbeid", "R:1,I,annet", "R:1,I,trygd", "R:10,*,arbeid", "R:10,K,arbeid", "R:4,*,arbeid",
+                      "R:4,B,arbeid", "R:5,D,arbeid", "R:8,H,arbeid"]
+    review = _rows(f / "out" / "review.csv")
+    assert len(review) == 9 and {r["protected"] for r in review} == {"pinned"} and {r["status"] for r in review} == {"primary"}

@@ -87,6 +87,7 @@ def _read(source: str, header: list[str], body, inputs, column: str, table: str 
     of that table (its cells named by ``cell`` alone)."""
     schedule, system = inputs.schedule, STATUS_COLUMNS[column]
     units, ids = _units(inputs), {c.key for c in schedule.cells}
+    dims = set(header) & set(inputs.schema.known())
     geo_cols = [g for g in inputs.schema.geography if g in header]
     statuses: dict[str, dict[str, str]] = {}
     codes: dict[str, dict[str, str]] = {}
@@ -98,7 +99,7 @@ def _read(source: str, header: list[str], body, inputs, column: str, table: str 
         where = f"{source}: row {n}"
         raw = f"{rec.get('primary', 'FALSE')},{rec[column]}" if system == "gauss" else rec[column]
         status = read(raw, system, where)
-        for k in _keys(rec, schedule, ids, table, where):
+        for k in _keys(rec, schedule, ids, dims, table, where):
             geo = _geo(rec, geo_cols, schedule.table(k.split(":")[0]).level, units, where)
             value = next((rec[c] for c in VALUE_COLUMNS if c in rec), None)
             if rec.get("statistic", "count") == "count" and value not in (None, "", "x", "-") and status not in HIDDEN:
@@ -112,9 +113,11 @@ def _read(source: str, header: list[str], body, inputs, column: str, table: str 
     return pattern
 
 
-def _keys(rec: Mapping[str, str], schedule: Schedule, ids: set[str], table: str | None, where: str) -> list[str]:
+def _keys(rec: Mapping[str, str], schedule: Schedule, ids: set[str], dims: set[str], table: str | None,
+          where: str) -> list[str]:
     """The schedule's cells (``ids``) a row names: by ``table`` and ``cell``, else by the codes of each
-    table's ``by`` columns (a total as Total, * or empty)."""
+    table's ``by`` columns (a total as Total, * or empty), in every table whose columns the row has and
+    that breaks down none of its other columns (``dims``: the file's schema columns) by a code."""
     if "table" in rec and "cell" in rec:
         key = f"{rec['table']}:{rec['cell']}"
         if key not in ids:
@@ -124,6 +127,8 @@ def _keys(rec: Mapping[str, str], schedule: Schedule, ids: set[str], table: str 
     for t in schedule.tables:
         if (table and t.id != table) or not t.by or not all(b in rec for b in t.by):
             continue
+        if any(rec[d].strip() not in TOTALS for d in dims if d not in t.by):
+            continue  # the row is a cell of a table that breaks it down by this column too
         key = f"{t.id}:" + ",".join(MARGIN if rec[b].strip() in TOTALS else rec[b].strip() for b in t.by)
         if key in ids:
             keys.append(key)
