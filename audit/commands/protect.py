@@ -14,7 +14,7 @@ from ..errors import AuditError
 from ..outputs.words import claim_text
 from ..peers.pattern import read_pattern, with_pattern
 from ..policy.checks import pinned_words, too_narrow, unit_intervals
-from ..protection.release_files import protection_levels, write_pattern_release
+from ..protection.release_files import clear_release, protection_levels, write_pattern_release
 from ..policy.rules import load_rules
 from ..outputs.terminal import echo
 from . import DataArg, OutOpt, QuietOpt, SchemaOpt, SeedOpt, TablesOpt, inputs_from, named_file, output_folder
@@ -150,6 +150,7 @@ def _audit_only(inputs, exact, policy, out: Path, quiet: bool, pattern=None) -> 
     """Print each unit's hidden cells with their intervals and the failing rules; exit 1 on fail. With
     another tool's ``pattern``: mark the cells it leaves pinned or narrow, list the claims the published
     cells prove, and write the release and review sheet in every form (:mod:`audit.peers.release`)."""
+    clear_release(out)  # an earlier protect's release must not pass for this audit's
     doc = audit_pattern(inputs, exact, policy, out, progress=not quiet)
     levels = protection_levels(policy)
     if pattern is not None:

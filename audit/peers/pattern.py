@@ -21,7 +21,7 @@ STATUS_COLUMNS = {"status": "status", "sdcStatus": "sdctable", "sdctable": "sdct
                   "sdmx_conf_status": "sdmx", "OBS_CONF": "sdmx", "tau_argus": "tau_argus", "tau_argus_sbs": "sbs"}
 TOTALS = {"Total", "total", "TOTAL", "Tot", MARGIN, ""}
 VALUE_COLUMNS = ("value", "freq")
-HEADERLESS = {".csv": "tau_argus", ".sbs": "sbs"}  # tau-Argus's own files (as write_peer_forms writes them)
+HEADERLESS = {".csv": "tau_argus", ".sbs": "sbs"}  # tau-Argus's own files (as audit.peers.release writes them)
 
 
 @dataclass(frozen=True)

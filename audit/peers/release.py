@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import csv
 import re
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Iterable, Mapping
 
-from ..policy.checks import protection_needed, unit_intervals
+from ..policy.checks import too_narrow, unit_intervals
 from ..release.constraints import STRUCTURAL, SUPPRESSED, UnitRelease, Value
 from ..specs.schedule import MARGIN, Schedule
 from ..specs.schema_types import Schema
@@ -37,10 +38,12 @@ def status_of(value: Value, release: UnitRelease, hidden_as: Mapping[str, str], 
 
 
 def release_rows(releases: Iterable[UnitRelease], schema: Schema, units: Mapping[str, Mapping],
-                 reasons: Mapping[str, Mapping[str, tuple[str, str]]] | None = None, noisy: bool = False):
-    """One dict per published value. ``units``: geo key -> the findings unit that audited it (its
-    hidden cells' intervals); ``reasons``: geo key -> cell key -> (primary | secondary, why)."""
-    reasons = reasons or {}
+                 reasons: Mapping[str, Mapping[str, tuple[str, str]]] | None = None, levels: Mapping | None = None,
+                 noisy: bool = False):
+    """One dict per published value, unit by unit. ``units``: geo key -> the findings unit that audited
+    it (its hidden cells' intervals); ``reasons``: geo key -> cell key -> (primary | secondary, why);
+    ``levels``: the protection levels each hidden value's interval is judged by (:func:`judged`)."""
+    reasons, levels = reasons or {}, {"lower": 1, "upper": 1} if levels is None else levels
     for release in releases:
         geo = "/".join(release.geo)
         intervals = unit_intervals(units.get(geo) or {})
@@ -52,10 +55,21 @@ def release_rows(releases: Iterable[UnitRelease], schema: Schema, units: Mapping
             row = {**place, "level": release.level, "table": v.cell.table, "cell": v.cell.id, "label": v.cell.label,
                    "statistic": v.stat.name, "value": "" if status in HIDDEN else v.text(), "status": status}
             row |= {c: code(status, s) for c, s in zip(CODE_COLUMNS, ("tau_argus", "sbs", "sdctable", "sdmx"))}
-            iv = intervals.get(v.cell.key if v.stat.kind == "count" else v.key) if status in HIDDEN else None
-            row |= _interval(iv) | {"reason": why.get(v.cell.key, ("", ""))[1] or _default_reason(status, release, v)}
-            row["_truth"] = iv.get("value") if iv else None  # for the review sheet only: never written here
+            key = v.cell.key if v.stat.kind == "count" else v.key
+            iv = intervals.get(key) if status in HIDDEN else None
+            row |= _interval(iv) | {"protected": judged(key, iv, levels) if status in HIDDEN else "",
+                                    "reason": why.get(v.cell.key, ("", ""))[1] or _default_reason(status, release, v)}
             yield row
+
+
+def judged(key: str, iv: Mapping | None, levels: Mapping) -> str:
+    """A hidden value's interval against the protection levels (the rule's own test, :func:`too_narrow`):
+    yes, narrow, pinned (one value), or not audited (no interval, or no true value to judge it by)."""
+    if not iv or "value" not in iv:
+        return "not audited"
+    if iv["lo"] == iv["hi"]:
+        return "pinned"
+    return "narrow" if too_narrow(levels, {key: iv}) else "yes"
 
 
 def _interval(iv: Mapping | None) -> dict:
@@ -76,61 +90,6 @@ def _default_reason(status: str, release: UnitRelease, value: Value) -> str:
     return ""
 
 
-def write_protected(rows: list[dict], schema: Schema, out: Path) -> list[Path]:
-    """``protected.csv`` (and ``protected.parquet`` when pyarrow is installed): the publishable release."""
-    columns = [*schema.geography, "level", "table", "cell", "label", "statistic", "value", "status", *CODE_COLUMNS,
-               "lower", "upper", "certified", "reason"]
-    path = out / CSV_FILE
-    with path.open("w", newline="", encoding="utf-8") as f:
-        w = csv.DictWriter(f, columns, extrasaction="ignore")
-        w.writeheader()
-        w.writerows(rows)
-    written = [path]
-    try:
-        import pyarrow as pa
-        import pyarrow.csv as pacsv
-        import pyarrow.parquet as pq
-    except ImportError:
-        return written
-    types = {c: pa.string() for c in columns}
-    table = pacsv.read_csv(path, convert_options=pacsv.ConvertOptions(column_types=types, strings_can_be_null=False))
-    pq.write_table(table, out / PARQUET_FILE)
-    return [*written, out / PARQUET_FILE]
-
-
-def write_review(rows: list[dict], schema: Schema, levels: Mapping, out: Path, name: str = REVIEW_FILE) -> Path:
-    """The suppressions as a sheet a reviewer signs: each hidden value, its interval, whether that meets
-    the protection levels, why it is hidden, and empty reviewer / decision / comment columns."""
-    path = out / name
-    with path.open("w", newline="", encoding="utf-8") as f:
-        w = csv.DictWriter(f, REVIEW_COLUMNS, extrasaction="ignore")
-        w.writeheader()
-        for r in rows:
-            if r["status"] in HIDDEN:
-                unit = "/".join(r[g] for g in schema.geography if r[g])
-                w.writerow({**r, "unit": unit, "protected": meets(r, levels), "reviewer": "", "decision": "",
-                            "comment": ""})
-    return path
-
-
-def meets(row: Mapping, levels: Mapping) -> str:
-    """Whether a hidden value's interval reaches the protection levels: yes, pinned, narrow, or not
-    audited (the value's interval was not computed)."""
-    truth, lo, hi = row.get("_truth"), row.get("lower"), row.get("upper")
-    if truth is None or lo == "" or hi == "":
-        return "not audited"
-    lo, hi = float(_number(lo)), float(_number(hi))
-    if lo == hi:
-        return "pinned"
-    below, above = protection_needed(levels, truth, row["statistic"] == "count")
-    return "yes" if row.get("certified") == "yes" and truth - lo >= below and hi - truth >= above else "narrow"
-
-
-def _number(text) -> float:
-    num, _, den = str(text).partition("/")
-    return float(num) / float(den) if den else float(num)
-
-
 def cell_codes(schedule: Schedule, table_id: str, cell_id: str) -> list[tuple[str, str]]:
     """A cell's explanatory variables and codes as the peers name them (a margin is ``Total``); a table
     listed cell by cell has one variable, ``cell``."""
@@ -141,40 +100,76 @@ def cell_codes(schedule: Schedule, table_id: str, cell_id: str) -> list[tuple[st
     return [("cell", cell_id)]
 
 
-def write_peer_forms(rows: list[dict], schedule: Schedule, schema: Schema, out: Path) -> list[Path]:
-    """tau-Argus's code-value CSV with the status number and its SBS form (one file per table and
-    statistic, the geography as the first explanatory variables), an a-priori ``.hst`` per table of
-    the hidden cells (``U`` primary, ``M`` secondary: tau-Argus keeps them hidden), and the release in
-    long form with SDMX CL_CONF_STATUS. A hidden value is written ``x`` with an empty frequency: these
-    files are the release, not tau-Argus's confidential working table."""
+def write_release(rows: Iterable[dict], schedule: Schedule, schema: Schema, out: Path) -> list[Path]:
+    """Every form in one pass over ``rows`` (memory flat in their number):
+
+    - ``protected.csv`` (and ``protected.parquet`` when pyarrow is installed): the publishable release;
+    - ``review.csv``: the hidden values, their interval, whether it meets the protection levels and why
+      they are hidden, with empty reviewer / decision / comment columns to sign;
+    - ``tauargus/``: tau-Argus's code-value CSV with the status number and its SBS form, per table and
+      statistic (the geography as the first explanatory variables), and an a-priori ``.hst`` per table of
+      the hidden cells (``U`` primary, ``M`` secondary). A hidden value is ``x`` with an empty frequency:
+      these are the release, not tau-Argus's confidential working table;
+    - ``protected_sdmx.csv``: the release in long form with SDMX CL_CONF_STATUS."""
     folder = out / TAU_FOLDER
     folder.mkdir(parents=True, exist_ok=True)
-    files: dict[Path, list[str]] = {}
-    for r in rows:
-        geo = [r[g] for g in schema.geography if r[g]]
-        codes = geo + [c for _, c in cell_codes(schedule, r["table"], r["cell"])]
-        hidden = r["status"] in HIDDEN
-        value = "x" if hidden else r["value"]
-        stem = r["table"] if r["statistic"] == "count" else f"{r['table']}_{re.sub(r'[^A-Za-z0-9]+', '_', r['statistic']).strip('_')}"
-        files.setdefault(folder / f"{stem}.csv", []).append(_line([*codes, value, str(r["tau_argus"])]))
-        freq = "" if hidden or r["statistic"] != "count" else r["value"]
-        files.setdefault(folder / f"{stem}.sbs", []).append(_line([*codes, value, freq, r["tau_argus_sbs"]]))
-        if hidden and r["statistic"] == "count":
-            files.setdefault(folder / f"{r['table']}.hst", []).append(
-                ";".join([*codes, "U" if r["status"] == PRIMARY else "M"]))
-    for path, lines in files.items():
-        path.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
-    sdmx = out / SDMX_FILE
-    with sdmx.open("w", newline="", encoding="utf-8") as f:
-        w = csv.writer(f)
-        w.writerow([*(g.upper() for g in schema.geography), "TABLE", "CELL", "STATISTIC", "OBS_VALUE", "CONF_STATUS"])
+    columns = [*schema.geography, "level", "table", "cell", "label", "statistic", "value", "status", *CODE_COLUMNS,
+               "lower", "upper", "certified", "reason"]
+    with ExitStack() as stack:
+        def opened(path: Path):
+            return stack.enter_context(path.open("w", newline="", encoding="utf-8"))
+
+        main = csv.DictWriter(opened(out / CSV_FILE), columns, extrasaction="ignore")
+        review = csv.DictWriter(opened(out / REVIEW_FILE), REVIEW_COLUMNS, extrasaction="ignore")
+        sdmx = csv.writer(opened(out / SDMX_FILE))
+        main.writeheader()
+        review.writeheader()
+        sdmx.writerow([*(g.upper() for g in schema.geography), "TABLE", "CELL", "STATISTIC", "OBS_VALUE", "CONF_STATUS"])
+        peers: dict[Path, object] = {}
+
+        def line(path: Path, text: str) -> None:
+            if path not in peers:
+                peers[path] = opened(path)
+            peers[path].write(text + "\n")
+
         for r in rows:
-            w.writerow([*(r[g] for g in schema.geography), r["table"], r["cell"], r["statistic"], r["value"],
-                        r["sdmx_conf_status"]])
-    return [*files, sdmx]
+            main.writerow(r)
+            geo = [r[g] for g in schema.geography if r[g]]
+            sdmx.writerow([*(r[g] for g in schema.geography), r["table"], r["cell"], r["statistic"], r["value"],
+                           r["sdmx_conf_status"]])
+            hidden = r["status"] in HIDDEN
+            if hidden:
+                review.writerow({**r, "unit": "/".join(geo)})
+            codes = geo + [c for _, c in cell_codes(schedule, r["table"], r["cell"])]
+            value = "x" if hidden else r["value"]
+            stat = re.sub(r"[^A-Za-z0-9]+", "_", r["statistic"]).strip("_")
+            stem = r["table"] if r["statistic"] == "count" else f"{r['table']}_{stat}"
+            line(folder / f"{stem}.csv", _line([*codes, value, r["tau_argus"]]))
+            freq = "" if hidden or r["statistic"] != "count" else r["value"]
+            line(folder / f"{stem}.sbs", _line([*codes, value, freq, r["tau_argus_sbs"]]))
+            if hidden and r["statistic"] == "count":
+                line(folder / f"{r['table']}.hst", ";".join([*codes, "U" if r["status"] == PRIMARY else "M"]))
+    return [out / CSV_FILE, *_parquet(out / CSV_FILE, columns), out / REVIEW_FILE, *peers, out / SDMX_FILE]
 
 
-def _line(fields: list[str]) -> str:
+def _parquet(path: Path, columns: list[str]) -> list[Path]:
+    """``protected.parquet`` beside ``protected.csv``, every column text, converted batch by batch."""
+    try:
+        import pyarrow as pa
+        import pyarrow.csv as pacsv
+        import pyarrow.parquet as pq
+    except ImportError:
+        return []
+    target = path.with_suffix(".parquet")
+    options = pacsv.ConvertOptions(column_types={c: pa.string() for c in columns}, strings_can_be_null=False)
+    reader = pacsv.open_csv(path, convert_options=options)
+    with pq.ParquetWriter(target, reader.schema) as writer:
+        for batch in reader:
+            writer.write_batch(batch)
+    return [target]
+
+
+def _line(fields: list) -> str:
     """One comma-separated record, quoted where a field holds a comma or a quote (as tau-Argus's
     "embed quotes" option does)."""
     return ",".join('"' + f.replace('"', '""') + '"' if ("," in f or '"' in f) else f for f in map(str, fields))

@@ -9,7 +9,7 @@ from ..inputs import Inputs
 from ..outputs.words import claim_text
 from ..paths import clear_outputs
 from ..peers.codes import describe
-from ..peers.release import CSV_FILE, PARQUET_FILE, REVIEW_FILE, SDMX_FILE, TAU_FOLDER, release_rows, write_peer_forms, write_protected, write_review
+from ..peers.release import CSV_FILE, PARQUET_FILE, REVIEW_FILE, SDMX_FILE, TAU_FOLDER, release_rows, write_release as write_forms
 from ..release.tabulate import tabulate
 from ..specs.schedule import load_schedule
 
@@ -37,10 +37,9 @@ def write_release(inputs: Inputs, schedule_path: Path, after: Mapping, out: Path
     """The protected schedule's release with its re-audit's intervals, written in every form."""
     schedule = load_schedule(schedule_path, inputs.schema)
     units = {u["geo"]: u for u in after.get("units", ())}
-    rows = list(release_rows(tabulate(inputs.frame, inputs.schema, schedule), inputs.schema, units, reasons, noisy))
-    return [*write_protected(rows, inputs.schema, out),
-            write_review(rows, inputs.schema, protection_levels(rules), out),
-            *write_peer_forms(rows, schedule, inputs.schema, out)]
+    rows = release_rows(tabulate(inputs.frame, inputs.schema, schedule), inputs.schema, units, reasons,
+                        protection_levels(rules), noisy)
+    return write_forms(rows, schedule, inputs.schema, out)
 
 
 def reasons(report: Mapping, before: Mapping) -> dict[str, dict[str, tuple[str, str]]]:
@@ -87,12 +86,10 @@ def _claim_through(unit: Mapping | None, cell: str, schema: Mapping) -> str:
 def write_pattern_release(inputs: Inputs, pattern, doc: Mapping, out: Path, rules) -> list[Path]:
     """Another tool's pattern (applied to ``inputs``) with its audit's intervals, in every form: its
     cells keep the status the tool gave them, and the reason names the tool's code."""
-    clear_release(out)
     units = {u["geo"]: u for u in doc.get("units", ())}
     why = {geo: {k: (s, f"{describe(pattern.system, pattern.codes[geo][k])} in {pattern.source}")
                  for k, s in cells.items() if s in ("primary", "secondary")}
            for geo, cells in pattern.statuses.items()}
-    rows = list(release_rows(tabulate(inputs.frame, inputs.schema, inputs.schedule), inputs.schema, units, why))
-    return [*write_protected(rows, inputs.schema, out),
-            write_review(rows, inputs.schema, protection_levels(rules), out),
-            *write_peer_forms(rows, inputs.schedule, inputs.schema, out)]
+    rows = release_rows(tabulate(inputs.frame, inputs.schema, inputs.schedule), inputs.schema, units, why,
+                        protection_levels(rules))
+    return write_forms(rows, inputs.schedule, inputs.schema, out)
