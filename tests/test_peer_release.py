@@ -209,15 +209,17 @@ def test_protected_csv_of_protect_is_the_reaudited_release(tmp_path):
     assert (out / "protected.parquet").exists() == bool(__import__("importlib").util.find_spec("pyarrow"))
 
 
-def test_cells_a_tract_adds_to_its_blocks_say_so_in_protected_csv(tmp_path):
+def test_cells_a_tract_adds_to_its_blocks_say_so_in_protected_csv(tmp_path, capsys):
     """tests/test_levels.py's tract: block b1's man and his complement are hidden by its own search, two
     more cells by the tract's joint search; protected.csv names each cell's reason by the search that hid it."""
     from test_levels import _tract
 
     _tract(tmp_path)
     assert run(["protect", str(tmp_path / "data.csv"), "-s", str(tmp_path / "schema.yaml"), "-t",
-                str(tmp_path / "tables.yaml"), "--rules", str(tmp_path / "rules.yaml"), "-o", str(tmp_path / "out"),
-                "--quiet"]) == 0
+                str(tmp_path / "tables.yaml"), "--rules", str(tmp_path / "rules.yaml"), "-o", str(tmp_path / "out")]) == 0
+    out = tmp_path / "out"
+    assert (f"Release to publish: {out / 'protected.csv'} (statuses in tau-Argus, sdcTable and SDMX codes; tau-Argus "
+            f"files and .hst in {out / 'tauargus'}); suppressions to sign: {out / 'review.csv'}") in capsys.readouterr().out
     hidden = {(r["block"], r["cell"]): (r["status"], r["lower"], r["upper"], r["reason"])
               for r in _rows(tmp_path / "out" / "protected.csv") if r["status"] in codes.HIDDEN}
     review = {(r["unit"], r["cell"]): r["protected"] for r in _rows(tmp_path / "out" / "review.csv")}

@@ -105,7 +105,10 @@ def register(app: typer.Typer) -> None:
                      f"{out / 'findings.json'}")
             elif rec:
                 echo(f"Recommendation: {out / 'protected.yaml'}, {out / 'protection.json'}, {out / 'findings.json'}")
-            else:
+            if report.get("release_files"):
+                echo(f"Release to publish: {out / 'protected.csv'} (statuses in tau-Argus, sdcTable and SDMX codes; "
+                     f"tau-Argus files and .hst in {out / 'tauargus'}); suppressions to sign: {out / 'review.csv'}")
+            if not rec:
                 echo(f"No recommendation ({report.get('reason') or 'no pattern passes the rules'}; no protected.yaml "
                      f"written): {out / 'protection.json'}, {out / 'findings.json'}")
         if rec is None or report["after"]["verdict"] != "pass":  # a partial recommendation's release still fails

@@ -17,7 +17,8 @@ from ..specs.schedule import MARGIN, Schedule
 from .codes import HIDDEN, read
 
 # a status column's name -> the system whose codes it holds (the first found is read, unless one is named)
-STATUS_COLUMNS = {"status": "status", "sdcStatus": "sdctable", "sdctable": "sdctable", "suppressed": "gauss", "CONF_STATUS": "sdmx",
+STATUS_COLUMNS = {"status": "status", "sdcStatus": "sdctable", "sdctable": "sdctable", "suppressed": "gauss",
+                  "CONF_STATUS": "sdmx",
                   "sdmx_conf_status": "sdmx", "OBS_CONF": "sdmx", "tau_argus": "tau_argus", "tau_argus_sbs": "sbs"}
 TOTALS = {"Total", "total", "TOTAL", "Tot", MARGIN, ""}
 VALUE_COLUMNS = ("value", "freq")
@@ -174,7 +175,8 @@ def _check_values(pattern: Pattern, inputs, values: Mapping[tuple[str, str], tup
                 raise AuditError(f"'{given[0]}' is not a count", f"{pattern.source}: row {given[1]}",
                                  "write the published count, or x for a hidden cell") from None
             if truth is not None and number != truth:
-                raise AuditError(f"cell {v.cell.key} of unit {geo} is {given[0]} in the pattern but {truth} in the data",
+                raise AuditError(f"cell {v.cell.key} of unit {geo} is {given[0]} in the pattern but {truth} "
+                                 "in the data",
                                  f"{pattern.source}: row {given[1]}",
                                  "audit the pattern with the data, schema and tables it was made from")
 

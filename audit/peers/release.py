@@ -124,7 +124,8 @@ def write_release(rows: Iterable[dict], schedule: Schedule, schema: Schema, out:
         sdmx = csv.writer(opened(out / SDMX_FILE))
         main.writeheader()
         review.writeheader()
-        sdmx.writerow([*(g.upper() for g in schema.geography), "TABLE", "CELL", "STATISTIC", "OBS_VALUE", "CONF_STATUS"])
+        sdmx.writerow([*(g.upper() for g in schema.geography), "TABLE", "CELL", "STATISTIC", "OBS_VALUE",
+                       "CONF_STATUS"])
         peers: dict[Path, object] = {}
 
         def line(path: Path, text: str) -> None:

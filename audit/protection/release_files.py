@@ -9,7 +9,8 @@ from ..inputs import Inputs
 from ..outputs.words import claim_text
 from ..paths import clear_outputs
 from ..peers.codes import describe
-from ..peers.release import CSV_FILE, PARQUET_FILE, REVIEW_FILE, SDMX_FILE, TAU_FOLDER, release_rows, write_release as write_forms
+from ..peers.release import CSV_FILE, PARQUET_FILE, REVIEW_FILE, SDMX_FILE, TAU_FOLDER, release_rows
+from ..peers.release import write_release as write_forms
 from ..release.tabulate import tabulate
 from ..specs.schedule import load_schedule
 
