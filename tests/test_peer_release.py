@@ -126,16 +126,17 @@ def test_protected_csv_read_back_by_any_code_column_writes_the_same_files(z1, co
         assert (z1 / f"again-{column}" / "tauargus" / name).read_bytes() == (z1 / "gauss" / "tauargus" / name).read_bytes()
 
 
-@pytest.mark.parametrize("name", ["T.csv", "T.sbs"])
-def test_tauargus_files_read_back_without_a_header_write_the_same_files(z1, name):
-    """tau-Argus's code-value CSV (status number) and SBS form, as written, audited as patterns of table T."""
+@pytest.mark.parametrize("name", ["T.csv", "T.sbs", "protected_sdmx.csv"])
+def test_tauargus_and_sdmx_files_read_back_write_the_same_files(z1, name):
+    """tau-Argus's code-value CSV (status number) and SBS form, as written (no header), audited as patterns
+    of table T; the SDMX long form by its CONF_STATUS."""
     if not (z1 / "gauss" / "protected.csv").exists():
         assert _audit(z1, z1 / "gauss.csv", "gauss", "--quiet") == 0
     copy = z1 / name
-    copy.write_bytes((z1 / "gauss" / "tauargus" / name).read_bytes())
+    copy.write_bytes((z1 / "gauss" / ("" if name.startswith("protected") else "tauargus") / name).read_bytes())
     assert _audit(z1, copy, f"tau-{name}", "--quiet") == 0
-    for form in FORMS:
-        assert (z1 / f"tau-{name}" / "tauargus" / form).read_bytes() == (z1 / "gauss" / "tauargus" / form).read_bytes()
+    for form in (*(f"tauargus/{f}" for f in FORMS), "protected_sdmx.csv"):
+        assert (z1 / f"tau-{name}" / form).read_bytes() == (z1 / "gauss" / form).read_bytes()
 
 
 def test_a_pattern_of_other_counts_or_cells_is_refused_naming_the_row(z1, capsys):

@@ -50,7 +50,7 @@ def read_pattern(path: Path, inputs, column: str | None = None, table: str | Non
     rows = list(csv.reader(read_text(path, "pattern CSV").splitlines()))
     if not rows:
         raise AuditError("the pattern file is empty", str(path), "give a CSV with a header and one row per cell")
-    header = rows[0]
+    header = _names(rows[0], inputs.schema)
     if column and column not in STATUS_COLUMNS:
         raise AuditError(f"'{column}' is not a status column this tool reads", "--pattern-status",
                          f"name one of {list(STATUS_COLUMNS)} (docs/peers.md), or rename the file's column")
@@ -60,6 +60,14 @@ def read_pattern(path: Path, inputs, column: str | None = None, table: str | Non
     if column is None:
         return _headerless(str(path), rows, inputs, table or Path(path).stem)
     return _read(str(path), header, [(n, row) for n, row in enumerate(rows[1:], start=2)], inputs, column, table)
+
+
+def _names(header: list[str], schema) -> list[str]:
+    """The header with SDMX's upper-case names as ours (``TABLE``, ``CELL``, ``STATISTIC``, ``OBS_VALUE``,
+    a geography or schema column in capitals); the status columns keep their own spelling."""
+    ours = {n.lower(): n for n in ("table", "cell", "statistic", *schema.geography, *schema.known())}
+    ours["obs_value"] = "value"
+    return [h if h in STATUS_COLUMNS else ours.get(h.lower(), h) for h in header]
 
 
 def _headerless(source: str, rows: list[list[str]], inputs, table_id: str) -> Pattern:
