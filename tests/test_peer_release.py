@@ -276,3 +276,20 @@ def test_z2_primaries_as_sdctable_marks_them_leave_all_nine_pinned(tmp_path, cap
                       "R:4,B,arbeid", "R:5,D,arbeid", "R:8,H,arbeid"]
     review = _rows(f / "out" / "review.csv")
     assert len(review) == 9 and {r["protected"] for r in review} == {"pinned"} and {r["status"] for r in review} == {"primary"}
+
+
+def test_a_pattern_row_short_of_fields_or_of_a_unit_is_named(tmp_path):
+    """tests/test_levels.py's tract (two blocks): a row without its block, or short of a field."""
+    from test_levels import _tract
+
+    inputs, _ = _tract(tmp_path)
+    (tmp_path / "p.csv").write_text("tract,sex,status\nt1,M,primary\n")
+    with pytest.raises(AuditError) as err:
+        read_pattern(tmp_path / "p.csv", inputs)
+    assert err.value.line() == (f"{tmp_path / 'p.csv'}: row 2: no block column, and the data have 2 units at level "
+                                "block -- fix: add the geography columns ['tract', 'block']")
+    (tmp_path / "p.csv").write_text("tract,block,sex,status\nt1,b1,M\n")
+    with pytest.raises(AuditError, match="row 2: 3 fields under a header of 4"):
+        read_pattern(tmp_path / "p.csv", inputs)
+    (tmp_path / "p.csv").write_text("tract,block,sex,status\nt1,b1,M,primary\nt1,*,M,published\n")
+    assert read_pattern(tmp_path / "p.csv", inputs).statuses == {"t1/b1": {"B1:M": "primary"}, "t1": {"R1:M": "published"}}

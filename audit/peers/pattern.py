@@ -97,19 +97,21 @@ def _read(source: str, header: list[str], body, inputs, column: str, table: str 
     schedule, system = inputs.schedule, STATUS_COLUMNS[column]
     units, ids = _units(inputs), {c.key for c in schedule.cells}
     dims = set(header) & set(inputs.schema.known())
-    geo_cols = [g for g in inputs.schema.geography if g in header]
     statuses: dict[str, dict[str, str]] = {}
     codes: dict[str, dict[str, str]] = {}
     values: dict[tuple[str, str], tuple[str, int]] = {}
     for n, row in body:
         if not any(row):
             continue
+        if len(row) != len(header):
+            raise AuditError(f"{len(row)} fields under a header of {len(header)}", f"{source}: row {n}",
+                             "give every row a field for each column (an empty one for a blank)")
         rec = dict(zip(header, row)) | ({"table": table_column} if table_column else {})
         where = f"{source}: row {n}"
         raw = f"{rec.get('primary', 'FALSE')},{rec[column]}" if system == "gauss" else rec[column]
         status = read(raw, system, where)
-        for k in _keys(rec, schedule, ids, dims, table, where):
-            geo = _geo(rec, geo_cols, schedule.table(k.split(":")[0]).level, units, where)
+        for k in _keys(rec, schedule, ids, dims, inputs.schema.geography, table, where):
+            geo = _geo(rec, inputs.schema.geography, schedule.table(k.split(":")[0]).level, units, where)
             value = next((rec[c] for c in VALUE_COLUMNS if c in rec), None)
             if rec.get("statistic", "count") == "count" and value not in (None, "", "x", "-") and status not in HIDDEN:
                 values[(geo, k)] = (value, n)
@@ -122,11 +124,12 @@ def _read(source: str, header: list[str], body, inputs, column: str, table: str 
     return pattern
 
 
-def _keys(rec: Mapping[str, str], schedule: Schedule, ids: set[str], dims: set[str], table: str | None,
-          where: str) -> list[str]:
+def _keys(rec: Mapping[str, str], schedule: Schedule, ids: set[str], dims: set[str], geography: tuple[str, ...],
+          table: str | None, where: str) -> list[str]:
     """The schedule's cells (``ids``) a row names: by ``table`` and ``cell``, else by the codes of each
-    table's ``by`` columns (a total as Total, * or empty), in every table whose columns the row has and
-    that breaks down none of its other columns (``dims``: the file's schema columns) by a code."""
+    table's ``by`` columns (a total as Total, * or empty), in every table whose columns the row has,
+    that breaks down none of its other columns (``dims``: the file's schema columns) by a code, and
+    whose level is the row's (its finer geography columns, where given, are totals)."""
     if "table" in rec and "cell" in rec:
         key = f"{rec['table']}:{rec['cell']}"
         if key not in ids:
@@ -138,6 +141,9 @@ def _keys(rec: Mapping[str, str], schedule: Schedule, ids: set[str], dims: set[s
             continue
         if any(rec[d].strip() not in TOTALS for d in dims if d not in t.by):
             continue  # the row is a cell of a table that breaks it down by this column too
+        depth = geography.index(t.level) + 1
+        if any((rec[g].strip() in TOTALS) != (i >= depth) for i, g in enumerate(geography) if g in rec):
+            continue  # a unit of another level (its code given below the table's level, or a total at it)
         key = f"{t.id}:" + ",".join(MARGIN if rec[b].strip() in TOTALS else rec[b].strip() for b in t.by)
         if key in ids:
             keys.append(key)
@@ -152,18 +158,20 @@ def _units(inputs) -> dict[str, list[str]]:
             for level in inputs.schedule.levels}
 
 
-def _geo(rec: Mapping[str, str], geo_cols: list[str], level: str, units: Mapping[str, list[str]], where: str) -> str:
-    known = units.get(level, [])
-    cols = geo_cols[: geo_cols.index(level) + 1] if level in geo_cols else []
-    if cols:
-        geo = "/".join(rec[c].strip() for c in cols)
+def _geo(rec: Mapping[str, str], geography: tuple[str, ...], level: str, units: Mapping[str, list[str]],
+         where: str) -> str:
+    """The unit (geo key) a row is of: its geography columns down to ``level``, or the one unit there."""
+    known, needed = units.get(level, []), list(geography[: geography.index(level) + 1])
+    missing = [c for c in needed if c not in rec]
+    if not missing:
+        geo = "/".join(rec[c].strip() for c in needed)
         if geo not in known:
             raise AuditError(f"unit '{geo}' is not a {level} of the data", where, "use the data's geography codes")
         return geo
     if len(known) == 1:
         return known[0]
-    raise AuditError(f"no {level} column, and the data have {len(known)} units at that level", where,
-                     f"add the geography columns ({', '.join(geo_cols) or level})")
+    raise AuditError(f"no {', '.join(missing)} column, and the data have {len(known)} units at level {level}", where,
+                     f"add the geography columns {needed}")
 
 
 def _check_values(pattern: Pattern, inputs, values: Mapping[tuple[str, str], tuple[str, int]]) -> None:
