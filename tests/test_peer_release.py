@@ -293,3 +293,31 @@ def test_a_pattern_row_short_of_fields_or_of_a_unit_is_named(tmp_path):
         read_pattern(tmp_path / "p.csv", inputs)
     (tmp_path / "p.csv").write_text("tract,block,sex,status\nt1,b1,M,primary\nt1,*,M,published\n")
     assert read_pattern(tmp_path / "p.csv", inputs).statuses == {"t1/b1": {"B1:M": "primary"}, "t1": {"R1:M": "published"}}
+
+
+def test_z3_part_primaries_alone_as_gausssuppression_writes_them_agree_with_the_intervals(tmp_path):
+    """z3's kostragr 100 regions (tests/test_peers.py's z3): GaussSuppression's cross table of its six
+    columns as output rows (primary: its z3 test's maxN = 5 with zeros; suppressed: the primaries alone,
+    no secondary cell). The pattern audit finds what test_peers.py finds from the intervals directly:
+    of 106 hidden counts 70 pinned and 24 more narrower than 1 each way."""
+    from test_peers import z3_context
+
+    z3_context(tmp_path, ("100",), 5)
+    doc = yaml.safe_load((tmp_path / "tables.yaml").read_text())
+    doc.pop("suppress")
+    (tmp_path / "tables.yaml").write_text(yaml.safe_dump(doc))
+    inputs = load_inputs(tmp_path / "data.csv", tmp_path / "schema.yaml", tmp_path / "tables.yaml")
+    dims = ("fylke", "region", "kostragr", "hovedint", "mnd2", "mnd")
+    rows = []
+    for v in inputs.release()[0].values:
+        given = dict(zip(inputs.schedule.table(v.cell.table).by, v.cell.id.split(",")))
+        flag = str(int(v.value) <= 5).upper()
+        rows.append({d: given.get(d, "*").replace("*", "Total") for d in dims}
+                    | {"freq": int(v.value), "primary": flag, "suppressed": flag})
+    pd.DataFrame(rows).to_csv(tmp_path / "gauss.csv", index=False)
+    assert _audit(tmp_path, tmp_path / "gauss.csv", "out", "--quiet") == 1
+    review = _rows(tmp_path / "out" / "review.csv")
+    assert len(review) == 106 and {r["status"] for r in review} == {"primary"}
+    assert pd.Series([r["protected"] for r in review]).value_counts().to_dict() == {"pinned": 70, "narrow": 24, "yes": 12}
+    assert [(r["lower"], r["upper"], r["protected"]) for r in review if r["cell"] == "*,*,annet,M06M12,m10m12"] == [
+        ("1", "1", "pinned")]
