@@ -13,12 +13,14 @@ from ..policy.checks import too_narrow, unit_intervals
 from ..release.constraints import STRUCTURAL, SUPPRESSED, UnitRelease, Value
 from ..specs.schedule import MARGIN, Schedule
 from ..specs.schema_types import Schema
-from .codes import HIDDEN, NOISY, PRIMARY, PUBLISHED, ROUNDED, SECONDARY, STRUCTURAL as STRUCTURAL_ZERO, code
+from .codes import HIDDEN, NOISY, PRIMARY, PUBLISHED, ROUNDED, SECONDARY, STATUSES, STRUCTURAL as STRUCTURAL_ZERO, code
 
 CSV_FILE, PARQUET_FILE, REVIEW_FILE, SDMX_FILE, TAU_FOLDER = (
     "protected.csv", "protected.parquet", "review.csv", "protected_sdmx.csv", "tauargus")
 TOTAL = "Total"  # the total code tau-Argus, sdcTable and GaussSuppression use by default
 CODE_COLUMNS = ("tau_argus", "tau_argus_sbs", "sdctable", "sdmx_conf_status")
+PEER_CODES = {s: {c: code(s, system) for c, system in zip(CODE_COLUMNS, ("tau_argus", "sbs", "sdctable", "sdmx"))}
+              for s in STATUSES}  # each status's code columns, made once
 REVIEW_COLUMNS = ("unit", "table", "cell", "label", "statistic", "status", "lower", "upper", "certified",
                   "protected", "reason", "reviewer", "decision", "comment")
 
@@ -54,7 +56,7 @@ def release_rows(releases: Iterable[UnitRelease], schema: Schema, units: Mapping
             status = status_of(v, release, hidden_as, noisy)
             row = {**place, "level": release.level, "table": v.cell.table, "cell": v.cell.id, "label": v.cell.label,
                    "statistic": v.stat.name, "value": "" if status in HIDDEN else v.text(), "status": status}
-            row |= {c: code(status, s) for c, s in zip(CODE_COLUMNS, ("tau_argus", "sbs", "sdctable", "sdmx"))}
+            row |= PEER_CODES[status]
             key = v.cell.key if v.stat.kind == "count" else v.key
             iv = intervals.get(key) if status in HIDDEN else None
             row |= _interval(iv) | {"protected": judged(key, iv, levels) if status in HIDDEN else "",
@@ -85,7 +87,7 @@ def _default_reason(status: str, release: UnitRelease, value: Value) -> str:
         return f"count under the schedule's threshold ({p.suppress_below}): primary suppression"
     if status == SECONDARY:
         if value.cell.suppressed:
-            return "the schedule suppresses this cell in every unit"
+            return "listed as suppressed by the schedule (suppressed: true, or its suppress list for this unit)"
         return "complementary suppression: no line of the table may have one hidden cell alone"
     return ""
 
@@ -119,38 +121,47 @@ def write_release(rows: Iterable[dict], schedule: Schedule, schema: Schema, out:
         def opened(path: Path):
             return stack.enter_context(path.open("w", newline="", encoding="utf-8"))
 
-        main = csv.DictWriter(opened(out / CSV_FILE), columns, extrasaction="ignore")
+        main = csv.writer(opened(out / CSV_FILE))
         review = csv.DictWriter(opened(out / REVIEW_FILE), REVIEW_COLUMNS, extrasaction="ignore")
         sdmx = csv.writer(opened(out / SDMX_FILE))
-        main.writeheader()
+        main.writerow(columns)
         review.writeheader()
         sdmx.writerow([*(g.upper() for g in schema.geography), "TABLE", "CELL", "STATISTIC", "OBS_VALUE",
                        "CONF_STATUS"])
-        peers: dict[Path, object] = {}
+        peers: dict[str, object] = {}  # file name -> open file
 
-        def line(path: Path, text: str) -> None:
-            if path not in peers:
-                peers[path] = opened(path)
-            peers[path].write(text + "\n")
+        def line(name: str, text: str) -> None:
+            if name not in peers:
+                peers[name] = opened(folder / name)
+            peers[name].write(text + "\n")
 
+        cells: dict[tuple[str, str], list[str]] = {}  # the cell's peer codes and statistics' file stems, once each
+        stems: dict[tuple[str, str], str] = {}
         for r in rows:
-            main.writerow(r)
+            main.writerow([r[c] for c in columns])
             geo = [r[g] for g in schema.geography if r[g]]
             sdmx.writerow([*(r[g] for g in schema.geography), r["table"], r["cell"], r["statistic"], r["value"],
                            r["sdmx_conf_status"]])
             hidden = r["status"] in HIDDEN
             if hidden:
                 review.writerow({**r, "unit": "/".join(geo)})
-            codes = geo + [c for _, c in cell_codes(schedule, r["table"], r["cell"])]
+            at = (r["table"], r["cell"])
+            if at not in cells:
+                cells[at] = [c for _, c in cell_codes(schedule, *at)]
+            codes = geo + cells[at]
             value = "x" if hidden else r["value"]
-            stat = re.sub(r"[^A-Za-z0-9]+", "_", r["statistic"]).strip("_")
-            stem = r["table"] if r["statistic"] == "count" else f"{r['table']}_{stat}"
-            line(folder / f"{stem}.csv", _line([*codes, value, r["tau_argus"]]))
+            stem = stems.get((r["table"], r["statistic"]))
+            if stem is None:  # T for counts, T_mean_age for mean(age)
+                stat = re.sub(r"[^A-Za-z0-9]+", "_", r["statistic"]).strip("_")
+                stem = r["table"] if r["statistic"] == "count" else f"{r['table']}_{stat}"
+                stems[r["table"], r["statistic"]] = stem
+            line(f"{stem}.csv", _line([*codes, value, r["tau_argus"]]))
             freq = "" if hidden or r["statistic"] != "count" else r["value"]
-            line(folder / f"{stem}.sbs", _line([*codes, value, freq, r["tau_argus_sbs"]]))
+            line(f"{stem}.sbs", _line([*codes, value, freq, r["tau_argus_sbs"]]))
             if hidden and r["statistic"] == "count":
-                line(folder / f"{r['table']}.hst", ";".join([*codes, "U" if r["status"] == PRIMARY else "M"]))
-    return [out / CSV_FILE, *_parquet(out / CSV_FILE, columns), out / REVIEW_FILE, *peers, out / SDMX_FILE]
+                line(f"{r['table']}.hst", ";".join([*codes, "U" if r["status"] == PRIMARY else "M"]))
+    return [out / CSV_FILE, *_parquet(out / CSV_FILE, columns), out / REVIEW_FILE, *(folder / n for n in peers),
+            out / SDMX_FILE]
 
 
 def _parquet(path: Path, columns: list[str]) -> list[Path]:

@@ -48,7 +48,7 @@ from ..release.tabulate import units_of
 from .claims import rules_failed
 from .levels import protect_levels
 from .options import Policy, ProtectOptions, geo_key, kept
-from .protected import pin, write_schedule_yaml
+from .protected import pin, protected_schedule, write_schedule_yaml
 from .release_files import WRITES as RELEASE_WRITES, clear_release, reasons, write_release
 from .resume import PARTIAL, finished, run_key
 from .sweeps import _noise, _round_sweep, _sweep_failing
@@ -237,8 +237,10 @@ def protect(inputs: Inputs, options: ProtectOptions, rules, out: Path,
             for c in (c for c in after.get("checks", ()) if c["outcome"] == "fail"):
                 report["failing_units"].setdefault(c["unit"], []).append(c["rule"])
     elif sched_path.exists() and options.strategy in ("suppress", "round"):  # the release as published
+        suppress = {k: frozenset(v) for k, v in report.get("suppress", {}).items()}
+        published = protected_schedule(inputs.schedule, suppress, report.get("round_to"))  # protected.yaml's
         why = reasons(report, before) if options.strategy == "suppress" else None
-        report["release_files"] = [str(p) for p in write_release(inputs, sched_path, after, out, rules, why)]
+        report["release_files"] = [str(p) for p in write_release(inputs, published, after, out, rules, why)]
     report["seconds"] = round(time.perf_counter() - start, 3)
     write_json(report, out / "protection.json")
     return report

@@ -12,7 +12,7 @@ from ..peers.codes import describe
 from ..peers.release import CSV_FILE, PARQUET_FILE, REVIEW_FILE, SDMX_FILE, TAU_FOLDER, release_rows
 from ..peers.release import write_release as write_forms
 from ..release.tabulate import tabulate
-from ..specs.schedule import load_schedule
+from ..specs.schedule import Schedule
 
 FILES = (CSV_FILE, PARQUET_FILE, REVIEW_FILE, SDMX_FILE)  # and the folder TAU_FOLDER
 WRITES = (*FILES, f"{TAU_FOLDER}/")
@@ -33,10 +33,10 @@ def protection_levels(rules) -> dict:
     return next((dict(r.settings) for r in rules.rules if r.id == "protection_levels"), {"lower": 1, "upper": 1})
 
 
-def write_release(inputs: Inputs, schedule_path: Path, after: Mapping, out: Path, rules,
+def write_release(inputs: Inputs, schedule: Schedule, after: Mapping, out: Path, rules,
                   reasons: Mapping | None = None, noisy: bool = False) -> list[Path]:
-    """The protected schedule's release with its re-audit's intervals, written in every form."""
-    schedule = load_schedule(schedule_path, inputs.schema)
+    """The protected ``schedule``'s release (what protected.yaml holds) with its re-audit's intervals,
+    written in every form."""
     units = {u["geo"]: u for u in after.get("units", ())}
     rows = release_rows(tabulate(inputs.frame, inputs.schema, schedule), inputs.schema, units, reasons,
                         protection_levels(rules), noisy)
