@@ -124,3 +124,19 @@ def clear_outputs(out: Path, names: Iterable[str]) -> None:
     if out.is_dir():
         for name in names:
             (out / name).unlink(missing_ok=True)
+
+
+def read_text(path: str | Path, what: str = "file") -> str:
+    """A UTF-8 text input, read whole; an error names the file and the fix (missing, a folder, not UTF-8)."""
+    path = input_file(Path(path), what)
+    try:
+        return path.read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise AuditError("file not found", str(path), "check the path") from None
+    except IsADirectoryError:
+        raise AuditError(f"is a folder, not a {what}", str(path), f"give the path of the {what}") from None
+    except UnicodeDecodeError as exc:
+        raise AuditError(f"not UTF-8 text (byte {exc.start})", str(path), "save the file as UTF-8") from None
+    except OSError as exc:
+        raise AuditError(f"cannot read the file ({exc.strerror or exc.__class__.__name__})", str(path),
+                         "check the path and its permissions") from None

@@ -10,7 +10,11 @@ from ..attacks.exact import ExactOptions
 from ..errors import Halted
 from ..protection.options import PROTECT_EXPLAIN_BUDGET
 from ..protection.protect import WRITES, ProtectInterrupted, ProtectOptions, audit_pattern, protect as run_protect
-from ..policy.checks import pinned_words, unit_intervals
+from ..errors import AuditError
+from ..outputs.words import claim_text
+from ..peers.pattern import read_pattern, with_pattern
+from ..policy.checks import pinned_words, too_narrow, unit_intervals
+from ..protection.release_files import clear_release, protection_levels, write_pattern_release
 from ..policy.rules import load_rules
 from ..outputs.terminal import echo
 from . import DataArg, OutOpt, QuietOpt, SchemaOpt, SeedOpt, TablesOpt, inputs_from, named_file, output_folder
@@ -38,18 +42,24 @@ def register(app: typer.Typer) -> None:
         unit_seconds: Annotated[float, typer.Option("--unit-seconds", min=0, help="Time limit per unit and attack; claims left are undecided.")] = 120.0,
         max_rows: Annotated[int, typer.Option("--max-rows", min=1, help="Units with more rows are reported undecided (too large).")] = 200,
         audit_only: Annotated[bool, typer.Option("--audit-only", help="Audit the schedule's own suppression pattern as given (feasibility intervals, rules); search for no new protection. Exit 0 pass, 1 fail.")] = False,
+        pattern: Annotated[Optional[Path], typer.Option("--pattern", help="With --audit-only: audit this CSV of cell statuses (another tool's pattern: tau-Argus, sdcTable, GaussSuppression, SDMX, or protected.csv) instead of the schedule's own; see docs/peers.md.")] = None,
+        pattern_status: Annotated[Optional[str], typer.Option("--pattern-status", help="The pattern's status column (default: the first known one: status, sdcStatus, suppressed, CONF_STATUS, tau_argus, ...).")] = None,
+        pattern_table: Annotated[Optional[str], typer.Option("--pattern-table", help="The table the pattern's rows belong to (default: every table whose columns it has; a headerless tau-Argus file: its name).")] = None,
         resume: Annotated[bool, typer.Option("--resume", help="Suppress: continue the run Ctrl-C or SIGTERM stopped in OUT (its protection.partial.json; the same inputs, options and rules): the units it finished are kept.")] = False,
         quiet: QuietOpt = False,
     ) -> None:
         """Recommend the least protection that makes the release pass the rules, and prove it by re-auditing."""
+        if pattern is not None and not audit_only:
+            raise AuditError("--pattern is audited, not protected", "--pattern", "add --audit-only")
         output_folder(out, inputs={"DATA": data, "--schema": schema, "--tables": tables,
-                                   "--rules": named_file(rules)}, writes=WRITES)
+                                   "--rules": named_file(rules), "--pattern": pattern}, writes=WRITES)
         inputs = inputs_from(data, schema, tables)
         policy = load_rules(rules)
         exact = ExactOptions(max_columns=max_columns, seed=seed, conflicts=conflicts, unit_seconds=unit_seconds,
                              max_rows=max_rows, explain_budget=PROTECT_EXPLAIN_BUDGET)
         if audit_only:
-            _audit_only(inputs, exact, policy, out, quiet)
+            given = None if pattern is None else read_pattern(pattern, inputs, pattern_status, pattern_table)
+            _audit_only(inputs if given is None else with_pattern(inputs, given), exact, policy, out, quiet, given)
             return
         options = ProtectOptions(strategy=strategy, exact=exact, hitting=hitting, exact_rounds=exact_rounds, cost=cost,
                                  primary=primary, complementary=complementary, alpha=alpha, rank=rank)
@@ -95,7 +105,10 @@ def register(app: typer.Typer) -> None:
                      f"{out / 'findings.json'}")
             elif rec:
                 echo(f"Recommendation: {out / 'protected.yaml'}, {out / 'protection.json'}, {out / 'findings.json'}")
-            else:
+            if report.get("release_files"):
+                echo(f"Release to publish: {out / 'protected.csv'} (statuses in tau-Argus, sdcTable and SDMX codes; "
+                     f"tau-Argus files and .hst in {out / 'tauargus'}); suppressions to sign: {out / 'review.csv'}")
+            if not rec:
                 echo(f"No recommendation ({report.get('reason') or 'no pattern passes the rules'}; no protected.yaml "
                      f"written): {out / 'protection.json'}, {out / 'findings.json'}")
         if rec is None or report["after"]["verdict"] != "pass":  # a partial recommendation's release still fails
@@ -136,18 +149,35 @@ def _joint_note(entry: dict) -> str:
             + (f"; after: {failed(entry['after'])}" if entry.get("after") else ""))
 
 
-def _audit_only(inputs, exact, policy, out: Path, quiet: bool) -> None:
-    """Print each unit's hidden cells with their intervals and the failing rules; exit 1 on fail."""
+def _audit_only(inputs, exact, policy, out: Path, quiet: bool, pattern=None) -> None:
+    """Print each unit's hidden cells with their intervals and the failing rules; exit 1 on fail. With
+    another tool's ``pattern``: mark the cells it leaves pinned or narrow, list the claims the published
+    cells prove, and write the release and review sheet in every form (:mod:`audit.peers.release`)."""
+    clear_release(out)  # an earlier protect's release must not pass for this audit's
     doc = audit_pattern(inputs, exact, policy, out, progress=not quiet)
+    levels = protection_levels(policy)
+    if pattern is not None:
+        write_pattern_release(inputs, pattern, doc, out, policy)
     if not quiet:
         for unit in doc["units"]:
             if unit.get("intervals_skipped"):
                 echo(f"{unit['geo']}: {unit['intervals_skipped']}")
-            for cell, iv in unit_intervals(unit).items():
+            intervals = unit_intervals(unit)
+            narrow = too_narrow(levels, intervals) if pattern is not None else {}
+            for cell, iv in intervals.items():
                 mark = f" ({pinned_words(iv['value'])})" if iv.get("pinned") else \
                     "" if iv["certified"] else " (outer bound, not certified)"
                 lo, hi = ({**iv, **iv.get("exact", {})}[k] for k in ("lo", "hi"))  # 110/3 rather than 36.666...
-                echo(f"{unit['geo']} {cell}: [{lo}, {hi}]{mark}")
+                verdict = ("" if cell not in narrow else
+                           "  PINNED" if lo == hi else f"  NARROW (protection levels: {narrow[cell].rpartition(', ')[2]})")
+                echo(f"{unit['geo']} {cell}: [{lo}, {hi}]{mark}{verdict}")
+            if pattern is not None:
+                for claim in unit.get("claims", ()):
+                    if claim.get("status") == "verified" and not claim.get("direct"):
+                        cells = ", ".join(claim.get("cells", ())) or "the published cells together"
+                        echo(f"{unit['geo']} proved: {claim_text(claim, doc.get('schema') or {}, unit)} (from {cells})")
+        if pattern is not None:
+            echo(f"pattern {pattern.source} ({pattern.system} codes): {out / 'review.csv'}, {out / 'protected.csv'}")
         echo(f"{doc['verdict'].upper()} ({doc['rules']['name']} policy, {doc['summary']['units']} units): "
              f"{out / 'findings.json'}")
         for f in doc["failing"]:

@@ -48,13 +48,14 @@ from ..release.tabulate import units_of
 from .claims import rules_failed
 from .levels import protect_levels
 from .options import Policy, ProtectOptions, geo_key, kept
-from .protected import pin, write_schedule_yaml
+from .protected import pin, protected_schedule, write_schedule_yaml
+from .release_files import WRITES as RELEASE_WRITES, clear_release, reasons, write_release
 from .resume import PARTIAL, finished, run_key
 from .sweeps import _noise, _round_sweep, _sweep_failing
 from .unit import UnitContext, UnitProtection, information_loss, suppress_unit, unit_contexts
 
 OUTPUTS = ("protected.yaml", "protection.json", PARTIAL, "findings.json", CERTIFICATES_FILE)  # what a run writes: an earlier run's are removed first
-WRITES = (*OUTPUTS, STORE_FILE, "noisy_release.csv", "rank.json", "rank.svg", "*.tmp")  # all it may write
+WRITES = (*OUTPUTS, *RELEASE_WRITES, STORE_FILE, "noisy_release.csv", "rank.json", "rank.svg", "*.tmp")  # all it may write
 
 
 def audited(inputs: Inputs, exact: ExactOptions, rules, label: str, progress: bool = False,
@@ -122,6 +123,7 @@ def protect(inputs: Inputs, options: ProtectOptions, rules, out: Path,
     if resume and log and not units_done and not levels_done:
         log(f"--resume: no interrupted run of these inputs, options and rules in {out}; starting afresh")
     clear_outputs(out, OUTPUTS)  # nothing from an earlier run may pass for this one's
+    clear_release(out)
     before = audited(inputs, options.exact, rules, "audit: units", progress)
     failing_units = set(_failing_units(before))
     report: dict[str, Any] = {
@@ -234,6 +236,11 @@ def protect(inputs: Inputs, options: ProtectOptions, rules, out: Path,
             report["failing_units"] = {}
             for c in (c for c in after.get("checks", ()) if c["outcome"] == "fail"):
                 report["failing_units"].setdefault(c["unit"], []).append(c["rule"])
+    elif sched_path.exists() and options.strategy in ("suppress", "round"):  # the release as published
+        suppress = {k: frozenset(v) for k, v in report.get("suppress", {}).items()}
+        published = protected_schedule(inputs.schedule, suppress, report.get("round_to"))  # protected.yaml's
+        why = reasons(report, before) if options.strategy == "suppress" else None
+        report["release_files"] = [str(p) for p in write_release(inputs, published, after, out, rules, why)]
     report["seconds"] = round(time.perf_counter() - start, 3)
     write_json(report, out / "protection.json")
     return report

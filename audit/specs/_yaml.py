@@ -13,7 +13,7 @@ from typing import Any
 import yaml
 
 from ..errors import AuditError
-from ..paths import input_file
+from ..paths import read_text
 
 MAX_ALIAS_NODES = 100_000  # nodes that aliases may add to a document when expanded
 MAX_DEPTH = 100            # nesting of mappings and lists
@@ -102,18 +102,7 @@ def _shown(value: Any) -> str:
 
 def load_yaml(path: str | Path) -> Located:
     """Read a YAML file, raising an AuditError naming the file and line on a syntax error."""
-    path = input_file(Path(path), "YAML file")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise AuditError("file not found", str(path), "check the path") from None
-    except IsADirectoryError:
-        raise AuditError("is a folder, not a YAML file", str(path), "give the path of the YAML file") from None
-    except UnicodeDecodeError as exc:
-        raise AuditError(f"not UTF-8 text (byte {exc.start})", str(path), "save the file as UTF-8") from None
-    except OSError as exc:
-        raise AuditError(f"cannot read the file ({exc.strerror or exc.__class__.__name__})", str(path),
-                         "check the path and its permissions") from None
+    text = read_text(path, "YAML file")
     try:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.YAMLError as exc:

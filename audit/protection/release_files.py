@@ -1,0 +1,96 @@
+"""What ``audit protect`` writes for publication once its pattern is re-audited: protected.csv, the
+reviewer's sheet and the peers' forms (:mod:`audit.peers.release`), with why each cell is hidden."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Mapping
+
+from ..inputs import Inputs
+from ..outputs.words import claim_text
+from ..paths import clear_outputs
+from ..peers.codes import describe
+from ..peers.release import CSV_FILE, PARQUET_FILE, REVIEW_FILE, SDMX_FILE, TAU_FOLDER, release_rows
+from ..peers.release import write_release as write_forms
+from ..release.tabulate import tabulate
+from ..specs.schedule import Schedule
+
+FILES = (CSV_FILE, PARQUET_FILE, REVIEW_FILE, SDMX_FILE)  # and the folder TAU_FOLDER
+WRITES = (*FILES, f"{TAU_FOLDER}/")
+
+
+def clear_release(out: Path) -> None:
+    """Remove the release files an earlier run left in ``out`` (the peers' folder's files too)."""
+    clear_outputs(out, FILES)
+    folder = out / TAU_FOLDER
+    if folder.is_dir():
+        for path in folder.iterdir():
+            if path.suffix in (".csv", ".sbs", ".hst"):
+                path.unlink()
+
+
+def protection_levels(rules) -> dict:
+    """The protection levels a hidden cell's interval is held to (the rule's settings, whatever its action)."""
+    return next((dict(r.settings) for r in rules.rules if r.id == "protection_levels"), {"lower": 1, "upper": 1})
+
+
+def write_release(inputs: Inputs, schedule: Schedule, after: Mapping, out: Path, rules,
+                  reasons: Mapping | None = None, noisy: bool = False) -> list[Path]:
+    """The protected ``schedule``'s release (what protected.yaml holds) with its re-audit's intervals,
+    written in every form."""
+    units = {u["geo"]: u for u in after.get("units", ())}
+    rows = release_rows(tabulate(inputs.frame, inputs.schema, schedule), inputs.schema, units, reasons,
+                        protection_levels(rules), noisy)
+    return write_forms(rows, schedule, inputs.schema, out)
+
+
+def reasons(report: Mapping, before: Mapping) -> dict[str, dict[str, tuple[str, str]]]:
+    """Per unit and cell protect hid: (primary | secondary, which rule it answers and, for a cell hidden
+    against reconstruction, a claim the published cells proved through it before)."""
+    failed: dict[str, list[str]] = {}
+    for c in before.get("checks", ()):
+        if c["outcome"] == "fail":
+            failed.setdefault(c["unit"], []).append(c["rule"])
+    claims = {u["geo"]: u for u in before.get("units", ())}
+    out: dict[str, dict[str, tuple[str, str]]] = {}
+    threshold = (report.get("policy") or {}).get("small")
+    for u in report.get("units", ()):
+        mine = out.setdefault(u["geo"], {})
+        for cell in u["primary"]:
+            mine[cell] = ("primary", f"published count under the small-cell threshold ({threshold}; small_cells rule)")
+        for cell in u["complementary"]:
+            mine.setdefault(cell, ("secondary", "complementary: keeps a primary cell of its line from being "
+                                                "recovered from the margins"))
+        rules = ", ".join(sorted(set(failed.get(u["geo"], ())))) or "the rules"
+        for cell in u["reconstruction"]:
+            example = _claim_through(claims.get(u["geo"]), cell, before.get("schema") or {})
+            mine.setdefault(cell, ("secondary", f"reconstruction: without it the published cells prove claims that "
+                                                f"fail {rules}" + (f" (e.g. {example})" if example else "")))
+    for d in report.get("levels", ()):
+        for entry in d.get("cells", ()):  # coupled keys: CHILD/TABLE:CELL below the parent, or the parent's own
+            below, _, cell = entry.rpartition("/")
+            rules = [r for r in d.get("rules", ()) if r != "protection_levels"]
+            what = (f"prove claims that fail {', '.join(rules)}" if rules else
+                    "narrow a hidden cell below the protection levels")
+            out.setdefault(f"{d['geo']}/{below}" if below else d["geo"], {}).setdefault(cell, (
+                "secondary", f"coupled: without it the tables of {d['geo']} and of its child units {what}"))
+    return out
+
+
+def _claim_through(unit: Mapping | None, cell: str, schema: Mapping) -> str:
+    """The first listed claim of a unit whose explanation names ``cell`` (in words), or ''."""
+    for claim in (unit or {}).get("claims", ()):
+        if any(k == cell or k.startswith(cell + ":") for k in claim.get("cells", ())):
+            return claim_text(claim, schema, unit).rstrip(".")
+    return ""
+
+
+def write_pattern_release(inputs: Inputs, pattern, doc: Mapping, out: Path, rules) -> list[Path]:
+    """Another tool's pattern (applied to ``inputs``) with its audit's intervals, in every form: its
+    cells keep the status the tool gave them, and the reason names the tool's code."""
+    units = {u["geo"]: u for u in doc.get("units", ())}
+    why = {geo: {k: (s, f"{describe(pattern.system, pattern.codes[geo][k])} in {pattern.source}")
+                 for k, s in cells.items() if s in ("primary", "secondary")}
+           for geo, cells in pattern.statuses.items()}
+    rows = release_rows(tabulate(inputs.frame, inputs.schema, inputs.schedule), inputs.schema, units, why,
+                        protection_levels(rules))
+    return write_forms(rows, inputs.schedule, inputs.schema, out)
