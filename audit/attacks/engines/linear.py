@@ -139,8 +139,8 @@ def _fix(method: str, memory_mb: int, need, k: int) -> str:
         lo, hi = (mid, hi) if need(method, mid) <= memory_mb else (lo, mid - 1)
     others = [m for m in METHODS if m != method and need(m, k) <= memory_mb]
     return ((f"use --method {others[0]} (about {need(others[0], k):,} MB), " if others else "")
-            + (f"ask at most --queries {lo:,}, " if lo else "")
-            + f"or raise --memory-mb to {need(method, k):,}")
+            + (f"ask at most --queries {lo}, " if lo else "")
+            + f"or raise --memory-mb to {need(method, k)}")
 
 
 # ------------------------------------------------------------------------------------ evaluator
@@ -218,7 +218,7 @@ class LinearReconstruction:
         if memory_mb is not None and self.needs_mb > memory_mb:
             raise AuditError(
                 f"the {method} reconstruction of {self.target.n:,} rows ({self.distinct:,} distinct public records) "
-                f"from {self.n_queries:,} queries needs about {self.needs_mb:,} MB, more than --memory-mb {memory_mb:,}",
+                f"from {self.n_queries:,} queries needs about {self.needs_mb:,} MB, more than --memory-mb {memory_mb}",
                 source, _fix(method, memory_mb, self.need, self.n_queries))
 
     def need(self, method: str, k: int) -> int:
