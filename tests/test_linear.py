@@ -178,8 +178,8 @@ def test_hashed_query_matrix_is_the_notebooks(full400):
     dense = hashed_masks(full400.public, descs)
     assert (q.dense() == dense).all()
     assert (dense == ((full400.public @ descs.T) % 691 % 2).astype(bool).T).all()  # the notebook's formula
-    big = full400.public * 10_000  # past float32's exact range: the int64 path
-    assert (QueryMatrix.hashed(big, descs[:50], 691).dense() == ((big @ descs[:50].T) % 691 % 2).astype(bool).T).all()
+    for other in (full400.public - 50, full400.public * 10_000):  # negative codes; past float32's exact range
+        assert (QueryMatrix.hashed(other, descs[:50], 691).dense() == ((other @ descs[:50].T) % 691 % 2).astype(bool).T).all()
 
 
 @needs_full
