@@ -6,17 +6,26 @@
 Rows: the first N persons of FultonPUMS5full.csv (25,766 in all, 13,634 distinct public records);
 secret ``uscitizen``, the notebook's 13 public columns, 2n random hashed queries, exact answers (or
 Gaussian noise of scale ``--noise``). Each measurement runs in a fresh process, capped at
-``--memory-mb`` of address space, and reports the whole attack (queries, answers, solver): seconds,
-peak resident memory (MB, the process's high-water mark, about 130 MB of it Python and the
+``--memory-mb`` of address space, and reports the whole attack (queries, answers, solver): wall and
+CPU seconds, peak resident memory (MB, the process's high-water mark, about 130 MB of it Python and the
 libraries) and accuracy. ``ours`` is LinearReconstruction (queries over the distinct public records,
 bit-packed; LSQR, or the LP over those groups); a method over ``--memory-mb`` by our estimate is
 shown refused, as ``audit linear`` would refuse it (exit 2). ``dense`` is the path before issue 31:
 the ``2n x n`` bool masks, ``numpy.linalg.lstsq`` on them as float64 (``8 k n`` bytes: 10.6 GB at
 25,766 rows) or the row-by-row LP (tests/test_linear.py's reference).
 
-Measured on the 2-core development machine (shared, load about 10), dense path: 1,000 rows lstsq
-1.0 s / 162 MB, LP 6.8 s / 446 MB; 5,000 rows lstsq 149 s / 949 MB, LP out of memory under a 3.5 GB
-cap; 25,766 rows: allocation of 9.89 GiB refused (the issue's internal error).
+Measured on the 2-core development machine, shared (load about 12), ``--memory-mb 2000``, wall seconds:
+
+    rows  distinct  method  ours                       dense (before issue 31)
+    1000       788  lstsq     1.2 s   146 MB  0.9880     5.7 s   177 MB  0.9880
+    1000       788  lp       18.7 s   317 MB  0.9880    31.1 s   429 MB  0.9860
+    5000      2980  lstsq    15.3 s   157 MB  0.9766   452.0 s   964 MB  0.9766
+    5000      2980  lp      refused (3,733 MB)          out of memory
+   25766     13634  lstsq   265.6 s   248 MB  0.9806   out of memory (10.6 GB; the issue's 9.89 GiB error)
+   25766     13634  lp      refused (87,240 MB)         out of memory
+
+(``audit linear`` on the 25,766 rows: 51 s of CPU, 257 MB peak RSS.) Accuracies differ only where
+alike rows of different secrets tie: the dense path rounded float noise, ours rounds them down.
 """
 from __future__ import annotations
 
@@ -53,7 +62,7 @@ def one(path: Path, n: int, method: str, path_kind: str, noise: float, memory_mb
     frame = load_frame(path).head(n).reset_index(drop=True)
     target = prepare(frame, "uscitizen", NOTEBOOK_PUBLIC, str(path))
     mitigation = Mitigation("noise", noise) if noise else Mitigation()
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     if path_kind == "ours":
         try:
             attack = LinearReconstruction(target, "uscitizen", method=method, mitigation=mitigation, memory_mb=memory_mb)
@@ -71,7 +80,8 @@ def one(path: Path, n: int, method: str, path_kind: str, noise: float, memory_mb
                     else dense_lp(masks, answers, target.lo, target.hi)[0])
         accuracy = float((round_secret(estimate, target.lo, target.hi) == target.secret).mean())
         distinct = len(np.unique(target.public, axis=0))
-    return {"seconds": time.perf_counter() - start, "accuracy": accuracy, "distinct": distinct,
+    return {"seconds": time.perf_counter() - start, "cpu": time.process_time() - cpu, "accuracy": accuracy,
+            "distinct": distinct,
             "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 
 
@@ -109,7 +119,7 @@ def main() -> None:
     dense_sizes = {int(s) for s in args.dense_sizes.split(",") if s.strip()}
     print(f"# {args.data.name}, secret uscitizen, 2n hashed queries, noise {args.noise:g}; OPENBLAS_NUM_THREADS="
           f"{os.environ.get('OPENBLAS_NUM_THREADS', 'unset')}, cores={os.cpu_count()}, cap {args.memory_mb} MB")
-    header = f"{'rows':>6} {'distinct':>8} {'queries':>7} {'method':<6} {'path':<6} {'seconds':>8} {'peak MB':>8} {'accuracy':>8}"
+    header = f"{'rows':>6} {'distinct':>8} {'queries':>7} {'method':<6} {'path':<6} {'seconds':>8} {'CPU s':>8} {'peak MB':>8} {'accuracy':>8}"
     print(header)
     print("-" * len(header))
     for n in (int(s) for s in args.sizes.split(",") if s.strip()):
@@ -118,7 +128,7 @@ def main() -> None:
                 r = measure(args.data, n, method, kind, args.noise, args.memory_mb, args.timeout)
                 head = f"{n:>6} {r.get('distinct', ''):>8} {2 * n:>7} {method:<6} {kind:<6}"
                 if "seconds" in r:
-                    print(f"{head} {r['seconds']:>8.2f} {r['peak_mb']:>8.0f} {r['accuracy']:>8.4f}", flush=True)
+                    print(f"{head} {r['seconds']:>8.2f} {r['cpu']:>8.2f} {r['peak_mb']:>8.0f} {r['accuracy']:>8.4f}", flush=True)
                 else:
                     print(f"{head} {r.get('refused') or r['failed']}", flush=True)
 
