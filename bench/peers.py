@@ -124,12 +124,16 @@ def revealed(ctx, hidden) -> tuple[int, int]:
     return sum(iv.lo == iv.hi for iv in got.values()), len({k for k, *_ in too_narrow(got, LEVELS)})
 
 
-def measure(table: PeerTable, options: ProtectOptions, folder: Path | None = None) -> dict:
+def measure(table: PeerTable, options: ProtectOptions, folder: Path | None = None,
+            audited: Callable[[dict], None] | None = None) -> dict:
     """Our figures for one table: cells, primaries, our secondary cells, CPU seconds, what stays revealed
-    (ours and, where published, the peer's pattern)."""
+    (ours and, where published, the peer's pattern). ``audited`` sees the figures known before the
+    protection (cells, primaries, revealed with the primaries alone)."""
     folder = folder or Path(tempfile.mkdtemp(prefix=f"peer-{table.name.replace(':', '-')}-"))
     ctx, primary, counts = table.setup(folder)
     out = {"table": table.name, "cells": len(counts), "primary": len(primary), "alone": revealed(ctx, ())}
+    if audited:
+        audited(out)
     rules = Rules("levels", (Rule("protection_levels", settings=LEVELS),))
     start = time.process_time()
     unit = suppress_unit(ctx, Policy.from_rules(rules), options)
@@ -162,18 +166,18 @@ def main() -> None:
     tables = [t for t in peer_tables(_parts(names), args.max_n_z3) if t.name in names]
     print("# levels 1 below and 1 above; 'revealed' = hidden cells pinned / too narrow under our exact intervals; "
           "CPU seconds of our protection")
-    head = (f"{'table':<16} {'cells':>5} {'prim':>5} | {'ours: sec':>9} {'CPU s':>7} {'revealed':>8} {'min':>4} | "
-            f"{'peer: prim':>10} {'sec':>4} {'s':>5} {'revealed':>8} | {'alone':>7}")
+    head = (f"{'table':<16} {'cells':>5} {'prim':>5} {'alone':>7} | {'ours: sec':>9} {'CPU s':>7} {'revealed':>8} "
+            f"{'min':>4} | {'peer: prim':>10} {'sec':>4} {'s':>5} {'revealed':>8}")
     print(head)
     print("-" * len(head))
     for table in tables:
-        r = measure(table, options)
+        r = measure(table, options, audited=lambda a: print(  # before a long protection: shown if it is stopped
+            f"{table.name:<16} {a['cells']:>5} {a['primary']:>5} {'{}/{}'.format(*a['alone']):>7} | ", end="", flush=True))
         ours = "{}/{}".format(*r["ours"]) if r["ours"] else r["status"]
         theirs = "{}/{}".format(*r["theirs"]) if "theirs" in r else "-"
-        print(f"{table.name:<16} {r['cells']:>5} {r['primary']:>5} | {r['secondary']:>9} {r['seconds']:>7.2f} "
-              f"{ours:>8} {'yes' if r['minimal'] else 'no':>4} | {table.primary or '-':>10} {table.secondary or '-':>4} "
-              f"{table.seconds if table.seconds is not None else '-':>5} {theirs:>8} | "
-              f"{'{}/{}'.format(*r['alone']):>7}", flush=True)
+        print(f"{r['secondary']:>9} {r['seconds']:>7.2f} {ours:>8} {'yes' if r['minimal'] else 'no':>4} | "
+              f"{table.primary or '-':>10} {table.secondary or '-':>4} "
+              f"{table.seconds if table.seconds is not None else '-':>5} {theirs:>8}", flush=True)
     print()
     for t in tables:
         print(f"{t.name}: {t.peer}, {t.rule}; {t.source}")
