@@ -165,7 +165,7 @@ def run_audit(data: Optional[Path], schema: Optional[Path], tables: Path, out: P
         fresh["rank"], _ = write_ranking(ranked, RankOptions(seed=options.seed), out, made_from=made_from)
     if options.linear_secret:
         fresh["linear"] = write_linear(data, options.linear_secret, options.linear_public or "", out,
-                                       seed=options.seed, sweep=True)
+                                       seed=options.seed, sweep=True, memory_mb=options.memory_mb)
     beside = extras_beside(out)
     if not options.use_existing:
         beside = {k: v for k, v in beside.items() if k == "protection"}

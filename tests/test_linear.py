@@ -17,7 +17,8 @@ import pytest
 
 from audit.cli import run
 from audit.attacks.difference import find_differences, nested
-from audit.attacks.engines.linear import LinearReconstruction, solve_lp, wilson
+from audit.attacks.engines.linear import LinearReconstruction, round_secret, solve_lp, solve_lstsq, wilson
+from audit.attacks.engines.linear_queries import QueryMatrix, needs_mb
 from audit.attacks.engines.linear_mitigations import Mitigation, sample_noise
 from audit.attacks.engines.linear_privacy import opendp_available, privacy_loss
 from audit.attacks.engines.linear_sweep import mitigation_sweep
@@ -31,6 +32,8 @@ ROOT = Path(__file__).resolve().parents[1]
 FULTON = Path("/work/shared/data/cs208/FultonPUMS5reconstruction.csv")
 if not FULTON.exists():
     FULTON = ROOT.parent / "shared" / "data" / "cs208" / "FultonPUMS5reconstruction.csv"
+FULL = FULTON.with_name("FultonPUMS5full.csv")  # 25,766 persons; its public records repeat
+needs_full = pytest.mark.skipif(not FULL.exists(), reason="cs208 Fulton full file not available")
 BLOCK7 = ROOT / "samples" / "block7"
 needs_fulton = pytest.mark.skipif(not FULTON.exists(), reason="cs208 Fulton extract not available")
 
@@ -111,6 +114,147 @@ def test_small_integer_secret_and_schedule_queries(fulton):
     assert (masks @ t.secret).tolist() == [int(fulton.loc[m, "uscitizen"].sum()) for m in masks]
     few = LinearReconstruction(t, "uscitizen", masks=masks).evaluate()
     assert few.n_queries == 3 and few.accuracy < 1.0  # three margins cannot pin down 100 people
+
+
+# ------------------------------------------- the query matrix without the dense k x n (issue 31)
+def dense_lp(masks: np.ndarray, answers: np.ndarray, lo: float, hi: float) -> tuple[np.ndarray, float]:
+    """The row-by-row LP as audit linear built it before issue 31 (the dense mask matrix stacked): the reference."""
+    import highspy
+    from audit.attacks.highs import highs
+
+    k, n = masks.shape
+    inf = highspy.kHighsInf
+    cols, rows = np.nonzero(np.vstack([masks, masks]).astype(bool).T)
+    start = np.concatenate([[0], np.cumsum(np.bincount(cols, minlength=n))])
+    lp = highspy.HighsLp()
+    lp.num_col_, lp.num_row_ = n + 1, 2 * k
+    lp.col_cost_ = np.concatenate([np.zeros(n), [1.0]])
+    lp.col_lower_, lp.col_upper_ = np.concatenate([np.full(n, lo), [0.0]]), np.concatenate([np.full(n, hi), [inf]])
+    lp.row_lower_ = np.concatenate([np.full(k, -inf), answers])
+    lp.row_upper_ = np.concatenate([answers, np.full(k, inf)])
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    lp.a_matrix_.start_ = np.concatenate([start, [len(rows) + 2 * k]]).astype(np.int32)
+    lp.a_matrix_.index_ = np.concatenate([rows, np.arange(2 * k)]).astype(np.int32)
+    lp.a_matrix_.value_ = np.concatenate([np.ones(len(rows)), -np.ones(k), np.ones(k)])
+    h = highs()
+    h.setOptionValue("solver", "choose")
+    h.passModel(lp)
+    h.run()
+    x = np.asarray(h.getSolution().col_value)
+    return x[:n], float(x[n])
+
+
+@pytest.fixture(scope="module")
+def full400():
+    """The first 400 Fulton persons: 49 of them share their 13 public values with another."""
+    frame = load_frame(FULL).head(400).reset_index(drop=True)
+    assert frame[list(NOTEBOOK_PUBLIC)].duplicated(keep=False).sum() > 20
+    return prepare(frame, "uscitizen", NOTEBOOK_PUBLIC)
+
+
+def test_query_matrix_is_the_mask_matrix():
+    rng = np.random.default_rng(5)
+    base = rng.random((37, 23)) < 0.4
+    masks = base[:, rng.integers(0, 23, 61)]  # 61 rows, at most 23 distinct columns
+    q = QueryMatrix.from_masks(masks)
+    assert q.g <= 23 and q.n == 61 and q.k == 37 and (q.dense() == masks).all()
+    assert q.ones == int(masks[:, np.unique(q.groups, return_index=True)[1]].sum())
+    values = rng.integers(-3, 9, 61)
+    assert (q.answers(values) == masks @ values).all()
+    rows = rng.choice(61, 20, replace=False)
+    assert (q.answers(values, rows) == masks[:, rows] @ values[rows]).all()
+    g = masks[:, np.unique(q.groups, return_index=True)[1]].astype(float)
+    x, y = rng.random(q.g), rng.random(37)
+    assert np.allclose(q.dot(x), g @ x) and np.allclose(q.tdot(y), g.T @ y)
+    distinct = QueryMatrix.from_masks(np.eye(5, dtype=bool))
+    assert (distinct.groups == np.arange(5)).all()  # rows told apart keep their order
+
+
+@needs_full
+def test_hashed_query_matrix_is_the_notebooks(full400):
+    descs = random_predicates(800, 13, np.random.default_rng(2))
+    q = QueryMatrix.hashed(full400.public, descs, 691)
+    assert q.g == len(np.unique(full400.public, axis=0)) < 400
+    dense = hashed_masks(full400.public, descs)
+    assert (q.dense() == dense).all()
+    assert (dense == ((full400.public @ descs.T) % 691 % 2).astype(bool).T).all()  # the notebook's formula
+    for other in (full400.public - 50, full400.public * 10_000):  # negative codes; past float32's exact range
+        assert (QueryMatrix.hashed(other, descs[:50], 691).dense() == ((other @ descs[:50].T) % 691 % 2).astype(bool).T).all()
+
+
+@needs_full
+@pytest.mark.parametrize("queries,noise", [(800, 0.0), (800, 2.0), (130, 0.0)])
+def test_lstsq_equals_the_dense_least_squares(full400, queries, noise):
+    # exact answers (a consistent system), noisy ones (a real residual), and fewer queries than
+    # distinct records (rank deficient: the minimum-norm solution decides)
+    rng = np.random.default_rng(queries)
+    descs = random_predicates(queries, 13, rng)
+    masks = hashed_masks(full400.public, descs)
+    answers = masks @ full400.secret + rng.normal(0, noise, queries)
+    dense = np.linalg.lstsq(masks.astype(float), answers, rcond=None)[0]
+    ours = solve_lstsq(QueryMatrix.hashed(full400.public, descs, 691), answers)
+    assert np.abs(ours - dense).max() < 1e-6
+    clear = np.abs(dense - 0.5) > 1e-6  # ties (alike rows, different secrets) go down now, by any float noise before
+    assert (round_secret(ours, 0, 1)[clear] == round_secret(dense, 0, 1)[clear]).all()
+    assert (~clear).sum() < 30
+
+
+@needs_fulton
+def test_lp_is_the_row_by_row_lp_where_no_rows_are_alike(target):
+    # the 100-row extract has no two persons alike in the 13 public columns: the grouped LP is the old model
+    for noise, seed in ((0.0, 0), (3.0, 1)):
+        rng = np.random.default_rng(seed)
+        masks = hashed_masks(target.public, random_predicates(200, 13, rng))
+        answers = (masks @ target.secret + rng.normal(0, noise, 200))
+        s, err = solve_lp(masks, answers)
+        ref, ref_err = dense_lp(masks, answers, 0.0, 1.0)
+        assert err == pytest.approx(ref_err, abs=1e-9) and np.allclose(s, ref, atol=1e-9)
+
+
+@needs_full
+def test_lp_over_alike_rows_has_the_dense_optimum(full400):
+    rng = np.random.default_rng(3)
+    masks = hashed_masks(full400.public, random_predicates(300, 13, rng))
+    answers = np.round(masks @ full400.secret / 10) * 10  # rounded answers: a positive optimum
+    s, err = solve_lp(masks, answers)
+    assert err == pytest.approx(dense_lp(masks, answers, 0.0, 1.0)[1], abs=1e-7) and err > 0
+    assert np.abs(masks @ s - answers).max() <= err + 1e-7 and s.min() >= -1e-9 and s.max() <= 1 + 1e-9
+    groups = QueryMatrix.from_masks(masks).groups
+    for group in np.unique(groups):  # a group's total spread evenly over its alike rows
+        assert np.ptp(s[groups == group]) < 1e-9
+
+
+@needs_full
+def test_memory_is_the_packed_bits_not_the_dense_matrix(full400):
+    import tracemalloc
+
+    frame = load_frame(FULL).head(3000).reset_index(drop=True)
+    tracemalloc.start()
+    result = LinearReconstruction(frame, "uscitizen", NOTEBOOK_PUBLIC, seed=0).evaluate()
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert result.n_queries == 6000 and result.accuracy > 0.97
+    dense = 6000 * 3000 * 8  # the float64 k x n the dense least squares built (144 MB)
+    assert peak < dense / 4, f"peak {peak / 2**20:.0f} MB"
+    assert needs_mb("lstsq", 3000, 2000, 6000) * 2 ** 20 > peak
+
+
+@needs_full
+def test_cli_memory_bound_exit_2_and_other_method_skipped(tmp_path, capsys):
+    data = tmp_path / "fulton1000.csv"
+    load_frame(FULL).head(1000).to_csv(data, index=False)
+    pub = ",".join(NOTEBOOK_PUBLIC)
+    assert run(["linear", str(data), "--secret", "uscitizen", "--public", pub, "--method", "lp", "--memory-mb", "150",
+                "--out", str(tmp_path / "lp")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert "fulton1000.csv" in err and "--memory-mb 150" in err and "788 distinct public records" in err
+    assert "fix: use --method lstsq" in err and "--queries" in err and not (tmp_path / "lp" / "linear.json").exists()
+    assert run(["linear", str(data), "--secret", "uscitizen", "--public", pub, "--memory-mb", "150",
+                "--out", str(tmp_path / "ls")]) == 0
+    assert "lp: skipped" in capsys.readouterr().out
+    report = json.loads((tmp_path / "ls" / "linear.json").read_text())
+    assert report["accuracy"] > 0.97 and "--memory-mb 150" in report["methods"]["lp"]["skipped"]
 
 
 def test_wilson_interval():

@@ -39,6 +39,20 @@ def _cross_table(folder, table, by, freq, primary, virtual=None):
     return unit_contexts(inputs)[0], cells
 
 
+def suppressed_context(folder: Path, cells) -> object:
+    """The one unit of ``folder``'s data, schema and tables with ``cells`` suppressed (written into its
+    tables.yaml, block ``b1``)."""
+    schedule = yaml.safe_load((folder / "tables.yaml").read_text())
+    schedule["suppress"] = {"b1": sorted(cells)}
+    (folder / "tables.yaml").write_text(yaml.safe_dump(schedule))
+    return unit_contexts(load_inputs(folder / "data.csv", folder / "schema.yaml", folder / "tables.yaml"))[0]
+
+
+def counts_of(ctx) -> dict[str, int]:
+    """Every count of a unit with no cell suppressed, by cell key."""
+    return {v.cell.key: int(v.value) for v in ctx.release().values if v.stat.kind == "count"}
+
+
 @pytest.fixture(scope="module")
 def sdctable(tmp_path_factory):
     """sdcTable's SIMPLEHEURISTIC table as microdata (one row per person), its primaries suppressed."""
@@ -79,12 +93,10 @@ def test_sdctable_our_secondary_suppression_needs_one_cell_and_the_fewest_person
 REGIONS = "ABIJKLMN"
 
 
-@pytest.fixture(scope="module")
-def linked(tmp_path_factory):
+def linked_context(folder: Path):
     """sdcTable's linked tables: region within county, and region within big / small, one unit; its
-    primaries (counts of at most 3) suppressed in both tables."""
+    primaries (counts of at most 3) suppressed in both tables. The context and those cells."""
     data = pd.read_csv(PEERS / "sdctable_linked.csv")
-    folder = tmp_path_factory.mktemp("linked")
     data.loc[data.index.repeat(data["n"]), ["region"]].assign(block="b1").to_csv(folder / "data.csv", index=False)
     schema = {"unit": "person", "geography": ["block"],
               "columns": {"region": {"type": "categorical", "values": {r: r for r in REGIONS}}}}
@@ -96,12 +108,15 @@ def linked(tmp_path_factory):
 
     county = data.groupby("county")["region"].apply(list).to_dict()
     group = data.groupby("group")["region"].apply(list).to_dict()
-    primary = list(data.loc[data["n"] <= 3, "region"])
-    schedule = {"tables": [{"id": "A", "cells": cells(county)}, {"id": "B", "cells": cells(group)}],
-                "suppress": {"b1": [f"{t}:{r}" for t in "AB" for r in primary]}}
+    schedule = {"tables": [{"id": "A", "cells": cells(county)}, {"id": "B", "cells": cells(group)}]}
     (folder / "tables.yaml").write_text(yaml.safe_dump(schedule))
-    inputs = load_inputs(folder / "data.csv", folder / "schema.yaml", folder / "tables.yaml")
-    return unit_contexts(inputs)[0]
+    primary = [f"{t}:{r}" for t in "AB" for r in data.loc[data["n"] <= 3, "region"]]
+    return suppressed_context(folder, primary), primary
+
+
+@pytest.fixture(scope="module")
+def linked(tmp_path_factory):
+    return linked_context(tmp_path_factory.mktemp("linked"))[0]
 
 
 def test_sdctable_linked_tables_give_k_away_until_n_is_suppressed_as_protect_linked_tables_does(linked):
@@ -183,6 +198,75 @@ def test_gausssuppression_z1_our_secondary_suppression_is_theirs(z1, cost):
     assert unit.status == "protected"
     assert unit.complementary == ["T:B,annet", "T:D,annet", "T:H,annet"]
     assert sum(counts[k] for k in unit.complementary) == 29
+    assert not too_narrow(_intervals(ctx, unit.complementary), LEVELS)
+
+
+def z2_key(code: str, hovedint: str, fylke: dict[str, str]) -> str:
+    """GaussSuppression's z2 output row (a region, fylke or kostragr code, or Total, x hovedint or Total)
+    as our cell key in ``z2_folder``'s tables; ``fylke`` maps each region to its fylke."""
+    h = "*" if hovedint == "Total" else hovedint
+    if code == "Total":
+        return f"R:*,*,{h}"
+    if code in ("300", "400"):
+        return f"K:{code},{h}"
+    return f"R:{fylke[code]},{code},{h}" if code in fylke else f"R:{code},*,{h}"
+
+
+def z2_documented() -> pd.DataFrame:
+    """The 100 rows of GaussSuppression's documented z2 example (tests/data/peers/README.md), keyed as ours."""
+    z = pd.read_csv(PEERS / "gausssuppression_z2.csv", dtype={"fylke": str, "kostragr": str})
+    doc = pd.read_csv(PEERS / "gausssuppression_z2_pattern.csv", dtype={"region": str})
+    fylke = dict(zip(z["region"], z["fylke"]))
+    return doc.assign(key=[z2_key(c, h, fylke) for c, h in zip(doc["region"], doc["hovedint"])])
+
+
+def z2_context(folder: Path, max_n: int = 3):
+    """z2 as ``z2_folder`` publishes it (tests/test_cellspace.py), its primaries those of GaussSuppression's
+    documented example (``maxN = 3``, ``protectZeros = FALSE``: counts 1 to 3) suppressed."""
+    from test_cellspace import z2_folder
+
+    counts = counts_of(suppressed_context(z2_folder(folder), []))
+    primary = sorted(k for k, n in counts.items() if 0 < n <= max_n)
+    return suppressed_context(folder, primary), primary, counts
+
+
+@pytest.fixture(scope="module")
+def z2(tmp_path_factory):
+    return z2_context(tmp_path_factory.mktemp("z2"))
+
+
+def test_gausssuppression_z2_documented_table_and_primaries_are_ours(z2):
+    """GaussSuppressionFromData's documented z2 example prints 100 cells (region, fylke, kostragr and
+    Total x hovedint and Total): each equals our count (ours has 105, the hovedint totals again under
+    kostragr), and its 9 primaries are ours."""
+    ctx, primary, counts = z2
+    doc = z2_documented()
+    assert len(doc) == 100 and len(counts) == 105
+    assert {k: counts[k] for k in doc["key"]} == dict(zip(doc["key"], doc["ant"]))
+    assert sorted(doc.loc[doc["primary"] == 1, "key"]) == primary and len(primary) == 9
+    alone = _intervals(ctx)
+    assert all(iv.lo == iv.hi == counts[k] for k, iv in alone.items())  # every primary pinned alone
+
+
+def test_gausssuppression_z2_documented_pattern_passes_our_exact_audit(z2):
+    """With the example's 15 secondary cells, every hidden cell's exact integer interval is certified and
+    at least 1 from its value each way: GaussSuppression's pattern protects z2 under our exact attack too
+    (e.g. I x annet 3 in [2, 5] and I x trygd 2 in [0, 3], whose region publishes arbeid 0 and soshjelp 9)."""
+    ctx, primary, counts = z2
+    doc = z2_documented()
+    hidden = set(doc.loc[doc["suppressed"] == 1, "key"])
+    assert len(hidden - set(primary)) == 15
+    got = _intervals(ctx, hidden - set(primary))
+    assert set(got) == hidden and all(iv.certified for iv in got.values()) and not too_narrow(got, LEVELS)
+    assert {k: (got[k].lo, got[k].hi) for k in ("R:1,I,annet", "R:1,I,trygd", "K:400,arbeid", "R:5,C,arbeid")} == {
+        "R:1,I,annet": (2, 5), "R:1,I,trygd": (0, 3), "K:400,arbeid": (0, 3), "R:5,C,arbeid": (0, 10)}
+
+
+def test_gausssuppression_z2_our_suppression_has_its_15_cells_proved_fewest(z2):
+    ctx, primary, _ = z2
+    rules = Rules("levels", (Rule("protection_levels", settings=LEVELS),))
+    unit = suppress_unit(ctx, Policy.from_rules(rules), ProtectOptions(exact=ExactOptions(explain="none")))
+    assert unit.status == "protected" and unit.minimal and len(unit.complementary) == unit.lower_bound == 15
     assert not too_narrow(_intervals(ctx, unit.complementary), LEVELS)
 
 
@@ -271,12 +355,9 @@ def z3_context(folder: Path, kostragr: tuple[str, ...] | None = None, max_n: int
     tables = [{"id": "R", "by": ["fylke", "region", "hovedint", "mnd2", "mnd"], "margins": True},
               {"id": "K", "by": ["kostragr", "hovedint", "mnd2", "mnd"], "margins": True}]
     (folder / "tables.yaml").write_text(yaml.safe_dump({"tables": tables}))
-    inputs = load_inputs(folder / "data.csv", folder / "schema.yaml", folder / "tables.yaml")
-    counts = {v.cell.key: int(v.value) for v in unit_contexts(inputs)[0].release().values if v.stat.kind == "count"}
+    counts = counts_of(suppressed_context(folder, []))
     primary = sorted(k for k, n in counts.items() if n <= max_n)
-    (folder / "tables.yaml").write_text(yaml.safe_dump({"tables": tables, "suppress": {"b1": primary}}))
-    inputs = load_inputs(folder / "data.csv", folder / "schema.yaml", folder / "tables.yaml")
-    return unit_contexts(inputs)[0], primary, counts
+    return suppressed_context(folder, primary), primary, counts
 
 
 @pytest.fixture(scope="module")
@@ -311,3 +392,22 @@ def test_gausssuppression_z3_part_our_secondary_suppression_passes_the_exact_aud
     after = _intervals(ctx, unit.complementary)
     assert set(after) == set(primary) | set(unit.complementary)
     assert all(iv.certified for iv in after.values()) and not too_narrow(after, LEVELS)
+
+
+def test_bench_peers_measures_what_the_peers_document():
+    """bench/peers.py's ``peer_tables()`` and ``measure()`` (other scripts import them): on z1, z2 and
+    sdcTable's two tables our primaries and secondary cells number what the peers publish, and neither
+    our pattern nor theirs leaves a hidden cell pinned or too narrow."""
+    import importlib.util
+    import sys
+
+    spec = importlib.util.spec_from_file_location("bench_peers", Path(__file__).resolve().parents[1] / "bench" / "peers.py")
+    bench = sys.modules["bench_peers"] = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    tables = bench.peer_tables(())
+    assert [t.name for t in tables] == ["z1", "z2", "simpleheuristic", "linked"]
+    for table in tables:
+        assert table.data.is_file()
+        got = bench.measure(table, ProtectOptions(exact=ExactOptions(explain="none")))
+        assert (got["primary"], got["secondary"]) == (table.primary, table.secondary), table.name
+        assert got["ours"] == got["theirs"] == (0, 0) and got["their_secondary"] == table.secondary

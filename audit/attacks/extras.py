@@ -76,9 +76,12 @@ def linear_target(data: Path, secret: str, public: str):
 def write_linear(data: Path, secret: str, public: str, out: Path, *, queries: Optional[int] = None, seed: int = 0,
                  method: str = "lstsq", sweep: bool = False, params: Optional[str] = None, trials: int = 10,
                  mechanism: str = "gaussian", delta: float = 1e-6, tables: Optional[Path] = None,
-                 schema: Optional[Path] = None) -> dict:
+                 schema: Optional[Path] = None, memory_mb: Optional[int] = 4096) -> dict:
     """Run the linear attack (and the sweep), write ``out/linear.json`` with the inputs' fingerprint and
-    the SVG plots; return the report. OpenDP is optional: without it epsilon is left out."""
+    the SVG plots; return the report. OpenDP is optional: without it epsilon is left out.
+
+    A headline ``method`` estimated to need more than ``memory_mb`` stops with an AuditError (exit 2)
+    before any work; the other method is then skipped, its reason in ``methods``."""
     if method not in METHODS:
         raise AuditError(f"unknown --method '{method}'", "--method", f"use one of {list(METHODS)}")
     if mechanism not in MECHANISMS:
@@ -91,13 +94,22 @@ def write_linear(data: Path, secret: str, public: str, out: Path, *, queries: Op
     output_folder(out, inputs={"DATA": data, "--tables": tables, "--schema": schema}, writes=LINEAR_WRITES)
     target = linear_target(data, secret, public)
     grid = _params(params)
-    runs = {m: LinearAttack(target, secret, n_queries=queries, method=m, seed=seed).evaluate().results()
-            for m in METHODS}
+    attacks, skipped = {}, {}
+    for m in (method, *(m for m in METHODS if m != method)):  # the headline first: its bound is an error
+        try:
+            attacks[m] = LinearAttack(target, secret, n_queries=queries, method=m, seed=seed, source=str(data),
+                                      memory_mb=memory_mb)
+        except AuditError as err:
+            if m == method:
+                raise
+            skipped[m] = {"method": m, "skipped": err.line()}
+    runs = {m: a.evaluate().results() for m, a in attacks.items()}
     head = runs[method]
     report = {"data": str(data), "secret": secret, "public": list(target.names), "n_rows": target.n,
               "n_queries": head.detail.n_queries, "seed": seed, "method": method, "accuracy": head.risk.value,
               "baseline": head.risk.baseline, "ci": list(head.risk.ci), "confidence": head.risk.confidence,
-              "methods": {m: r.detail.to_dict() for m, r in runs.items()}, "sweep": [], "plots": {}}
+              "methods": {m: runs[m].detail.to_dict() if m in runs else skipped[m] for m in METHODS},
+              "sweep": [], "plots": {}}
     out.mkdir(parents=True, exist_ok=True)
     if sweep:
         result = mitigation_sweep(target, secret, params=grid, trials=trials, seed=seed, n_queries=queries,
@@ -114,7 +126,7 @@ def write_linear(data: Path, secret: str, public: str, out: Path, *, queries: Op
         report["differences"] = [f.to_dict() for f in DifferenceAttack(inputs).evaluate().results().detail]
     report["fingerprint"] = {**fingerprint(data, schema, tables),
                              "options": {"secret": secret, "public": list(target.names), "seed": seed,
-                                         "queries": queries, "sweep": sweep}}
+                                         "queries": queries, "sweep": sweep, "memory_mb": memory_mb}}
     tmp = out / "linear.json.tmp"
     tmp.write_text(json.dumps(report, indent=2, default=_json_default), encoding="utf-8")
     tmp.replace(out / "linear.json")

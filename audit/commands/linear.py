@@ -28,18 +28,19 @@ def register(app: typer.Typer) -> None:
         delta: Annotated[float, typer.Option("--delta", min=0, max=1, help="Delta for the Gaussian mechanisms' (epsilon, delta).")] = 1e-6,
         tables: Annotated[Optional[Path], typer.Option("--tables", "-t", help="Table schedule YAML: also look for difference attacks between its cells.")] = None,
         schema: Annotated[Optional[Path], typer.Option("--schema", "-s", help="Schema YAML for --tables.")] = None,
+        memory_mb: Annotated[int, typer.Option("--memory-mb", min=1, help="Memory bound (MB): a --method estimated to need more stops (exit 2) before any work; the other method is skipped.")] = 4096,
         out: Annotated[Path, typer.Option("--out", "-o", help="Output folder for linear.json and the SVG plots (created if missing).")] = Path("audit-linear"),
     ) -> None:
         """Linear reconstruction (least squares and LP) of a secret column from subset sums; mitigation sweep."""
         report = write_linear(data, secret, public, out, queries=queries, seed=seed, method=method, sweep=sweep,
                               params=params, trials=trials, mechanism=mechanism, delta=delta, tables=tables,
-                              schema=schema)
+                              schema=schema, memory_mb=memory_mb)
         echo(f"{secret}: {report['accuracy']:.1%} reconstructed by {method} from {report['n_queries']} exact "
                    f"subset sums (95% CI {report['ci'][0]:.1%}-{report['ci'][1]:.1%}; majority baseline "
                    f"{report['baseline']:.1%})")
         for m, r in report["methods"].items():
             if m != method:
-                echo(f"  {m}: {r['accuracy']:.1%}")
+                echo(f"  {m}: skipped ({r['skipped']})" if "skipped" in r else f"  {m}: {r['accuracy']:.1%}")
         if sweep:
             echo(f"  sweep: {len(report['sweep'])} points x {trials} trials; {report['privacy']}")
             for p in report["sweep"]:

@@ -32,42 +32,63 @@ import pandas as pd
 
 from ...errors import AuditError
 from .linear_mitigations import Mitigation, answer_queries
-from .linear_target import NOTEBOOK_PUBLIC, Target, hashed_masks, prepare, random_predicates
+from .linear_queries import CHUNK, QueryMatrix, as_queries, distinct_rows, lsqr, needs_mb
+from .linear_target import NOTEBOOK_PUBLIC, PRIME, Target, prepare, random_predicates
 from ..highs import highs
 
 METHODS = ("lstsq", "lp")
 
 
 # -------------------------------------------------------------------------------------- solvers
-def solve_lstsq(masks: np.ndarray, answers: np.ndarray) -> np.ndarray:
-    """Least-squares estimate of the secret (real-valued)."""
-    return np.linalg.lstsq(masks.astype(float), answers, rcond=None)[0]
+def solve_lstsq(masks, answers: np.ndarray) -> np.ndarray:
+    """Least-squares estimate of the secret per row (real-valued), the minimum-norm one as dense lstsq's.
+
+    LSQR over the groups of rows no query tells apart, each scaled by the square root of its size: the
+    minimum-norm solution there is the dense one's (equal values within a group) without the ``k x n``
+    matrix.
+    """
+    q = as_queries(masks)
+    scale = np.sqrt(q.sizes)
+    u, _ = lsqr(lambda x: q.dot(scale * x), lambda y: scale * q.tdot(y), np.asarray(answers, dtype=float), q.g)
+    return (u / scale)[q.groups]
 
 
-def solve_lp(masks: np.ndarray, answers: np.ndarray, lo: float = 0.0, hi: float = 1.0,
+def solve_lp(masks, answers: np.ndarray, lo: float = 0.0, hi: float = 1.0,
              solver: str = "choose") -> tuple[np.ndarray, float]:
-    """``min_{s ∈ [lo,hi]^n} max_i |F_i · s - a_i|`` with HiGHS; returns (s, the optimal max error)."""
+    """``min_{s ∈ [lo,hi]^n} max_i |F_i · s - a_i|`` with HiGHS; returns (s, the optimal max error).
+
+    Solved over the groups (a group's total lies in ``[lo, hi]`` times its size) and spread evenly over
+    its rows; with no two rows alike this is the row-by-row LP itself.
+    """
     import highspy
 
-    k, n = masks.shape
+    q = as_queries(masks)
+    k, g = q.k, q.g
     inf = highspy.kHighsInf
-    stacked = np.vstack([masks, masks]).astype(bool)          # rows: F s - e <= a ; F s + e >= a
-    cols, rows = np.nonzero(stacked.T)                         # column-major order
-    counts = np.bincount(cols, minlength=n)
-    start = np.concatenate([[0], np.cumsum(counts)])
-    index = np.concatenate([rows, np.arange(2 * k)]).astype(np.int32)
-    value = np.concatenate([np.ones(len(rows)), -np.ones(k), np.ones(k)])
-    start = np.concatenate([start, [len(index)]]).astype(np.int32)
+    index, start = [], [np.zeros(1, dtype=np.int64)]
+    step = max(1, CHUNK // max(1, k))
+    for s in range(0, g, step):  # rows per column: F s - e <= a, then F s + e >= a
+        cols, rows = np.nonzero(q.group_bits(s, min(g, s + step)).T)
+        order = np.argsort(np.concatenate([cols, cols]), kind="stable")
+        index.append(np.concatenate([rows, rows + k]).astype(np.int32)[order])
+        start.append(start[-1][-1] + 2 * np.cumsum(np.bincount(cols, minlength=min(g, s + step) - s)))
+    index.append(np.arange(2 * k, dtype=np.int32))
+    index = np.concatenate(index)
+    nz = len(index) - 2 * k
+    start = np.concatenate(start + [np.array([len(index)])]).astype(np.int32)
+    value = np.concatenate([np.ones(nz), -np.ones(k), np.ones(k)])
+    sizes = q.sizes.astype(float)
     lp = highspy.HighsLp()
-    lp.num_col_, lp.num_row_ = n + 1, 2 * k
-    lp.col_cost_ = np.concatenate([np.zeros(n), [1.0]])
-    lp.col_lower_ = np.concatenate([np.full(n, float(lo)), [0.0]])
-    lp.col_upper_ = np.concatenate([np.full(n, float(hi)), [inf]])
+    lp.num_col_, lp.num_row_ = g + 1, 2 * k
+    lp.col_cost_ = np.concatenate([np.zeros(g), [1.0]])
+    lp.col_lower_ = np.concatenate([sizes * lo, [0.0]])
+    lp.col_upper_ = np.concatenate([sizes * hi, [inf]])
     a = np.asarray(answers, dtype=float)
     lp.row_lower_ = np.concatenate([np.full(k, -inf), a])
     lp.row_upper_ = np.concatenate([a, np.full(k, inf)])
     lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
     lp.a_matrix_.start_, lp.a_matrix_.index_, lp.a_matrix_.value_ = start, index, value
+    del index, value
     h = highs()
     h.setOptionValue("solver", solver)
     h.passModel(lp)
@@ -76,16 +97,20 @@ def solve_lp(masks: np.ndarray, answers: np.ndarray, lo: float = 0.0, hi: float 
     if status != highspy.HighsModelStatus.kOptimal:
         raise RuntimeError(f"HiGHS did not solve the reconstruction LP: {h.modelStatusToString(status)}")
     x = np.asarray(h.getSolution().col_value)
-    return x[:n], float(x[n])
+    return (x[:g] / sizes)[q.groups], float(x[g])
 
 
 def round_secret(estimate: np.ndarray, lo: int, hi: int) -> np.ndarray:
-    """Round to the nearest allowed value; a tie goes down (the notebook's ``> 0.5`` for 0/1)."""
-    return np.clip(np.ceil(np.asarray(estimate) - 0.5), lo, hi).astype(np.int64)
+    """Round to the nearest allowed value; a tie goes down (the notebook's ``> 0.5`` for 0/1).
+
+    Estimates are first taken to six decimals, so that a tie the solver leaves a hair off (two alike
+    rows of different secrets share their total) goes down every time.
+    """
+    return np.clip(np.ceil(np.round(np.asarray(estimate), 6) - 0.5), lo, hi).astype(np.int64)
 
 
-def reconstruct(masks: np.ndarray, answers: np.ndarray, method: str = "lstsq", lo: int = 0, hi: int = 1) -> np.ndarray:
-    """Reconstructed secret column (integers in [lo, hi]) from masks and answers."""
+def reconstruct(masks, answers: np.ndarray, method: str = "lstsq", lo: int = 0, hi: int = 1) -> np.ndarray:
+    """Reconstructed secret column (integers in [lo, hi]) from masks (or a QueryMatrix) and answers."""
     if method == "lstsq":
         return round_secret(solve_lstsq(masks, answers), lo, hi)
     if method == "lp":
@@ -103,6 +128,19 @@ def wilson(successes: int, n: int, confidence: float = 0.95) -> tuple[float, flo
     centre = (p + z * z / (2 * n)) / denom
     half = z / denom * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
     return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def _fix(method: str, memory_mb: int, need, k: int) -> str:
+    """How to get under the memory bound: the other method, fewer queries, or a larger bound.
+    ``need(method, k)`` is the estimate (MB) for ``k`` queries."""
+    lo, hi = 0, k
+    while lo < hi:  # the most queries that fit: the estimate grows with k
+        mid = (lo + hi + 1) // 2
+        lo, hi = (mid, hi) if need(method, mid) <= memory_mb else (lo, mid - 1)
+    others = [m for m in METHODS if m != method and need(m, k) <= memory_mb]
+    return ((f"use --method {others[0]} (about {need(others[0], k):,} MB), " if others else "")
+            + (f"ask at most --queries {lo}, " if lo else "")
+            + f"or raise --memory-mb to {need(method, k)}")
 
 
 # ------------------------------------------------------------------------------------ evaluator
@@ -157,12 +195,13 @@ class LinearReconstruction:
     method : ``lstsq`` (least squares) or ``lp`` (minimise the maximum error, HiGHS).
     mitigation : what the interface does to the answers (default exact answers).
     seed : seeds the queries and the mitigation's randomness.
+    memory_mb : refuse (``AuditError``, naming ``--memory-mb``) a reconstruction estimated to need more.
     """
 
     def __init__(self, data: pd.DataFrame, secret: str, public: Sequence[str] = NOTEBOOK_PUBLIC, *,
                  n_queries: int | None = None, masks: np.ndarray | None = None, method: str = "lstsq",
                  mitigation: Mitigation | None = None, seed: int = 0, confidence: float = 0.95,
-                 source: str = "<data>"):
+                 source: str = "<data>", memory_mb: int | None = None):
         if method not in METHODS:
             raise AuditError(f"unknown method '{method}'", "--method", f"use one of {list(METHODS)}")
         if n_queries is not None and n_queries < 1:
@@ -170,25 +209,43 @@ class LinearReconstruction:
         self.target = data if isinstance(data, Target) else prepare(data, secret, public, source)
         if masks is not None and np.shape(masks)[1:] != (self.target.n,):
             raise ValueError(f"masks must have shape (k, {self.target.n})")
-        self.masks = None if masks is None else np.asarray(masks, dtype=bool)
-        self.n_queries = len(self.masks) if self.masks is not None else (n_queries or 2 * self.target.n)
+        self.masks = None if masks is None else as_queries(masks)
+        self.n_queries = self.masks.k if self.masks is not None else (n_queries or 2 * self.target.n)
         self.method, self.seed, self.confidence = method, seed, confidence
         self.mitigation = mitigation or Mitigation()
+        self.distinct = self.masks.g if self.masks is not None else distinct_rows(self.target.public)
+        self.memory_mb = memory_mb
+        if memory_mb is not None and self.needs_mb > memory_mb:
+            raise AuditError(
+                f"the {method} reconstruction of {self.target.n:,} rows ({self.distinct:,} distinct public records) "
+                f"from {self.n_queries:,} queries needs about {self.needs_mb:,} MB, more than --memory-mb {memory_mb}",
+                source, _fix(method, memory_mb, self.need, self.n_queries))
 
-    def queries(self, rng: np.random.Generator) -> np.ndarray:
+    def need(self, method: str, k: int) -> int:
+        """Estimated peak memory (MB) of ``method`` with ``k`` of these queries (1s pro rata)."""
+        ones = None if self.masks is None else self.masks.ones * k // max(1, self.n_queries)
+        return needs_mb(method, self.target.n, self.distinct, k, ones)
+
+    @property
+    def needs_mb(self) -> int:
+        """Estimated peak memory of this reconstruction (MB)."""
+        return self.need(self.method, self.n_queries)
+
+    def queries(self, rng: np.random.Generator) -> QueryMatrix:
         if self.masks is not None:
             return self.masks
-        return hashed_masks(self.target.public, random_predicates(self.n_queries, self.target.public.shape[1], rng))
+        return QueryMatrix.hashed(self.target.public, random_predicates(self.n_queries, self.target.public.shape[1], rng),
+                                  PRIME)
 
     def evaluate(self) -> LinearResults:
         t = self.target
         rng = np.random.default_rng(self.seed)
         masks = self.queries(rng)
         answers = answer_queries(t.secret, masks, self.mitigation, rng)
-        rmse = float(np.sqrt(np.mean((answers - masks @ t.secret) ** 2))) if len(answers) else 0.0
+        rmse = float(np.sqrt(np.mean((answers - masks.answers(t.secret)) ** 2))) if len(answers) else 0.0
         start = time.perf_counter()
         guess = reconstruct(masks, answers, self.method, t.lo, t.hi)
         seconds = time.perf_counter() - start
         correct = int((guess == t.secret).sum())
-        return LinearResults(self.method, t.n, len(masks), self.mitigation, correct / t.n, t.baseline,
+        return LinearResults(self.method, t.n, masks.k, self.mitigation, correct / t.n, t.baseline,
                              wilson(correct, t.n, self.confidence), self.confidence, rmse, seconds, t.secret_name, guess)

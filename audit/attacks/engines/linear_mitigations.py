@@ -7,6 +7,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .linear_queries import as_queries
+
 MITIGATIONS = ("none", "round", "noise", "sample")
 MECHANISMS = ("gaussian", "laplace", "discrete_gaussian", "discrete_laplace")
 
@@ -63,10 +65,12 @@ def sample_noise(mechanism: str, scale: float, size: int, rng: np.random.Generat
     raise ValueError(f"unknown mechanism {mechanism!r}")
 
 
-def answer_queries(secret: np.ndarray, masks: np.ndarray, mitigation: Mitigation,
+def answer_queries(secret: np.ndarray, masks, mitigation: Mitigation,
                    rng: np.random.Generator) -> np.ndarray:
-    """The query interface: subset sums of the secret over each mask, with the mitigation applied."""
-    exact = (masks @ secret).astype(float)
+    """The query interface: subset sums of the secret over each mask (a 0/1 array or a
+    :class:`~audit.attacks.engines.linear_queries.QueryMatrix`), with the mitigation applied."""
+    queries = as_queries(masks)
+    exact = queries.answers(secret)
     if mitigation.kind == "round":
         return np.round(exact / mitigation.param) * mitigation.param  # numpy rounds halves to even, as the notebook
     if mitigation.kind == "noise":
@@ -75,5 +79,5 @@ def answer_queries(secret: np.ndarray, masks: np.ndarray, mitigation: Mitigation
         n = len(secret)
         t = min(int(mitigation.param), n)
         rows = rng.choice(n, size=t, replace=False)
-        return (masks[:, rows] @ secret[rows]) * (n / t)
+        return queries.answers(secret, rows) * (n / t)
     return exact

@@ -11,6 +11,7 @@ import pandas as pd
 
 from ...errors import AuditError
 from ...data.microdata import read_table
+from .linear_queries import hash_bits
 
 PRIME = 691  # the notebook's hashing modulus
 NOTEBOOK_PUBLIC = ("sex", "age", "educ", "latino", "black", "asian", "married", "divorced", "children",
@@ -93,7 +94,7 @@ def random_predicates(k: int, p: int, rng: np.random.Generator, prime: int = PRI
 
 def hashed_masks(public: np.ndarray, descs: np.ndarray, prime: int = PRIME) -> np.ndarray:
     """Masks ``(k, n)``: row ``j`` is in query ``i`` iff ``(z_j · d_i) mod prime mod 2 == 1``."""
-    return ((public @ descs.T) % prime % 2).astype(bool).T
+    return hash_bits(public, descs, prime).T
 
 
 def cell_masks(frame: pd.DataFrame, cells) -> np.ndarray:
