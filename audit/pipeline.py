@@ -149,7 +149,7 @@ def run_audit(data: Optional[Path], schema: Optional[Path], tables: Path, out: P
             inputs = inputs_from(data, schema, tables, options.infer_schema, options.geography)
         with Progress("units", not progress) as bar:
             def tick(u: dict) -> None:
-                bar.update(note=f"unit {u['geo']}")
+                bar.update(note=f"unit {u['geo']}", key=(u["level"], u["geo"]))
                 if on_unit:
                     on_unit(u)
 
