@@ -64,7 +64,7 @@ def test_a_long_unit_in_the_worker_shows_its_claims_decided():
     assert doc.summary.units >= 1 and lines[-1].startswith(f"units: {doc.summary.units}/{doc.summary.units} (100%) in ")
     within = [line for line in lines if "claims decided" in line]
     assert within, lines
-    assert all(re.search(r"ETA \d+(m\d\ds|s) \(by persons left\); unit 000100(/1001)?: [\d,]+/[\d,]+ claims decided, "
+    assert all(re.search(r"ETA \d+(m\d\ds|s) \(by claims left\); unit 000100(/1001)?: [\d,]+/[\d,]+ claims decided, "
                          r"(searching for datasets|claim by claim|explaining verified claims|feasibility intervals "
                          r"of hidden cells|re-identification)", line) for line in within), within
     assert pulse.notes() == []  # the run's notes are removed with it

@@ -3,7 +3,7 @@
 On a terminal a live bar (rich); otherwise (CI logs, a pipe) a plain line every few seconds while
 the work runs, and one when it ends (none before: a run that stops on an input error prints only
 the error). Each unit being attacked is shown with its claims decided and its phase
-(:mod:`audit.attacks.pulse`), and, given the units' sizes (persons), the ETA is by persons left,
+(:mod:`audit.attacks.pulse`), and, given the units' sizes (candidate claims), the ETA is by claims left,
 counting the part of a unit already decided, not by units left: one large unit among small ones
 no longer makes it swing.
 """
@@ -72,7 +72,7 @@ class Progress:
 
     def total(self, n: int, done: int = 0, sizes: Mapping | None = None) -> None:
         """The work is counted: ``n`` units, ``done`` of them finished before (a resumed run); ``sizes``:
-        each unit's size by (level, geo) (its persons), for an ETA by size."""
+        each unit's size by (level, geo) (its candidate claims), for an ETA by size."""
         self.n, self.done, self.first = n, done, done
         self.sizes = dict(sizes or {})
         self.by_geo = {}
@@ -143,7 +143,7 @@ class Progress:
                     text += f", {rate:.2f} units/s"
                 left = self.eta(within)
                 if left is not None:
-                    text += f", ETA {_duration(left)}" + (" (by persons left)" if self.sizes else "")
+                    text += f", ETA {_duration(left)}" + (" (by claims left)" if self.sizes else "")
                 text += "".join(f"; {n.text()}" for n in within[:3])
             print(printable(text), file=self.stream, flush=True)
 
