@@ -19,6 +19,7 @@ from ..findings.files import read_json
 from ..findings.model import Findings
 from ..policy.checks import exact_counts
 from ..policy.definitions import RULES
+from .assumptions import assumptions
 from .charts import bar_chart, histogram
 from .grids import unit_grids
 from .sections import DETAIL_UNITS, TOP_UNITS, flat, intervals_section, linear_section, protection_section, rank_section, reid_section
@@ -295,7 +296,7 @@ def context(doc: Findings, extras: Mapping[str, Mapping] | None = None, store=No
         "reid": reid, "intervals": intervals_section(doc, cell_labels),
         "grids": grids,
         "evidence": {"claims": [d["geo"] for d in detail], "tables": [g["geo"] for g in (grids or {}).get("units", ())]},
-        "counted": _counted(doc),
+        "counted": _counted(doc), "assumptions": assumptions(doc, level),
         "linear": linear_section(extras.get("linear")), "protection": protection,
         "appendix": _appendix(doc, extras),
     }
