@@ -33,7 +33,7 @@ def test_a_note_is_shown_until_its_unit_ends():
         pulse.Note("0001", "x", -1, 3)
 
 
-def test_eta_counts_persons_left_and_the_decided_part_of_a_unit():
+def test_eta_counts_claims_left_and_the_decided_part_of_a_unit():
     """One large unit among small ones: a small unit done says little; half the large one decided says half."""
     p = Progress("units", quiet=True)
     p.total(3, sizes={("block", "a"): 10.0, ("block", "b"): 10.0, ("block", "big"): 980.0})

@@ -13,6 +13,7 @@ from ..protection.protect import WRITES, ProtectInterrupted, ProtectOptions, aud
 from ..policy.checks import pinned_words, unit_intervals
 from ..policy.rules import load_rules
 from ..outputs.terminal import echo
+from ..outputs.words import plural
 from . import DataArg, OutOpt, QuietOpt, SchemaOpt, SeedOpt, TablesOpt, inputs_from, named_file, output_folder
 
 
@@ -61,12 +62,12 @@ def register(app: typer.Typer) -> None:
         rec = report["recommendation"]
         if not quiet:
             before, after = report["before"], report["after"]
-            echo(f"before: {before['verdict']} ({before['summary']['units_with_derived_singletons']} units with "
+            echo(f"before: {before['verdict']} ({plural(before['summary']['units_with_derived_singletons'], 'unit')} with "
                        f"derived singletons); after {strategy}: {after['verdict']}")
             if strategy == "suppress":
                 labels, pinned = report["cell_labels"], report.get("pinned_by_rule") or {}
                 for u in report["units"]:
-                    echo(f"{u['geo']}: {_status(u)}, {len(u['cells'])} cells to suppress{_bound_note(u)}")
+                    echo(f"{u['geo']}: {_status(u)}, {plural(len(u['cells']), 'cell')} to suppress{_bound_note(u)}")
                     for cell in u["cells"]:
                         value = pinned.get(u["geo"], {}).get(cell)
                         echo(f"  {labels.get(cell, cell)} ({cell})" + ("" if value is None else
@@ -80,7 +81,7 @@ def register(app: typer.Typer) -> None:
                     _undefeatable(d)
                 t = report["totals"]
                 where = sum(bool(cells) for cells in report["suppress"].values())  # blocks the tracts added to included
-                echo(f"{t['cells_suppressed']} cells suppressed in {where} units "
+                echo(f"{plural(t['cells_suppressed'], 'cell')} suppressed in {plural(where, 'unit')} "
                            f"({t['persons_in_suppressed_cells']} persons in them)")
             elif report.get("round_to") is not None:
                 echo(f"round_to: {report['round_to']}")
