@@ -115,3 +115,19 @@ def test_the_python_example_runs(tmp_path, monkeypatch, capsys):
     notebook = json.loads((ROOT / "docs" / "python.ipynb").read_text(encoding="utf-8"))
     cells = ["".join(c["source"]) for c in notebook["cells"] if c["cell_type"] == "code"]
     assert [c.strip() for c in cells] == [b.strip() for b in code]  # the notebook is the page's code
+
+
+def test_an_unguarded_script_is_told_to_guard_its_call(tmp_path):
+    """A script calling run_audit at its top level: each worker process imports it and would call it again; it
+    stops there with one line saying what to do, and the units it could not attack are undecided, never safe."""
+    folder(tmp_path)
+    code = next(body for lang, _, body in blocks(PYTHON) if lang == "python")
+    (tmp_path / "audit_me.py").write_text(code, encoding="utf-8")
+    done = subprocess.run([sys.executable, "audit_me.py"], cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    line = ("error: run_audit: the script that calls it runs again in each of the audit's worker processes (Python "
+            "starts them by importing the script) -- fix: put the call under `if __name__ == \"__main__\":` (not "
+            "needed in Jupyter)")
+    assert line in done.stderr.splitlines(), done.stderr[-3000:]
+    assert "Traceback" not in done.stderr
+    assert done.stdout.startswith("fail 0 ")  # every claim undecided: the verdict fails closed

@@ -11,6 +11,7 @@ from ..errors import Halted
 from ..protection.options import PROTECT_EXPLAIN_BUDGET
 from ..protection.protect import WRITES, ProtectInterrupted, ProtectOptions, audit_pattern, protect as run_protect
 from ..policy.checks import pinned_words, unit_intervals
+from ..protection.remedies import remedies, remedy_lines
 from ..policy.rules import load_rules
 from ..outputs.terminal import echo
 from ..outputs.words import plural
@@ -83,6 +84,8 @@ def register(app: typer.Typer) -> None:
                 where = sum(bool(cells) for cells in report["suppress"].values())  # blocks the tracts added to included
                 echo(f"{plural(t['cells_suppressed'], 'cell')} suppressed in {plural(where, 'unit')} "
                            f"({t['persons_in_suppressed_cells']} persons in them)")
+                for line in remedy_lines(report, remedies(inputs, report, exact, policy)):
+                    echo(line)
             elif report.get("round_to") is not None:
                 echo(f"round_to: {report['round_to']}")
             elif report.get("scale") is not None:
