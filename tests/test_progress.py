@@ -68,3 +68,16 @@ def test_a_long_unit_in_the_worker_shows_its_claims_decided():
                          r"(searching for datasets|claim by claim|explaining verified claims|feasibility intervals "
                          r"of hidden cells|re-identification)", line) for line in within), within
     assert pulse.notes() == []  # the run's notes are removed with it
+
+
+def test_a_protect_round_is_shown_between_its_attacks():
+    pulse.done()
+    pulse.during("protect round 3", "0001")
+    try:
+        assert [n.text() for n in pulse.notes()] == ["unit 0001, protect round 3: choosing cells to hide"]
+        pulse.note("0001", "claim by claim", 5, 40)
+        assert [n.text() for n in pulse.notes()] == ["unit 0001, protect round 3: 5/40 claims decided, claim by claim"]
+    finally:
+        pulse.during("")
+        pulse.done()
+    assert pulse.notes() == []

@@ -45,7 +45,7 @@ class Note:
 _mine: dict[str, Note] = {}  # this process's note (key: "", one unit at a time)
 _file: list[Path] = []  # in a worker: the file its notes go to
 _last = [0.0, ""]  # when this process last noted, and in which phase
-_during = [""]  # the larger step this process is in (see :func:`during`)
+_during = ["", ""]  # the larger step this process is in, and its unit (see :func:`during`)
 
 
 def folder(parent_pid: int) -> Path:
@@ -58,9 +58,10 @@ def to_parent(parent_pid: int) -> None:
     _file[:] = [folder(parent_pid) / f"{os.getpid()}.txt"]
 
 
-def during(step: str) -> None:
-    """The attacks noted from now on are part of ``step`` (e.g. ``"protect round 3"``; ``""``: none)."""
-    _during[0] = step
+def during(step: str, unit: str = "") -> None:
+    """The attacks noted from now on are part of ``step`` of ``unit`` (e.g. ``"protect round 3"``; ``""``: none),
+    shown between them too."""
+    _during[:] = [step, unit]
 
 
 def note(unit: str, phase: str, done: int = 0, total: int = 0) -> None:
@@ -95,7 +96,7 @@ def done() -> None:
 
 def notes(parent_pid: int | None = None) -> list[Note]:
     """The units now being attacked: this process's and its workers' (``parent_pid``: default this process)."""
-    found = list(_mine.values())
+    found = list(_mine.values()) or ([Note(_during[1], "choosing cells to hide", 0, 0, _during[0])] if _during[0] else [])
     where = folder(os.getpid() if parent_pid is None else parent_pid)
     for path in sorted(where.glob("*.txt")) if where.is_dir() else ():
         try:

@@ -226,7 +226,7 @@ def suppress_unit(ctx: UnitContext, policy: Policy, options: ProtectOptions,
     floor: Attempt | None = None  # every cell hidden: made once a failing claim needs no published cell
     while True:
         out.iterations += 1
-        pulse.during(f"protect round {out.iterations}")  # shown with the round's attack of the unit
+        pulse.during(f"protect round {out.iterations}", geo_key(ctx.geo))  # shown with the round's attack of the unit
         if chosen:
             seen = Attempt.of(audit_unit(ctx.problem(chosen)[0], exact), policy)
         raw, seen = seen, seen.without(floor)
