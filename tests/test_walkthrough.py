@@ -76,6 +76,10 @@ def test_the_walkthrough_runs_as_written(tmp_path):
     assert "<b>Singletons over fewer than 2 attributes pass.</b>" in report
     passed = (tmp_path / "release-out" / "report.html").read_text(encoding="utf-8")
     assert "PASS – no rule of the default policy fails" in passed
+    assert ("<li>1 statement that singles out one person follows from combining published numbers, in 1 of 4 "
+            "native-country units.</li>") in passed
+    assert "No protection is needed under this policy (a schedule audit protect wrote passes as it is)." in passed
+    assert "no published count below 3 (the policy&#39;s threshold); no listed claim uses it" in passed
     release = json.loads((tmp_path / "release-out" / "findings.json").read_text(encoding="utf-8"))
     assert release["summary"]["singletons_by_columns"]["derived"] == {"1": 1}  # "over one attribute", as it says
     if (tmp_path / "protect-out" / "protected.csv").exists():  # written by audit protect where the version has it
