@@ -135,3 +135,15 @@ def test_an_unguarded_script_is_told_to_guard_its_call(tmp_path):
     assert line in done.stderr.splitlines(), done.stderr[-3000:]
     assert "Traceback" not in done.stderr
     assert done.stdout.startswith("fail 0 ")  # every claim undecided: the verdict fails closed
+
+
+def test_inferring_a_schema_names_the_column_to_leave_out(tmp_path):
+    """A new user's first try, --infer-schema on the whole file: a wide column no table needs (Adult's fnlwgt)."""
+    bin_dir = folder(tmp_path)
+    done = run_line("audit run adult.csv -t tables.yaml --infer-schema --geography native-country -o inferred",
+                    tmp_path, bin_dir)
+    assert done.returncode == 2
+    assert done.stderr.splitlines()[-1] == (
+        "error: column fnlwgt: integer column 'fnlwgt' spans 383,706 values (27882..411587); at most 10,000 can be "
+        "enumerated -- fix: leave 'fnlwgt' out of the data if no table publishes it, or write a schema (--schema: "
+        "docs/walkthrough.md) with a narrower range for it")
