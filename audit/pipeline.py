@@ -107,6 +107,18 @@ def prepare_out(out: Path, data: Optional[Path], schema: Optional[Path], tables:
     clear_outputs(out)
 
 
+def _not_in_a_worker() -> None:
+    """Stop a script that calls run_audit unguarded from re-running it in each worker process: Python starts
+    the workers (spawn) by importing the main script, whose run_audit would start workers of its own."""
+    import multiprocessing
+
+    if getattr(multiprocessing.current_process(), "_inheriting", False):  # a spawned process importing the script
+        print("error: run_audit: the script that calls it runs again in each of the audit's worker processes (Python "
+              "starts them by importing the script) -- fix: put the call under `if __name__ == \"__main__\":` (not "
+              "needed in Jupyter)", file=sys.stderr, flush=True)
+        raise SystemExit(2)
+
+
 def run_audit(data: Optional[Path], schema: Optional[Path], tables: Path, out: Path,
               options: AuditOptions = AuditOptions(), *, on_unit: Callable[[dict], None] | None = None,
               progress: bool = False) -> Findings:
@@ -125,6 +137,7 @@ def run_audit(data: Optional[Path], schema: Optional[Path], tables: Path, out: P
     progress : bool
         Show units done / total on stderr.
     """
+    _not_in_a_worker()
     prepare_out(out, data, schema, tables, options.rules, options.published)  # before the long work: fails fast
     policy = load_rules(options.rules)
     exact = options.exact
@@ -149,7 +162,7 @@ def run_audit(data: Optional[Path], schema: Optional[Path], tables: Path, out: P
             inputs = inputs_from(data, schema, tables, options.infer_schema, options.geography)
         with Progress("units", not progress) as bar:
             def tick(u: dict) -> None:
-                bar.update(note=f"unit {u['geo']}")
+                bar.update(note=f"unit {u['geo']}", key=(u["level"], u["geo"]))
                 if on_unit:
                     on_unit(u)
 

@@ -17,6 +17,7 @@ from .engines.histogram import HistogramEngine
 from .implied import MAX_SUPPORT, LinearProof
 from .intervals import feasibility_intervals, hidden_cells
 from .joint_claims import decide_open
+from . import pulse
 from .reidentify import measure_exact
 from .stated import direct_cells
 from .unit_explain import _explain, _explain_linear, _explain_proved, explain_targets  # noqa: F401 (explain_targets: the API)
@@ -26,6 +27,15 @@ from .unit import (ENUMERATION_NODES, SECONDS_PER_CLAUSE, ExactOptions, UnitResu
 
 def audit_unit(problem: Problem, options: ExactOptions = ExactOptions(),
                prior_rows: np.ndarray | None = None) -> UnitResult:
+    """Run generate-then-verify on one unit and return every verdict it reached (:func:`_attack`), noting
+    its progress (:mod:`audit.attacks.pulse`) as it goes."""
+    try:
+        return _attack(problem, options, prior_rows)
+    finally:
+        pulse.done()
+
+
+def _attack(problem: Problem, options: ExactOptions, prior_rows: np.ndarray | None) -> UnitResult:
     """Run generate-then-verify on one unit and return every verdict it reached.
 
     The unit is first sized (:func:`unit_cost`, :func:`plan`): a count-only unit whose row slots are
@@ -62,6 +72,8 @@ def audit_unit(problem: Problem, options: ExactOptions = ExactOptions(),
         else:
             rest.append(i)
     pending = np.array(rest, dtype=np.int64)  # positions in todo of the claims still open
+    unit = "/".join(problem.geo)
+    pulse.note(unit, "searching for datasets", len(todo) - len(pending), len(todo))
     late = _late(deadline, options)
     why = late("listing the candidate claims")
     linear = LinearProof.of(problem) if options.linear and not why and not problem.proof else None
@@ -91,6 +103,7 @@ def audit_unit(problem: Problem, options: ExactOptions = ExactOptions(),
         engine, certificates = _search(linear, problem, options, result, table, pending, late, deadline, no_slots)
     if not no_slots and engine is None and not settled and options.explain != "none" and result.verified and result.status == "done":
         engine = make_engine(problem, options, main=False)  # decided in histogram space: cores need the guarded solver
+    pulse.note(unit, "explaining verified claims", len(todo), len(todo))
     if proved:
         _explain_proved(result, options)
     elif no_slots:  # no row slots: the cells of each claim's linear proof, where it has one
@@ -98,6 +111,8 @@ def audit_unit(problem: Problem, options: ExactOptions = ExactOptions(),
     else:
         _explain(engine, result, options, linear, certificates)
     if options.intervals and hidden_cells(problem):
+        pulse.note(unit, "feasibility intervals of hidden cells", len(todo), len(todo))
+
         def sat():  # the search's SAT engine when it built one, with the cells hard; no deadline, as explanations
             if getattr(engine, "name", None) == "sat" and engine.ensure_main().solver is not None:
                 engine.deadline = None
@@ -109,6 +124,7 @@ def audit_unit(problem: Problem, options: ExactOptions = ExactOptions(),
             result.intervals_note = ("feasibility intervals not computed: the histogram model could not be built "
                                      "(support too large, or --no-linear)")
     if options.attacker is not None and problem.level == options.attacker.geography:
+        pulse.note(unit, "re-identification", len(todo), len(todo))
         engines = [engine]
 
         def verify(claim: Claim) -> Verdict:  # what the verdicts leave open, on the same solver
@@ -235,8 +251,9 @@ def _search(linear: LinearProof | None, problem: Problem, options: ExactOptions,
                 certificates[todo[i]] = used
                 result.verdicts.append(Verdict(todo[i], VERIFIED))
         pending = np.array([i for i, used in zip(pending, proofs) if used is None], dtype=np.int64)
-    j = 0
+    j, unit = 0, "/".join(problem.geo)
     while j < len(pending):
+        pulse.note(unit, "claim by claim", len(todo) - len(pending) + j, len(todo))
         claim = todo[pending[j]]
         why = late("claim-by-claim search")
         if why:

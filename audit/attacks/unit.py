@@ -173,11 +173,22 @@ def needs_slots(problem: Problem) -> bool:
     return any(c.statistic.kind != "count" for c in problem.constraints)
 
 
+def claim_subsets(problem: Problem, max_columns: int | None) -> int:
+    """The column subsets a claim of the unit may be over."""
+    return (n_subsets(len(problem.sizes), max_columns) if problem.views is None
+            else len(problem.views.subsets(len(problem.sizes), max_columns)))
+
+
+def candidate_keys(problem: Problem, max_columns: int | None) -> int:
+    """Candidate claims, at most: the unit's distinct true rows times the column subsets (its size for an ETA)."""
+    truth = problem.truth if problem.truth is not None else np.zeros((0, len(problem.sizes)), np.int64)
+    return len(distinct_rows(truth)[0]) * claim_subsets(problem, max_columns)
+
+
 def unit_cost(problem: Problem, options: ExactOptions, prior_rows: np.ndarray | None = None) -> UnitCost:
     """The size of the unit's attack, from its row counts, atoms and cells alone."""
     truth = problem.truth if problem.truth is not None else np.zeros((0, len(problem.sizes)), np.int64)
-    subsets = (n_subsets(len(problem.sizes), options.max_columns) if problem.views is None
-               else len(problem.views.subsets(len(problem.sizes), options.max_columns)))
+    subsets = claim_subsets(problem, options.max_columns)
     distinct = len(distinct_rows(truth)[0])
     prior = len(distinct_rows(prior_rows)[0]) if prior_rows is not None and len(prior_rows) else 0
     combinations = 1

@@ -15,8 +15,10 @@ from ..outputs.words import claim_text
 from ..peers.pattern import read_pattern, with_pattern
 from ..policy.checks import pinned_words, too_narrow, unit_intervals
 from ..protection.release_files import clear_release, protection_levels, write_pattern_release
+from ..protection.remedies import remedies, remedy_lines
 from ..policy.rules import load_rules
 from ..outputs.terminal import echo
+from ..outputs.words import plural
 from . import DataArg, OutOpt, QuietOpt, SchemaOpt, SeedOpt, TablesOpt, inputs_from, named_file, output_folder
 
 
@@ -71,12 +73,12 @@ def register(app: typer.Typer) -> None:
         rec = report["recommendation"]
         if not quiet:
             before, after = report["before"], report["after"]
-            echo(f"before: {before['verdict']} ({before['summary']['units_with_derived_singletons']} units with "
+            echo(f"before: {before['verdict']} ({plural(before['summary']['units_with_derived_singletons'], 'unit')} with "
                        f"derived singletons); after {strategy}: {after['verdict']}")
             if strategy == "suppress":
                 labels, pinned = report["cell_labels"], report.get("pinned_by_rule") or {}
                 for u in report["units"]:
-                    echo(f"{u['geo']}: {_status(u)}, {len(u['cells'])} cells to suppress{_bound_note(u)}")
+                    echo(f"{u['geo']}: {_status(u)}, {plural(len(u['cells']), 'cell')} to suppress{_bound_note(u)}")
                     for cell in u["cells"]:
                         value = pinned.get(u["geo"], {}).get(cell)
                         echo(f"  {labels.get(cell, cell)} ({cell})" + ("" if value is None else
@@ -90,8 +92,10 @@ def register(app: typer.Typer) -> None:
                     _undefeatable(d)
                 t = report["totals"]
                 where = sum(bool(cells) for cells in report["suppress"].values())  # blocks the tracts added to included
-                echo(f"{t['cells_suppressed']} cells suppressed in {where} units "
+                echo(f"{plural(t['cells_suppressed'], 'cell')} suppressed in {plural(where, 'unit')} "
                            f"({t['persons_in_suppressed_cells']} persons in them)")
+                for line in remedy_lines(report, remedies(inputs, report, exact, policy)):
+                    echo(line)
             elif report.get("round_to") is not None:
                 echo(f"round_to: {report['round_to']}")
             elif report.get("scale") is not None:

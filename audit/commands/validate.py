@@ -10,6 +10,7 @@ from ..data.microdata import load_microdata
 from ..specs.schedule import load_schedule
 from ..specs.schema import load_schema
 from ..outputs.terminal import echo
+from ..outputs.words import plural
 
 
 def register(app: typer.Typer) -> None:
@@ -21,13 +22,13 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Check the schema, the table schedule and the data; exit 0 if all are valid, 2 otherwise."""
         the_schema = load_schema(schema)
-        parts = [f"schema {schema}: {len(the_schema.columns)} columns, {len(the_schema.recodes)} recodes, "
-                 f"{len(the_schema.edits)} edits"]
+        parts = [f"schema {schema}: {plural(len(the_schema.columns), 'column')}, {plural(len(the_schema.recodes), 'recode')}, "
+                 f"{plural(len(the_schema.edits), 'edit')}"]
         if tables is not None:
             sched = load_schedule(tables, the_schema)
-            parts.append(f"tables {tables}: {len(sched.tables)} tables, {len(sched.cells)} cells")
+            parts.append(f"tables {tables}: {plural(len(sched.tables), 'table')}, {plural(len(sched.cells), 'cell')}")
         if data is not None:
             frame = load_microdata(data, the_schema)
-            parts.append(f"data {data}: {len(frame)} rows")
+            parts.append(f"data {data}: {plural(len(frame), 'row')}")
         for line in parts:
             echo(f"ok  {line}")

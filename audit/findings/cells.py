@@ -103,8 +103,11 @@ def tables_json(schedule, schema) -> list[dict]:
                 axes.append({"column": name, "title": str(getattr(col, "title", None) or name),
                              "codes": [[c, "Total" if c == "*" else str(schema.code_label(name, c))] for c in codes]})
         stats = list(dict.fromkeys(s.name for c in t.cells for s in c.stats))
+        p = t.protection
         out.append({"id": t.id, "title": t.title, "level": t.level, "stats": stats, "by": axes,
-                    "cells": [c.id for c in t.cells]})
+                    "cells": [c.id for c in t.cells],
+                    "protection": {"suppress_below": p.suppress_below, "complementary": p.complementary,
+                                   "round_to": p.round_to, "protect_zeros": p.protect_zeros}})
     return out
 
 

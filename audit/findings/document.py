@@ -36,12 +36,14 @@ from ..policy.rules import load_rules
 from ..policy.definitions import SMALL_MAX
 from ..attacks.joint import joint_proofs
 from ..attacks.joint_problems import level_problems
+from ..attacks.unit import candidate_keys
 from ..problem.coupled import coupled_levels
 from .model import NOTICE, Findings, Summary  # noqa: F401 (NOTICE: read from here by attacks/extras.py)
 from .cells import AUTO_CAP_UNITS, GridKeeper, ProofCounts, attach_cells, cells_json, grid_cap, tables_json
 
 LISTED = 10  # claims of each kind listed per unit (derived singletons, full records, undecided)
 LISTED_LARGE = 3  # the same in runs of more than AUTO_CAP_UNITS units
+UNIT_OVERHEAD = 100  # candidate claims a unit's fixed work (encoding, explaining, intervals) is worth in the ETA
 
 
 def listing_cap(units: int, cap: int | None = None) -> int:
@@ -231,7 +233,8 @@ def run_exact(inputs: Inputs, options: ExactOptions, on_unit: Callable[[dict], N
     proofs = joint_proofs(inputs.schema, inputs.schedule, releases, explain=options.explain != "none")
     problems = level_problems(inputs.frame, inputs.schema, inputs.schedule, releases, proofs, options.max_rows)
     if on_total:
-        on_total(len(problems))
+        on_total(len(problems), sizes={(p.level, "/".join(p.geo)): UNIT_OVERHEAD + candidate_keys(p, options.max_columns)
+                                       for p in problems})
     by_unit = {(r.level, r.geo): r for r in releases}
     header = store_columns(inputs.schema, inputs.schedule)
     writer = StoreWriter(Path(out) / STORE_FILE, header) if out is not None else None

@@ -19,6 +19,7 @@ from ..findings.files import read_json
 from ..findings.model import Findings
 from ..policy.checks import exact_counts
 from ..policy.definitions import RULES
+from .assumptions import assumptions
 from .charts import bar_chart, histogram
 from .grids import unit_grids
 from .sections import DETAIL_UNITS, TOP_UNITS, flat, intervals_section, linear_section, protection_section, rank_section, reid_section
@@ -170,8 +171,9 @@ def _memo(doc: Findings, rows: list[dict], reid: Mapping | None, protection: Map
     if s.full_records:
         risks.append(f"{plural(s.full_records, noun)} can be rebuilt over every published attribute.")
     if s.derived_singletons:
-        risks.append(f"{plural(s.derived_singletons, 'statement')} that single out one {noun} follow from "
-                     f"combining published numbers, in {s.units_with_derived_singletons:,} of {of}.")
+        one = s.derived_singletons == 1
+        risks.append(f"{plural(s.derived_singletons, 'statement')} that single{'s' if one else ''} out one {noun} "
+                     f"follow{'s' if one else ''} from combining published numbers, in {s.units_with_derived_singletons:,} of {of}.")
     exact = next((p for p in (reid or {}).get("parts", ()) if p.get("key") == "exact"), None)
     if exact and exact["part"]["confirmed"]["count"]:
         c = exact["part"]["confirmed"]
@@ -183,7 +185,9 @@ def _memo(doc: Findings, rows: list[dict], reid: Mapping | None, protection: Map
     if worst:
         risks.append(f"Worst {worst['level'] or level}: {worst['geo']} ({plural(worst['rows'] or 0, noun)}: "
                      f"{worst['records']:,} rebuilt in full, {plural(worst['derived'], 'derived singleton claim')}).")
-    if protection is None:
+    if protection is None and doc.verdict == "pass":
+        advice = "No protection is needed under this policy (a schedule audit protect wrote passes as it is)."
+    elif protection is None:
         advice = "No protection was computed: run audit protect on this output folder for the least suppression or noise that passes."
     elif protection["offered"]:
         cost = [plural(protection["count"], "cell") + " suppressed"] if protection["count"] else []
@@ -243,7 +247,7 @@ def _signoff(doc: Findings, extras: Mapping, cell_labels: Mapping[str, str]) -> 
             status, reason = "review", (f"its counts help prove {plural(used[table], 'listed singleton claim')} "
                                         "(with other tables)")
         else:
-            status, reason = "pass", f"no count below {threshold}; no listed claim uses it" if threshold else \
+            status, reason = "pass", f"no published count below {threshold} (the policy's threshold); no listed claim uses it" if threshold else \
                 "no listed claim uses it"
         out.append({"name": f"{table}: {title}" if title != table else table, "kind": "table", "status": status,
                     "reason": reason})
@@ -295,7 +299,7 @@ def context(doc: Findings, extras: Mapping[str, Mapping] | None = None, store=No
         "reid": reid, "intervals": intervals_section(doc, cell_labels),
         "grids": grids,
         "evidence": {"claims": [d["geo"] for d in detail], "tables": [g["geo"] for g in (grids or {}).get("units", ())]},
-        "counted": _counted(doc),
+        "counted": _counted(doc), "assumptions": assumptions(doc, level),
         "linear": linear_section(extras.get("linear")), "protection": protection,
         "appendix": _appendix(doc, extras),
     }

@@ -62,7 +62,7 @@ def audited(inputs: Inputs, exact: ExactOptions, rules, label: str, progress: bo
             out: Path | None = None) -> dict:
     """``run_exact`` with units done / total shown under ``label`` (claim store in ``out`` if given)."""
     with Progress(label, quiet=not progress) as bar:
-        return run_exact(inputs, exact, lambda u: bar.update(note=u["geo"]), rules, out=out, on_total=bar.total)
+        return run_exact(inputs, exact, lambda u: bar.update(note=u["geo"], key=(u["level"], u["geo"])), rules, out=out, on_total=bar.total)
 
 
 def reaudit(data: str, schema_path: str, schedule_path: Path, exact: ExactOptions, rules, progress: bool = False,

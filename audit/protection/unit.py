@@ -9,6 +9,7 @@ from typing import Callable
 import numpy as np
 
 from .suppress import hitting_set, simple_heuristic
+from ..attacks import pulse
 from ..attacks.exact import audit_unit
 from ..inputs import Inputs
 from ..release.magnitude import sensitive_values
@@ -232,6 +233,7 @@ def suppress_unit(ctx: UnitContext, policy: Policy, options: ProtectOptions,
     floor: Attempt | None = None  # every cell hidden: made once a failing claim needs no published cell
     while True:
         out.iterations += 1
+        pulse.during(f"protect round {out.iterations}", geo_key(ctx.geo))  # shown with the round's attack of the unit
         if chosen:
             seen = Attempt.of(audit_unit(ctx.problem(chosen)[0], exact), policy)
         raw, seen = seen, seen.without(floor)
@@ -276,6 +278,7 @@ def suppress_unit(ctx: UnitContext, policy: Policy, options: ProtectOptions,
             log(f"unit {geo_key(ctx.geo)}: iteration {out.iterations}, {len(bad)} failing claims, "
                 f"{len(clauses)} explanations, trying {len(chosen)} cells"
                 + (f" (adding to the last pattern; at least {rounds.lower_bound} needed)" if rounds.monotone else ""))
+    pulse.during("")
     if out.status == "protected" and not rounds.minimal(out.status, len(chosen)):  # the completion's needless cells
         kept, seen = prune(frozenset(chosen), [expand({r}) for r in reversed(rounds.added)],
                            lambda cells: Attempt.of(audit_unit(ctx.problem(set(cells))[0], exact), policy),

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..attacks import pulse
 from ..attacks.exact import ExactOptions, audit_unit, unfinished
 from ..errors import AuditError, InternalError, described
 from ..findings.document import listing_cap, unit_json
@@ -75,6 +76,8 @@ def init_worker(limits: Limits) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     _die_with_parent(limits.parent_pid)
     _apply_limits(limits)
+    if limits.parent_pid and limits.parent_pid != os.getpid():
+        pulse.to_parent(limits.parent_pid)  # the parent's progress display shows where a long unit is
     gc.freeze()  # the modules just imported are never garbage: no collection need traverse them
     gc.set_threshold(GC_THRESHOLD, *gc.get_threshold()[1:])
 

@@ -231,7 +231,8 @@ def infer_schema(frame: pd.DataFrame, geography: list[str], unit: str = "person"
             if hi - lo >= MAX_INTEGER_VALUES:
                 raise AuditError(f"integer column '{name}' spans {hi - lo + 1:,} values ({lo}..{hi}); at most "
                                  f"{MAX_INTEGER_VALUES:,} can be enumerated", f"column {name}",
-                                 f"write a schema (--schema) with a narrower range for '{name}', or coarsen it")
+                                 f"leave '{name}' out of the data if no table publishes it, or write a schema (--schema: "
+                                 f"docs/walkthrough.md) with a narrower range for it")
             columns.append(Column.integer(name, lo, hi))
         else:
             codes = tuple(sorted(series.astype(str).unique()))
