@@ -19,6 +19,7 @@ from .intervals import feasibility_intervals, hidden_cells
 from .joint_claims import decide_open
 from .reidentify import measure_exact
 from .stated import direct_cells
+from .values import audit_values
 from .unit_explain import _explain, _explain_linear, _explain_proved, explain_targets  # noqa: F401 (explain_targets: the API)
 from .unit import (ENUMERATION_NODES, SECONDS_PER_CLAUSE, ExactOptions, UnitResult, make_engine, plan, too_large,
                    unfinished, unit_cost)
@@ -26,7 +27,16 @@ from .unit import (ENUMERATION_NODES, SECONDS_PER_CLAUSE, ExactOptions, UnitResu
 
 def audit_unit(problem: Problem, options: ExactOptions = ExactOptions(),
                prior_rows: np.ndarray | None = None) -> UnitResult:
-    """Run generate-then-verify on one unit and return every verdict it reached.
+    """Run generate-then-verify on one unit and return every verdict it reached (a unit with sums, means
+    or medians of a wide column: through its counts, :mod:`audit.attacks.values`)."""
+    if problem.values:
+        return audit_values(problem, options, prior_rows, audit_counts)
+    return audit_counts(problem, options, prior_rows)
+
+
+def audit_counts(problem: Problem, options: ExactOptions = ExactOptions(),
+                 prior_rows: np.ndarray | None = None) -> UnitResult:
+    """Generate-then-verify on one unit whose cells the problem encodes, every verdict it reached.
 
     The unit is first sized (:func:`unit_cost`, :func:`plan`): a count-only unit whose row slots are
     past ``max_rows`` or ``memory_mb`` is attacked in histogram space alone (what it leaves open is
