@@ -10,7 +10,7 @@ from ..errors import AuditError
 from ..problem.build import Problem
 from ..problem.coupled import child_sizes, child_total
 from ..release.constraints import int_hi, int_lo
-from ..problem.claims import UNDECIDED, VERIFIED, Verdict, candidates, count_candidates, distinct_rows, n_subsets
+from ..problem.claims import UNDECIDED, VERIFIED, Verdict, candidates, claimable, count_candidates, distinct_rows, n_subsets
 from .engines import engine_class, get_engine
 from .engines._explain import EXPLAIN_BUDGET
 from .implied import MAX_SUPPORT
@@ -176,8 +176,9 @@ def needs_slots(problem: Problem) -> bool:
 def unit_cost(problem: Problem, options: ExactOptions, prior_rows: np.ndarray | None = None) -> UnitCost:
     """The size of the unit's attack, from its row counts, atoms and cells alone."""
     truth = problem.truth if problem.truth is not None else np.zeros((0, len(problem.sizes)), np.int64)
-    subsets = (n_subsets(len(problem.sizes), options.max_columns) if problem.views is None
-               else len(problem.views.subsets(len(problem.sizes), options.max_columns)))
+    among = claimable(problem.sizes)  # a column of one atom is named by no claim
+    subsets = (n_subsets(len(among), options.max_columns) if problem.views is None
+               else len(problem.views.subsets(len(problem.sizes), options.max_columns, among)))
     distinct = len(distinct_rows(truth)[0])
     prior = len(distinct_rows(prior_rows)[0]) if prior_rows is not None and len(prior_rows) else 0
     combinations = 1
@@ -222,10 +223,11 @@ def unfinished(problem: Problem, options: ExactOptions, status: str, reason: str
     if options.intervals and hidden_cells(problem):
         result.intervals_note = f"feasibility intervals not computed: {reason}"
     if problem.truth is not None and len(problem.truth):
-        n, exact = count_candidates(problem.truth, options.max_columns, views=problem.views)
-        keys = len(distinct_rows(problem.truth)[0]) * n_subsets(problem.truth.shape[1], options.max_columns)
+        n, exact = count_candidates(problem.truth, options.max_columns, views=problem.views, sizes=problem.sizes)
+        keys = len(distinct_rows(problem.truth)[0]) * n_subsets(len(claimable(problem.sizes)), options.max_columns)
         if n <= LISTED_MAX and exact and keys <= 50 * LISTED_MAX:
-            result.verdicts = [Verdict(c, UNDECIDED, reason=reason) for c in candidates(problem.truth, options.max_columns, problem.views)]
+            result.verdicts = [Verdict(c, UNDECIDED, reason=reason)
+                               for c in candidates(problem.truth, options.max_columns, problem.views, problem.sizes)]
         else:
             result.omitted = n
             if not exact:
