@@ -151,3 +151,13 @@ def test_selecting_on_a_wide_column_is_one_line_exit_2(tmp_path):
     done = _run(tmp_path, FULTON / "data.csv", tables)
     assert done.returncode == 2
     assert "income" in done.stderr and "not selected on" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_fulton_data_is_the_cs208_file_converted(tmp_path):
+    """samples/fulton/data.csv is samples/fulton/convert.py applied to the shared CS208 file."""
+    source = ROOT.parent / "shared" / "data" / "cs208" / "FultonPUMS5full.csv"
+    if not source.is_file():
+        pytest.skip(f"shared test data not found at {source}")
+    subprocess.run([sys.executable, str(FULTON / "convert.py"), str(source), str(tmp_path / "data.csv")], check=True,
+                   capture_output=True, text=True, timeout=120)
+    assert (tmp_path / "data.csv").read_text() == (FULTON / "data.csv").read_text()

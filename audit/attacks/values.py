@@ -67,6 +67,13 @@ def strict(problem: Problem, classes: list[Predicate]) -> Problem | None:
     return replace(problem, constraints=problem.constraints + tuple(extra), values=()) if extra else None
 
 
+def outer(intervals: dict | None) -> dict | None:
+    """The count intervals as proved outer bounds only: a dataset reaching an end over the counts may not
+    complete to the release (its value classes differ from the truth's)."""
+    return None if intervals is None else {k: replace(v, certified=False, proofs=(None, None))
+                                           for k, v in intervals.items()}
+
+
 def audit_values(problem: Problem, options, prior_rows, run: Callable, completes: bool = True):
     """``run`` (the count attack, :func:`audit.attacks.exact.audit_unit`) on the problem without its value
     cells; what it refuted is kept only where the :func:`strict` problem refutes it too. ``completes``:
@@ -74,12 +81,13 @@ def audit_values(problem: Problem, options, prior_rows, run: Callable, completes
     so nothing is refuted."""
     result = run(replace(problem, values=()), options, prior_rows)
     result.problem = problem
-    if not result.refuted or problem.truth is None:
-        return result
-    classes = boxes(problem) if completes else None
+    classes = boxes(problem) if completes and problem.truth is not None else None
     twin = strict(problem, classes) if classes is not None else problem
     if twin is None:
-        return result  # every dataset of the counts already completes
+        return result  # every dataset of the counts completes: the count attack's verdicts and intervals stand
+    result.intervals = outer(result.intervals)
+    if not result.refuted:
+        return result
     sure = {v.claim for v in result.verified}
     if classes is None:  # no completion known: nothing is refuted
         why = f"over {MAX_BOXES:,} value classes" if completes else "the true values are not known"
@@ -88,7 +96,7 @@ def audit_values(problem: Problem, options, prior_rows, run: Callable, completes
                                                             problem.views).claims if c not in sure)
         opened = [Verdict(c, UNDECIDED, reason=f"{UNREPRODUCED}; {why}") for c in left]
     else:
-        other = run(twin, options, prior_rows)
+        other = run(twin, replace(options, explain="none", intervals=False, attacker=None), prior_rows)
         if other.status != "done" and result.status == "done":
             result.status, result.reason = other.status, other.reason
         opened = [v if v.status == UNDECIDED else Verdict(v.claim, UNDECIDED, reason=UNREPRODUCED)
