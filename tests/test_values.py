@@ -17,7 +17,7 @@ from audit.attacks.exact import ExactOptions, audit_unit
 from audit.attacks.values import boxes, strict
 from audit.errors import AuditError
 from audit.problem.build import Domain, Problem
-from audit.problem.claims import VERIFIED, ClaimTable
+from audit.problem.claims import ClaimTable
 from audit.specs.schema_types import MAX_INTEGER_VALUES, Column
 
 from _oracle import _random_predicate, all_datasets, published, verified_claims
@@ -103,10 +103,13 @@ def test_a_wide_column_is_a_range_and_is_never_selected_on():
     wide = Column.integer("income", -19_999, 9_999_999)
     assert wide.wide and isinstance(wide.codes, range) and len(wide.codes) == 10_019_999
     assert not Column.integer("age", 0, MAX_INTEGER_VALUES - 1).wide
+    from audit.specs.schema import infer_schema, load_schema
+    schema = load_schema(FULTON / "schema.yaml")
     with pytest.raises(AuditError, match="can only be summed, averaged or its median published"):
-        from audit.specs.schema import load_schema
-        schema = load_schema(FULTON / "schema.yaml")
         schema.predicate({"income": {"min": 0}}, None)
+    with pytest.warns(UserWarning, match="inferring the schema"):
+        inferred = infer_schema(pd.read_csv(FULTON / "data.csv", nrows=500), ["puma"])
+    assert inferred.column("income").wide and not inferred.column("age").wide
 
 
 def _run(tmp_path: Path, data: Path, tables: Path) -> subprocess.CompletedProcess:
