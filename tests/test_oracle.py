@@ -116,7 +116,7 @@ def _truth(inputs):
     worlds = consistent_worlds(inputs.schema, inputs.schedule, release, len(inputs.frame))
     assert worlds, "the true dataset always reproduces its own release"
     atoms = [to_atoms(problem, w) for w in worlds]
-    claims = candidates(problem.truth)
+    claims = candidates(problem.truth, sizes=problem.sizes)
     expected = {c for c in claims if all(c.count(w) == c.m for w in atoms)}
     return release, problem, atoms, claims, expected
 

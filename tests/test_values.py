@@ -166,3 +166,38 @@ def test_fulton_data_is_the_cs208_file_converted(tmp_path):
     subprocess.run([sys.executable, str(FULTON / "convert.py"), str(source), str(tmp_path / "data.csv")], check=True,
                    capture_output=True, text=True, timeout=120)
     assert (tmp_path / "data.csv").read_text() == (FULTON / "data.csv").read_text()
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_numeric_cells_past_max_rows_are_decided_as_wide_ones(seed):
+    """A unit past --max-rows whose numeric column no cell selects on is decided through its counts,
+    with the verdicts of the same column declared wide (not refused as too large)."""
+    problem = value_problem(seed)
+    options = ExactOptions(samples=4, explain="none", max_rows=1)
+    if problem.n_rows[1] <= 1:
+        return
+    past, wide = audit_unit(problem, options), audit_unit(widened(problem), options)
+    assert past.status == "done" and "age" not in past.problem.names and past.problem.values
+    assert [(v.claim, v.status) for v in past.verdicts] == [(v.claim, v.status) for v in wide.verdicts]
+    assert past.refuted == wide.refuted
+
+
+def test_fulton_income_in_thousands_is_decided_like_dollars(tmp_path):
+    """The same PUMA with income enumerable (in thousands): past --max-rows it is not refused, and the
+    counts decide it exactly as with income in dollars."""
+    from audit.inputs import load_inputs
+    frame = pd.read_csv(FULTON / "data.csv")
+    puma = frame[frame.puma == 1107].copy()
+    puma.to_csv(tmp_path / "dollars.csv", index=False)
+    puma["income"] = puma.income // 1000
+    puma.to_csv(tmp_path / "thousands.csv", index=False)
+    schema = (FULTON / "schema.yaml").read_text().replace("min: -19999, max: 9999999", "min: -20, max: 9999")
+    (tmp_path / "schema.yaml").write_text(schema)
+    results = []
+    for data, spec in (("dollars.csv", FULTON / "schema.yaml"), ("thousands.csv", tmp_path / "schema.yaml")):
+        (problem,) = load_inputs(tmp_path / data, spec, FULTON / "tables.yaml").problems()
+        results.append(audit_unit(problem, ExactOptions(explain="none")))
+    dollars, thousands = results
+    assert thousands.status == dollars.status == "done"
+    assert {v.claim for v in thousands.verified} == {v.claim for v in dollars.verified}
+    assert thousands.refuted == dollars.refuted and not thousands.undecided

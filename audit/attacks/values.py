@@ -24,6 +24,8 @@ from dataclasses import replace
 from fractions import Fraction
 from typing import Callable
 
+import numpy as np
+
 from ..problem.build import Problem
 from ..problem.claims import UNDECIDED, VERIFIED, ClaimTable, Verdict
 from ..release.constraints import Constraint
@@ -32,6 +34,37 @@ from ..specs.query import Predicate, Statistic
 MAX_BOXES = 4096  # value classes fixed to the truth's counts; past it nothing is refuted
 UNREPRODUCED = ("refuted only by datasets whose value classes differ from the truth's (their published sums, "
                 "means and medians were not reproduced)")
+
+
+def unenumerated(problem: Problem, options) -> tuple[str, ...]:
+    """The numeric columns of a unit past ``--max-rows`` to decide through the counts rather than refuse
+    (their cells need row slots): all of them, when no cell, edit or attacker model selects on any.
+    Empty for a unit that is not such (coupled, proved jointly, or already split)."""
+    if (problem.values or problem.n_rows[1] <= options.max_rows or problem.child or problem.views is not None
+            or problem.proof or problem.joint is not None):
+        return ()
+    numeric = {c.statistic.column for c in problem.constraints + problem.hidden if c.statistic.kind != "count"}
+    named = {n for c in problem.constraints + problem.hidden for n in c.predicate.columns}
+    named |= {n for e in problem.edits for n in e.columns}
+    if options.attacker is not None:
+        named |= {a.column for a in (*options.attacker.quasi_identifiers, *options.attacker.sensitive)}
+    return tuple(sorted(numeric)) if numeric and not numeric & named else ()
+
+
+def as_values(problem: Problem, names: tuple[str, ...], prior_rows=None):
+    """``problem`` with the numeric columns ``names`` left out, their published cells kept apart as
+    :attr:`~audit.problem.build.Problem.values` (their hidden ones dropped), and ``prior_rows`` to match."""
+    keep = [i for i, d in enumerate(problem.domains) if d.name not in names]
+    ours = [c for c in problem.constraints if c.statistic.column in names]
+    note = (f"{len(ours)} published sum, mean and median values of {', '.join(names)} are decided through the "
+            f"counts of the groups they are published for: {problem.n_rows[1]:,} rows are past --max-rows "
+            "(audit.attacks.values)")
+    unit = replace(problem, domains=tuple(problem.domains[i] for i in keep),
+                   truth=None if problem.truth is None else problem.truth[:, keep],
+                   constraints=tuple(c for c in problem.constraints if c.statistic.column not in names),
+                   hidden=tuple(c for c in problem.hidden if c.statistic.column not in names),
+                   values=tuple(ours), notes=problem.notes + (note,))
+    return unit, None if prior_rows is None or not len(prior_rows) else np.asarray(prior_rows)[:, keep]
 
 
 def boxes(problem: Problem) -> list[Predicate] | None:
