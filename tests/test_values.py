@@ -201,3 +201,15 @@ def test_fulton_income_in_thousands_is_decided_like_dollars(tmp_path):
     assert thousands.status == dollars.status == "done"
     assert {v.claim for v in thousands.verified} == {v.claim for v in dollars.verified}
     assert thousands.refuted == dollars.refuted and not thousands.undecided
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_a_published_release_refutes_nothing_through_its_counts(seed):
+    """With no microdata the true values are unknown, so no count dataset is known to complete: verified
+    claims hold in every dataset reproducing the whole release, and nothing is refuted."""
+    from audit.published import attack_unit
+    problem = value_problem(seed)
+    datasets = all_datasets(problem)
+    result = attack_unit(replace(widened(problem), truth=None), ExactOptions(samples=4, explain="none"))
+    assert result.refuted == 0
+    assert all(v.claim.count(d) == v.claim.m for v in result.verified for d in datasets)
