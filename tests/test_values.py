@@ -191,13 +191,15 @@ def test_fulton_income_in_thousands_is_decided_like_dollars(tmp_path):
     puma.to_csv(tmp_path / "dollars.csv", index=False)
     puma["income"] = puma.income // 1000
     puma.to_csv(tmp_path / "thousands.csv", index=False)
-    schema = (FULTON / "schema.yaml").read_text().replace("min: -19999, max: 9999999", "min: -20, max: 9999")
+    schema = (FULTON / "schema.yaml").read_text().replace("min: -19999, max: 9999999", "min: -20, max: 9000")
     (tmp_path / "schema.yaml").write_text(schema)
     results = []
     for data, spec in (("dollars.csv", FULTON / "schema.yaml"), ("thousands.csv", tmp_path / "schema.yaml")):
         (problem,) = load_inputs(tmp_path / data, spec, FULTON / "tables.yaml").problems()
         results.append(audit_unit(problem, ExactOptions(explain="none")))
+    assert "income" in problem.names  # in thousands: enumerated, an atom per value
     dollars, thousands = results
+    assert "income" not in thousands.problem.names and len(thousands.problem.values) == 30
     assert thousands.status == dollars.status == "done"
     assert {v.claim for v in thousands.verified} == {v.claim for v in dollars.verified}
     assert thousands.refuted == dollars.refuted and not thousands.undecided
