@@ -39,6 +39,7 @@ from .attacks.engines.histogram import HistogramEngine
 from .attacks.unit import needs_slots
 from .inputs import Inputs
 from .attacks.intervals import without_values
+from .attacks.values import audit_values
 from .problem.build import Problem
 from .release.constraints import UnitRelease
 from .release.published_file import read_release, releases_from_frame  # noqa: F401 (audit.published API)
@@ -154,7 +155,8 @@ def _attack(problem: Problem, options: ExactOptions) -> tuple[UnitResult, np.nda
         raise InconsistentRelease(f"no dataset reproduces the published values: conflicting cells "
                                   f"{engine.conflicting_cells()}", f"unit {'/'.join(problem.geo)}",
                                   "check those cells' published values against each other and the schema's edits")
-    result = audit_unit(replace(problem, truth=first), options)
+    unit = replace(problem, truth=first)  # its wide columns' values are not known: nothing refuted through them
+    result = audit_values(unit, options, None, audit_unit, completes=False) if problem.values else audit_unit(unit, options)
     result.problem = problem
     result.intervals = without_values(result.intervals)  # the first dataset's counts, not the truth
     result.seconds = time.perf_counter() - start

@@ -154,7 +154,7 @@ def canonical(rows: np.ndarray) -> tuple:
 
 def verified_claims(problem: Problem, datasets: list[np.ndarray]) -> set[Claim]:
     """The true claims that hold in every consistent dataset."""
-    return {c for c in candidates(problem.truth) if all(c.count(d) == c.m for d in datasets)}
+    return {c for c in candidates(problem.truth, sizes=problem.sizes) if all(c.count(d) == c.m for d in datasets)}
 
 
 # -- the release-level oracle: raw datasets re-tabulated with the real tabulator ----------------------

@@ -97,7 +97,7 @@ def test_verdicts_equal_brute_force(case):
         assert worlds, "the true dataset always reproduces its own release"
         result = audit_unit(problem, ExactOptions(explain="all", solution_cap=10_000))
         assert not result.undecided
-        truth_claims = candidates(problem.truth)
+        truth_claims = candidates(problem.truth, sizes=problem.sizes)
         expected = verified_claims(problem, worlds)
         assert {v.claim for v in result.verified} == expected
         assert result.refuted == len(truth_claims) - len(expected)

@@ -77,7 +77,7 @@ def test_claims_command_gives_every_claim_the_attack_decided(two_blocks, listed,
                                            for c, a in claim.assignment))
         expected |= {(geo, label(v.claim), v.claim.m, v.status) for v in result.verdicts}
         decided = {v.claim for v in result.verdicts}
-        refuted = [c for c in candidates(problem.truth, 3) if c not in decided]
+        refuted = [c for c in candidates(problem.truth, 3, sizes=problem.sizes) if c not in decided]
         assert len(refuted) == result.refuted
         expected |= {(geo, label(c), c.m, "refuted") for c in refuted}
     got = _claims(capsys, str(out))

@@ -329,7 +329,7 @@ def test_open_tract_claims_agree_with_brute_force(tmp_path):
         status = {v.claim: v.status for v in result.verdicts}
         histograms = {tuple(sorted(map(tuple, np.asarray(rows).tolist()))) for rows in seen}
         assert not result.exhausted or len(histograms) == 1  # "one dataset" only when it is so
-        claims = candidates(problem.truth)
+        claims = candidates(problem.truth, sizes=problem.sizes)
         assert result.refuted == len(claims) - len(result.verdicts)  # refuted claims are counted, not listed
         for claim in claims:
             always = all(claim.count(rows) == claim.m for rows in seen)

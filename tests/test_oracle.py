@@ -116,7 +116,7 @@ def _truth(inputs):
     worlds = consistent_worlds(inputs.schema, inputs.schedule, release, len(inputs.frame))
     assert worlds, "the true dataset always reproduces its own release"
     atoms = [to_atoms(problem, w) for w in worlds]
-    claims = candidates(problem.truth)
+    claims = candidates(problem.truth, sizes=problem.sizes)
     expected = {c for c in claims if all(c.count(w) == c.m for w in atoms)}
     return release, problem, atoms, claims, expected
 
@@ -353,7 +353,7 @@ def test_protect_hides_what_the_rule_pins_and_its_pattern_passes_brute_force(cas
         assert {k for k, n in before.items() if 1 <= n < 3} <= set(out.cells)
         worlds = consistent_worlds(inputs.schema, ctx.schedule, release, len(inputs.frame))
         atoms = [to_atoms(problem, w) for w in worlds]
-        expected = {c for c in candidates(problem.truth) if all(c.count(w) == c.m for w in atoms)}
+        expected = {c for c in candidates(problem.truth, sizes=problem.sizes) if all(c.count(w) == c.m for w in atoms)}
         result, unit, failing, _ = _judged(problem, release)
         assert {v.claim for v in result.verified} == expected and not result.undecided
         assert not failing & {"derived_singletons", "direct_singletons", "full_records", "reconstructed_units",

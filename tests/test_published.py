@@ -117,7 +117,7 @@ def _read_back_equals_brute_force(case) -> None:
         atoms = [to_atoms(problem, w) for w in worlds]
         result = attack_unit(problem, ExactOptions(explain="none", samples=2, solution_cap=8))
         verified = {v.claim for v in result.verified}
-        expected = {c for c in candidates(atoms[0]) if all(c.count(w) == c.m for w in atoms)}
+        expected = {c for c in candidates(atoms[0], sizes=problem.sizes) if all(c.count(w) == c.m for w in atoms)}
         assert verified <= expected and not result.undecided
         assert verified == expected
         if result.exhausted:

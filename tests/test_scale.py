@@ -239,7 +239,7 @@ def test_coupled_tract_problem_agrees_with_brute_force(tmp_path):
 
     result = audit_unit(problem, ExactOptions(explain="none"))
     assert result.status == "done" and not result.undecided
-    truth_claims = candidates(problem.truth)
+    truth_claims = candidates(problem.truth, sizes=problem.sizes)
     holds_everywhere = {c for c in truth_claims if all(c.count(rows) == c.m for rows in consistent)}
     assert {v.claim for v in result.verified} == holds_everywhere
     assert result.solutions == len(consistent) and result.exhausted

@@ -226,9 +226,8 @@ def test_a_schema_column_no_table_publishes_is_warned(tmp_path, capsys):
     assert run(adult(tmp_path)) == 0  # age is in the schema and the data, in no table
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [f"warning: {tmp_path / 'tables.yaml'}: no table publishes the schema column(s) age "
-                   "(in by, where, universe or a statistic); the attack still enumerates their values, which multiplies "
-                   f"its claims and can leave many undecided -- remove them from {tmp_path / 'schema.yaml'}, or publish "
-                   "them"]
+                   "(in by, where, universe or a statistic); the attack holds each as one value that no claim names "
+                   f"(the release says nothing of it) -- remove them from {tmp_path / 'schema.yaml'}, or publish them"]
     (tmp_path / "adults.yaml").write_text(ADULT_TABLES + "    universe: {age: {min: 18}}\n", encoding="utf-8")
     assert run(adult(tmp_path)[:-2] + ["-t", str(tmp_path / "adults.yaml")]) == 0
     assert "warning" not in capsys.readouterr().err

@@ -218,7 +218,7 @@ def test_verdicts_equal_brute_force_with_zeros_and_hierarchies(tmp_path, case, s
     assert worlds, "the true dataset always reproduces its own release"
     result = audit_unit(problem, ExactOptions(explain="none", solution_cap=10_000))
     assert not result.undecided
-    truth = candidates(problem.truth)
+    truth = candidates(problem.truth, sizes=problem.sizes)
     expected = verified_claims(problem, worlds)
     distinct = {tuple(sorted(map(tuple, w.tolist()))) for w in worlds}
     if protection.get("complementary"):

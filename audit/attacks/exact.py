@@ -20,6 +20,7 @@ from .joint_claims import decide_open
 from . import pulse
 from .reidentify import measure_exact
 from .stated import direct_cells
+from .values import as_values, audit_values, unenumerated
 from .unit_explain import _explain, _explain_linear, _explain_proved, explain_targets  # noqa: F401 (explain_targets: the API)
 from .unit import (ENUMERATION_NODES, SECONDS_PER_CLAUSE, ExactOptions, UnitResult, make_engine, plan, too_large,
                    unfinished, unit_cost)
@@ -27,16 +28,23 @@ from .unit import (ENUMERATION_NODES, SECONDS_PER_CLAUSE, ExactOptions, UnitResu
 
 def audit_unit(problem: Problem, options: ExactOptions = ExactOptions(),
                prior_rows: np.ndarray | None = None) -> UnitResult:
-    """Run generate-then-verify on one unit and return every verdict it reached (:func:`_attack`), noting
-    its progress (:mod:`audit.attacks.pulse`) as it goes."""
+    """Run generate-then-verify on one unit and return every verdict it reached (a unit with sums, means
+    or medians of a wide column, or of a column no cell selects on in a unit past ``--max-rows``: through
+    its counts, :mod:`audit.attacks.values`), noting its progress (:mod:`audit.attacks.pulse`) as it goes."""
     try:
-        return _attack(problem, options, prior_rows)
+        loose = unenumerated(problem, options)  # past --max-rows, numeric cells no cell selects on: as wide ones
+        if loose:
+            problem, prior_rows = as_values(problem, loose, prior_rows)
+        if problem.values:
+            return audit_values(problem, options, prior_rows, audit_counts)
+        return audit_counts(problem, options, prior_rows)
     finally:
         pulse.done()
 
 
-def _attack(problem: Problem, options: ExactOptions, prior_rows: np.ndarray | None) -> UnitResult:
-    """Run generate-then-verify on one unit and return every verdict it reached.
+def audit_counts(problem: Problem, options: ExactOptions = ExactOptions(),
+                 prior_rows: np.ndarray | None = None) -> UnitResult:
+    """Generate-then-verify on one unit whose cells the problem encodes, every verdict it reached.
 
     The unit is first sized (:func:`unit_cost`, :func:`plan`): a count-only unit whose row slots are
     past ``max_rows`` or ``memory_mb`` is attacked in histogram space alone (what it leaves open is

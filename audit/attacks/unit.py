@@ -10,7 +10,7 @@ from ..errors import AuditError
 from ..problem.build import Problem
 from ..problem.coupled import child_sizes, child_total
 from ..release.constraints import int_hi, int_lo
-from ..problem.claims import UNDECIDED, VERIFIED, Verdict, candidates, count_candidates, distinct_rows, n_subsets
+from ..problem.claims import UNDECIDED, VERIFIED, Verdict, candidates, claimable, count_candidates, distinct_rows, n_subsets
 from .engines import engine_class, get_engine
 from .engines._explain import EXPLAIN_BUDGET
 from .implied import MAX_SUPPORT
@@ -174,9 +174,10 @@ def needs_slots(problem: Problem) -> bool:
 
 
 def claim_subsets(problem: Problem, max_columns: int | None) -> int:
-    """The column subsets a claim of the unit may be over."""
-    return (n_subsets(len(problem.sizes), max_columns) if problem.views is None
-            else len(problem.views.subsets(len(problem.sizes), max_columns)))
+    """The column subsets a claim of the unit may be over (a column of one atom is named by no claim)."""
+    among = claimable(problem.sizes)
+    return (n_subsets(len(among), max_columns) if problem.views is None
+            else len(problem.views.subsets(len(problem.sizes), max_columns, among)))
 
 
 def candidate_keys(problem: Problem, max_columns: int | None) -> int:
@@ -233,10 +234,11 @@ def unfinished(problem: Problem, options: ExactOptions, status: str, reason: str
     if options.intervals and hidden_cells(problem):
         result.intervals_note = f"feasibility intervals not computed: {reason}"
     if problem.truth is not None and len(problem.truth):
-        n, exact = count_candidates(problem.truth, options.max_columns, views=problem.views)
-        keys = len(distinct_rows(problem.truth)[0]) * n_subsets(problem.truth.shape[1], options.max_columns)
+        n, exact = count_candidates(problem.truth, options.max_columns, views=problem.views, sizes=problem.sizes)
+        keys = len(distinct_rows(problem.truth)[0]) * n_subsets(len(claimable(problem.sizes)), options.max_columns)
         if n <= LISTED_MAX and exact and keys <= 50 * LISTED_MAX:
-            result.verdicts = [Verdict(c, UNDECIDED, reason=reason) for c in candidates(problem.truth, options.max_columns, problem.views)]
+            result.verdicts = [Verdict(c, UNDECIDED, reason=reason)
+                               for c in candidates(problem.truth, options.max_columns, problem.views, problem.sizes)]
         else:
             result.omitted = n
             if not exact:

@@ -163,7 +163,8 @@ def refuted_claims(result: UnitResult, max_columns: int | None) -> list:
     if not result.refuted or result.problem.truth is None:
         return []
     kept = {v.claim for v in result.verdicts}
-    return [c for c in candidates(result.problem.truth, max_columns, result.problem.views) if c not in kept]
+    problem = result.problem
+    return [c for c in candidates(problem.truth, max_columns, problem.views, problem.sizes) if c not in kept]
 
 
 def unit_json(result: UnitResult, release: UnitRelease | None = None, cap: int = LISTED,

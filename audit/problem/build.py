@@ -61,9 +61,12 @@ def _atom_label(atom: frozenset, ordered: tuple) -> str:
 
 
 def domains_for(schema: Schema, predicates: list[Predicate], numeric: set[str]) -> tuple[Domain, ...]:
-    """Coarsest partition of each column that every predicate respects (partition refinement)."""
+    """Coarsest partition of each column that every predicate respects (partition refinement). A wide
+    integer column (:attr:`~audit.specs.schema_types.Column.wide`) has none: the problem leaves it out."""
     out = []
     for col in schema.columns:
+        if col.wide:
+            continue
         if col.name in numeric:
             out.append(Domain(col.name, tuple(frozenset([c]) for c in col.codes),
                               tuple(str(c) for c in col.codes), True))
@@ -84,7 +87,7 @@ _DOMAINS: dict = {}
 
 def _domains_cached(schema: Schema, predicates: list[Predicate], numeric: set[str]) -> tuple[Domain, ...]:
     """:func:`domains_for`, remembered: a streamed run builds problems piece by piece with one schedule."""
-    key = (tuple((c.name, tuple(c.codes)) for c in schema.columns), tuple(predicates), frozenset(numeric))
+    key = (tuple((c.name, c.codes) for c in schema.columns), tuple(predicates), frozenset(numeric))
     if key not in _DOMAINS:
         if len(_DOMAINS) > 64:
             _DOMAINS.clear()
@@ -118,6 +121,7 @@ class Problem:
     joint: object = field(default=None, compare=False)  # a coarser unit's open joint model (audit.attacks.joint_claims.JointSystem)
     child: str = ""  # a coupled problem's child-unit column (audit.problem.coupled): where a person is, not what
     views: Views | None = None  # a coupled problem's columns that group an attribute as one level does (after the child)
+    values: tuple[Constraint, ...] = ()  # published sums, means and medians of wide columns: not in the count model (audit.attacks.values)
 
     def __post_init__(self):
         lo, hi = self.n_rows
@@ -125,7 +129,7 @@ class Problem:
             raise ValueError(f"bad row range {self.n_rows}")
         names = {d.name for d in self.domains}
         seen = set()  # units share their predicates: each is checked once
-        for c in self.constraints + self.hidden:
+        for c in self.constraints + self.hidden + self.values:
             if id(c.predicate) not in seen:
                 seen.add(id(c.predicate))
                 if not set(c.predicate.columns) <= names:
@@ -224,10 +228,10 @@ class Problem:
         preds: dict[Predicate, int] = {}
         rows = [[(c.key, preds.setdefault(c.predicate, len(preds)), (c.statistic.kind, c.statistic.column,
                  c.statistic.decimals), _pair(c.lo), _pair(c.hi), c.lo_open, c.hi_open) for c in group]
-                for group in (self.constraints, self.hidden)]
+                for group in (self.constraints, self.hidden, self.values)]
         specs = tuple(tuple((name, tuple(sorted(atoms))) for name, atoms in p.clauses) for p in preds)
         return _restore, (self.level, self.geo, self.domains, self.n_rows, specs, rows[0], self.edits, self.truth,
-                          self.notes, self.proof, self.proof_cells, rows[1], self.joint, self.child, self.views)
+                          self.notes, self.proof, self.proof_cells, rows[1], self.joint, self.child, self.views, rows[2])
 
 
 @lru_cache(maxsize=1 << 16)
@@ -264,12 +268,13 @@ def _interned(spec):
 
 
 def _restore(level, geo, domains, n_rows, specs, rows, edits, truth, notes, proof="", proof_cells=None,
-             hidden=(), joint=None, child="", views=None) -> Problem:
+             hidden=(), joint=None, child="", views=None, values=()) -> Problem:
     preds = [_interned(("pred", spec)) for spec in specs]
-    cons, hide = (tuple(Constraint(key, preds[i], _interned(("stat", stat)), None if lo is None else Fraction(*lo),
+    cons, hide, wide = (tuple(Constraint(key, preds[i], _interned(("stat", stat)), None if lo is None else Fraction(*lo),
                                    None if hi is None else Fraction(*hi), lo_open, hi_open)
-                        for key, i, stat, lo, hi, lo_open, hi_open in group) for group in (rows, hidden))
-    return Problem(level, geo, domains, n_rows, cons, edits, truth, notes, proof, proof_cells, hide, joint, child, views)
+                        for key, i, stat, lo, hi, lo_open, hi_open in group) for group in (rows, hidden, values))
+    return Problem(level, geo, domains, n_rows, cons, edits, truth, notes, proof, proof_cells, hide, joint, child, views,
+                   wide)
 
 
 def _to_atoms(pred: Predicate, domains: dict[str, Domain]) -> Predicate:
@@ -335,22 +340,28 @@ def build_problems(frame: pd.DataFrame | None, schema: Schema, schedule: Schedul
         atoms = (np.column_stack([frame[d.name].map(lk).to_numpy(dtype=np.int64) for d, lk in zip(domains, lookups)])
                  if frame is not None and len(frame) else np.zeros((0, len(domains)), np.int64))
         atoms_of: dict[Predicate, Predicate] = {}  # units share their cells' predicates
+        wide = {c.name for c in schema.columns if c.wide}
         for unit in (r for r in releases if r.level == level):
             truth, known = None, None
             if frame is not None:
                 truth = atoms[unit_rows[unit.geo]]
                 known = len(truth)
-            cons, hidden = [], []
+            cons, hidden, values = [], [], []
             for v in unit.values:
                 for group, found in ((cons, constraints_of(v, unit.protection[v.cell.table])), (hidden, hidden_value(v))):
                     for c in found:
                         pred = atoms_of.get(c.predicate)
                         if pred is None:
                             pred = atoms_of[c.predicate] = _to_atoms(c.predicate, by_name)
-                        group.append(Constraint(c.key, pred, c.statistic, c.lo, c.hi, c.lo_open, c.hi_open))
+                        into = group if c.statistic.column not in wide else values if group is cons else []
+                        into.append(Constraint(c.key, pred, c.statistic, c.lo, c.hi, c.lo_open, c.hi_open))
             n_rows, notes = population(cons, known, f"unit {'/'.join(unit.geo)}", (populations or {}).get(unit.geo))
+            if values:
+                notes += (f"{len(values)} published sum, mean and median values of {', '.join(sorted(wide))} "
+                          "(too many values to enumerate) are decided through the counts of the groups they "
+                          "are published for (audit.attacks.values)",)
             problems.append(Problem(level, unit.geo, domains, n_rows, tuple(cons), edits, truth, notes,
-                                    hidden=tuple(hidden)))
+                                    hidden=tuple(hidden), values=tuple(values)))
     return problems
 
 

@@ -99,9 +99,9 @@ class Views:
         """The attribute column a column shows (itself unless a view)."""
         return self.base[self.columns.index(column)] if column in self.columns else column
 
-    def subsets(self, n_cols: int, max_columns: int | None = None) -> list[tuple[int, ...]]:
+    def subsets(self, n_cols: int, max_columns: int | None = None, among=None) -> list[tuple[int, ...]]:
         """:func:`column_subsets`, at most one column of each attribute."""
-        return [cols for cols in column_subsets(n_cols, max_columns)
+        return [cols for cols in column_subsets(n_cols, max_columns, among)
                 if len({self.attribute(c) for c in cols}) == len(cols)]
 
     def redundant(self, subsets: list[tuple[int, ...]], subset: np.ndarray, rows: np.ndarray) -> np.ndarray:
@@ -115,23 +115,35 @@ class Views:
         return own[subset] & np.where(named[subset], proved[rows[:, self.child]], self.every)
 
 
-def candidates(truth: np.ndarray, max_columns: int | None = None, views: Views | None = None) -> list[Claim]:
+def candidates(truth: np.ndarray, max_columns: int | None = None, views: Views | None = None,
+               sizes: list[int] | None = None) -> list[Claim]:
     """Every claim true in the confidential rows, over every subset of up to ``max_columns`` columns
-    (``views``: at most one column per attribute, proved units' claims left out)."""
+    (``views``: at most one column per attribute, proved units' claims left out; ``sizes``: the atoms
+    per column, whose one-atom columns no claim names, see :func:`claimable`)."""
     if len(truth) == 0:
         return []
-    return ClaimTable.of_truth(truth, (truth.max(axis=0) + 1).tolist(), max_columns, views).claims
+    if sizes is None:  # every column claimable (sizes of 2 or more: the keys only need them large enough)
+        sizes = (truth.max(axis=0) + 2).tolist()
+    return ClaimTable.of_truth(truth, list(sizes), max_columns, views).claims
 
 
-def column_subsets(n_cols: int, max_columns: int | None = None) -> list[tuple[int, ...]]:
-    """Every subset of up to ``max_columns`` of ``n_cols`` columns, fewest columns first."""
-    return list(iter_subsets(n_cols, max_columns))
+def claimable(sizes) -> list[int]:
+    """The columns a claim names: those of two atoms or more. A column of one atom (no cell tells its
+    values apart) holds for every row, so a claim naming it is the same claim without it."""
+    return [c for c, size in enumerate(sizes) if size > 1]
 
 
-def iter_subsets(n_cols: int, max_columns: int | None = None) -> Iterator[tuple[int, ...]]:
+def column_subsets(n_cols: int, max_columns: int | None = None, among=None) -> list[tuple[int, ...]]:
+    """Every subset of up to ``max_columns`` of ``n_cols`` columns (or of the columns ``among``),
+    fewest columns first."""
+    return list(iter_subsets(n_cols, max_columns, among))
+
+
+def iter_subsets(n_cols: int, max_columns: int | None = None, among=None) -> Iterator[tuple[int, ...]]:
     """:func:`column_subsets` one at a time (there are 2^n_cols - 1 with no ``max_columns``)."""
-    top = n_cols if max_columns is None else min(max_columns, n_cols)
-    return (cols for k in range(1, top + 1) for cols in itertools.combinations(range(n_cols), k))
+    columns = list(range(n_cols) if among is None else among)
+    top = len(columns) if max_columns is None else min(max_columns, len(columns))
+    return (cols for k in range(1, top + 1) for cols in itertools.combinations(columns, k))
 
 
 def n_subsets(n_cols: int, max_columns: int | None = None) -> int:
@@ -149,7 +161,7 @@ def distinct_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def count_candidates(truth: np.ndarray, max_columns: int | None = None, budget: int = 10**8,
-                     views: Views | None = None) -> tuple[int, bool]:
+                     views: Views | None = None, sizes: list[int] | None = None) -> tuple[int, bool]:
     """How many claims :func:`candidates` would list, counted one column subset at a time (memory of
     one subset's keys); past ``budget`` work (keys, and :data:`SUBSET_WORK` per subset) the count is
     returned as a lower bound (``exact`` False): the count so far plus one claim per subset left."""
@@ -157,9 +169,10 @@ def count_candidates(truth: np.ndarray, max_columns: int | None = None, budget: 
     if not len(rows):
         return 0, True
     if views is not None:
-        return len(candidates(truth, max_columns, views)), True
-    total, seen, left = 0, 0, n_subsets(rows.shape[1], max_columns)
-    for cols in iter_subsets(rows.shape[1], max_columns):
+        return len(candidates(truth, max_columns, views, sizes)), True
+    among = None if sizes is None else claimable(sizes)
+    total, seen, left = 0, 0, n_subsets(rows.shape[1] if among is None else len(among), max_columns)
+    for cols in iter_subsets(rows.shape[1], max_columns, among):
         if seen >= budget:
             return total + left, False
         total += len(np.unique(rows[:, cols], axis=0)) if len(cols) > 1 else len(np.unique(rows[:, cols[0]]))
@@ -197,7 +210,9 @@ class ClaimTable:
         Keys are built over the distinct rows only (with their multiplicities), so the table costs
         distinct rows x subsets, not rows x subsets.
         """
-        subsets = column_subsets(truth.shape[1], max_columns) if views is None else views.subsets(truth.shape[1], max_columns)
+        among = claimable(sizes)
+        subsets = (column_subsets(truth.shape[1], max_columns, among) if views is None
+                   else views.subsets(truth.shape[1], max_columns, among))
         table = cls(sizes, subsets)
         rows, weights = distinct_rows(truth)
         n_rows = max(len(rows), 1)
@@ -246,7 +261,7 @@ class ClaimTable:
             return np.where(self.m <= n, ways[m] * p ** m * (1 - p) ** (n - m), 0.0)
         # in logarithms past it (a count-only unit of any size is attacked in histogram space)
         log_fact = np.concatenate([[0.0], np.cumsum(np.log(np.arange(1, n + 1)))])
-        with np.errstate(divide="ignore"):
+        with np.errstate(divide="ignore", invalid="ignore"):  # p = 1 (or 0): -inf times 0, not selected
             log = (log_fact[n] - log_fact[m] - log_fact[n - m] + np.where(m > 0, m * np.log(p), 0.0)
                    + np.where(n - m > 0, (n - m) * np.log1p(-p), 0.0))
         return np.where(self.m <= n, np.exp(log), 0.0)

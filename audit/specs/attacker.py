@@ -19,6 +19,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from ._yaml import Located
+from ..errors import AuditError
 
 
 @dataclass(frozen=True)
@@ -107,6 +108,10 @@ def attribute(schema, name: str) -> Attribute:
         return Attribute(name, recode.source, codes,
                          tuple(tuple(sorted(recode.groups[c], key=str)) for c in codes))
     col = schema.column(name)
+    if col.wide:
+        raise AuditError(f"'{name}' has {len(col.codes):,} values: an attacker model cannot name a column that "
+                         "is only summed, averaged or its median published", name,
+                         f"name a recode of a narrower column, or give '{name}' at most 10,000 values")
     return Attribute(name, name, tuple(str(c) for c in col.codes), tuple((c,) for c in col.codes))
 
 

@@ -131,7 +131,7 @@ def load_schedule(path: str | Path, schema: Schema) -> Schedule:
 
 def _warn_unpublished(schema: Schema, tables: list[Table], source: str) -> None:
     """Warn of schema columns that no cell selects on or sums (nor the attacker model names): every record
-    the attack builds carries them with no published value to bound them, which multiplies undecided claims."""
+    the attack builds carries them as one value (no cell tells their values apart), and no claim names them."""
     named = {col for t in tables for c in t.cells
              for col in (*c.predicate.columns, *(s.column for s in c.stats if s.column))}
     if schema.attacker is not None:
@@ -139,8 +139,8 @@ def _warn_unpublished(schema: Schema, tables: list[Table], source: str) -> None:
     idle = [name for name in schema.names if name not in named]
     if idle:
         warnings.warn(f"{source}: no table publishes the schema column(s) {', '.join(idle)} (in by, where, "
-                      "universe or a statistic); the attack still enumerates their values, which multiplies its "
-                      f"claims and can leave many undecided -- remove them from {schema.source}, or publish them",
+                      "universe or a statistic); the attack holds each as one value that no claim names (the release "
+                      f"says nothing of it) -- remove them from {schema.source}, or publish them",
                       stacklevel=2)
 
 

@@ -12,9 +12,8 @@ import pandas as pd
 
 from ._yaml import Located, load_yaml
 from .attacker import load_attacker
-from ..errors import AuditError
 from .query import Predicate
-from .schema_types import MAX_INTEGER_VALUES, UNITS, Column, Edit, Recode, Schema, is_int
+from .schema_types import UNITS, Column, Edit, Recode, Schema, is_int
 from .schema_hierarchy import _load_hierarchy
 
 
@@ -228,12 +227,7 @@ def infer_schema(frame: pd.DataFrame, geography: list[str], unit: str = "person"
         numbers = pd.to_numeric(series, errors="coerce")
         if len(series) and numbers.notna().all() and (numbers == numbers.round()).all():
             lo, hi = int(numbers.min()), int(numbers.max())
-            if hi - lo >= MAX_INTEGER_VALUES:
-                raise AuditError(f"integer column '{name}' spans {hi - lo + 1:,} values ({lo}..{hi}); at most "
-                                 f"{MAX_INTEGER_VALUES:,} can be enumerated", f"column {name}",
-                                 f"leave '{name}' out of the data if no table publishes it, or write a schema (--schema: "
-                                 f"docs/walkthrough.md) with a narrower range for it")
-            columns.append(Column.integer(name, lo, hi))
+            columns.append(Column.integer(name, lo, hi))  # wide past MAX_INTEGER_VALUES: summed, never selected on
         else:
             codes = tuple(sorted(series.astype(str).unique()))
             columns.append(Column(name, "categorical", codes, {c: c for c in codes}))

@@ -9,7 +9,9 @@ from ..errors import AuditError
 from .query import Predicate
 
 UNITS = ("person", "household", "family", "housing unit", "establishment", "record")  # what one data row is
-MAX_INTEGER_VALUES = 10_000  # an integer domain is enumerated (a numeric one per value): max - min + 1 at most
+MAX_INTEGER_VALUES = 10_000  # an integer domain enumerated (a numeric one per value): max - min + 1 at most
+# A wider integer column (income in dollars) is not enumerated: its values are only summed, averaged or
+# their median published, and a unit's counts decide its claims (audit.attacks.values).
 MAX_INTEGER_MAGNITUDE = 10**12  # |min|, |max|: sums of a unit's values stay exact in int64 and in the IP's doubles
 
 
@@ -19,7 +21,7 @@ class Column:
 
     name: str
     kind: str
-    codes: tuple = ()
+    codes: tuple | range = ()  # a wide integer column's codes are a range, never enumerated
     labels: Mapping[Any, str] = field(default_factory=dict)
     title: str = ""  # how reports name the column ("Age"); empty: the labels speak for themselves
 
@@ -31,18 +33,21 @@ class Column:
 
     @classmethod
     def integer(cls, name: str, lo: int, hi: int, where: str | None = None) -> "Column":
-        """The column of the integers ``lo..hi``, refused past :data:`MAX_INTEGER_VALUES` or
-        :data:`MAX_INTEGER_MAGNITUDE` before any is made."""
+        """The column of the integers ``lo..hi``, refused past :data:`MAX_INTEGER_MAGNITUDE`; past
+        :data:`MAX_INTEGER_VALUES` values it is :attr:`wide` (its codes a ``range``, never enumerated)."""
         if max(abs(lo), abs(hi)) > MAX_INTEGER_MAGNITUDE:
             raise AuditError(f"integer column '{name}' reaches {lo if abs(lo) > abs(hi) else hi:,}; values beyond "
                              f"±{MAX_INTEGER_MAGNITUDE:,} are refused (their sums would not stay exact)", where or name,
                              f"shift '{name}' (e.g. years since a base year) or coarsen it (e.g. in thousands)")
         if hi - lo + 1 > MAX_INTEGER_VALUES:
-            raise AuditError(f"integer column '{name}' has {hi - lo + 1:,} values ({lo}..{hi}); the domain is "
-                             f"enumerated, so at most {MAX_INTEGER_VALUES:,} are allowed", where or name,
-                             f"narrow min..max, or publish '{name}' coarsened (e.g. in thousands) with a "
-                             "matching range")
+            return cls(name, "integer", range(lo, hi + 1))
         return cls(name, "integer", tuple(range(lo, hi + 1)))
+
+    @property
+    def wide(self) -> bool:
+        """An integer column of more than :data:`MAX_INTEGER_VALUES` values: only its sums, means and medians
+        are published, and the exact attack does not enumerate it."""
+        return isinstance(self.codes, range)
 
     def label(self, code: Any) -> str:
         return str(self.labels.get(code, code))
@@ -123,6 +128,12 @@ class Schema:
         if name not in self.names:
             raise AuditError(f"unknown column '{name}'", where, f"use one of {self.known()}")
         col = self.column(name)
+        if col.wide:
+            raise AuditError(f"'{name}' has {len(col.codes):,} values ({col.codes[0]}..{col.codes[-1]}): a column "
+                             f"over {MAX_INTEGER_VALUES:,} values can only be summed, averaged or its median "
+                             "published (stats), not selected on", where,
+                             f"select on a recode of a narrower column, or give '{name}' at most "
+                             f"{MAX_INTEGER_VALUES:,} values (e.g. in thousands of dollars)")
         if isinstance(spec, Mapping):
             if col.kind != "integer" or not set(spec) <= {"min", "max"}:
                 raise AuditError(f"a range {{min, max}} needs an integer column; '{name}' is {col.kind}"
