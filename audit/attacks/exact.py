@@ -26,7 +26,20 @@ from .unit import (ENUMERATION_NODES, SECONDS_PER_CLAUSE, ExactOptions, UnitResu
 
 def audit_unit(problem: Problem, options: ExactOptions = ExactOptions(),
                prior_rows: np.ndarray | None = None) -> UnitResult:
-    """Run generate-then-verify on one unit and return every verdict it reached.
+    """Run generate-then-verify on one unit and return every verdict it reached (:func:`_audit_unit`);
+    a coarser unit's claims across its children's tables that its problem does not pose
+    (``problem.uncoupled``, see :mod:`audit.attacks.joint_problems`) are counted undecided."""
+    result = _audit_unit(problem, options, prior_rows)
+    if problem.uncoupled:
+        why = (f"at least {problem.uncoupled:,} claims across this {problem.level}'s and its child units' tables not decided: "
+               f"past --max-rows {options.max_rows}, and its coupled problem does not fit histogram space")
+        result.omitted += problem.uncoupled
+        result.reason = f"{result.reason}; {why}" if result.reason else why
+    return result
+
+
+def _audit_unit(problem: Problem, options: ExactOptions, prior_rows: np.ndarray | None) -> UnitResult:
+    """Generate-then-verify on one unit.
 
     The unit is first sized (:func:`unit_cost`, :func:`plan`): a count-only unit whose row slots are
     past ``max_rows`` or ``memory_mb`` is attacked in histogram space alone (what it leaves open is

@@ -22,6 +22,7 @@ from .integer_algebra import _rational, exact_product, rank_mod_p
 from .highs import highs
 
 MAX_SUPPORT = 50_000  # rows; past it (few zero cells over wide schemas) the linear pass stands aside
+SUPPORT_WORK = 2 * 10**8  # rows x killers (bytes) :func:`problem_support` may hold while expanding
 SPARSE_ROUNDS = 20  # refinements :meth:`LinearProof.sparse` makes while choosing the zero cells a proof needs
 BASIS_PRIME = 67_108_859  # below 2**26, so that a projection modulo it is one exact float product
 
@@ -82,6 +83,20 @@ def support(killers: np.ndarray, bounds: np.ndarray, limit: int = MAX_SUPPORT) -
         keep = alive.any(axis=0)  # killers that no remaining row still satisfies can be dropped
         alive, live = alive[:, keep], live[keep]
     return rows
+
+
+def problem_support(problem: Problem) -> np.ndarray | None:
+    """The atom rows the edits and the zero count cells leave possible (:func:`support`), None past
+    :data:`MAX_SUPPORT`: whether the unit's histogram model can be held at all."""
+    bounds = np.cumsum((0,) + problem.sizes)
+    zeros = sum(c.statistic.kind == "count" and c.hi is not None and int_hi(c.hi, c.hi_open) <= 0
+                for c in problem.constraints)
+    if (len(problem.edits) + zeros) * MAX_SUPPORT > SUPPORT_WORK:
+        return None  # its expansion would hold rows x killers: too large to try
+    killers = [flat_mask(problem, e) for e in problem.edits] + [
+        flat_mask(problem, c.predicate) for c in problem.constraints
+        if c.statistic.kind == "count" and c.hi is not None and int_hi(c.hi, c.hi_open) <= 0]
+    return support(np.array(killers, dtype=np.int64).reshape(len(killers), bounds[-1]), bounds)
 
 
 class LinearProof:

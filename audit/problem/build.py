@@ -118,6 +118,7 @@ class Problem:
     joint: object = field(default=None, compare=False)  # a coarser unit's open joint model (audit.attacks.joint_claims.JointSystem)
     child: str = ""  # a coupled problem's child-unit column (audit.problem.coupled): where a person is, not what
     views: Views | None = None  # a coupled problem's columns that group an attribute as one level does (after the child)
+    uncoupled: int = 0  # claims across this coarser unit's and its children's tables left unposed (coupled problem too large): undecided
 
     def __post_init__(self):
         lo, hi = self.n_rows
@@ -227,7 +228,8 @@ class Problem:
                 for group in (self.constraints, self.hidden)]
         specs = tuple(tuple((name, tuple(sorted(atoms))) for name, atoms in p.clauses) for p in preds)
         return _restore, (self.level, self.geo, self.domains, self.n_rows, specs, rows[0], self.edits, self.truth,
-                          self.notes, self.proof, self.proof_cells, rows[1], self.joint, self.child, self.views)
+                          self.notes, self.proof, self.proof_cells, rows[1], self.joint, self.child, self.views,
+                          self.uncoupled)
 
 
 @lru_cache(maxsize=1 << 16)
@@ -264,12 +266,13 @@ def _interned(spec):
 
 
 def _restore(level, geo, domains, n_rows, specs, rows, edits, truth, notes, proof="", proof_cells=None,
-             hidden=(), joint=None, child="", views=None) -> Problem:
+             hidden=(), joint=None, child="", views=None, uncoupled=0) -> Problem:
     preds = [_interned(("pred", spec)) for spec in specs]
     cons, hide = (tuple(Constraint(key, preds[i], _interned(("stat", stat)), None if lo is None else Fraction(*lo),
                                    None if hi is None else Fraction(*hi), lo_open, hi_open)
                         for key, i, stat, lo, hi, lo_open, hi_open in group) for group in (rows, hidden))
-    return Problem(level, geo, domains, n_rows, cons, edits, truth, notes, proof, proof_cells, hide, joint, child, views)
+    return Problem(level, geo, domains, n_rows, cons, edits, truth, notes, proof, proof_cells, hide, joint, child, views,
+                   uncoupled)
 
 
 def _to_atoms(pred: Predicate, domains: dict[str, Domain]) -> Predicate:
