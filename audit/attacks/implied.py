@@ -19,7 +19,7 @@ from ..problem.build import Problem
 from ..specs.query import Predicate
 from ..release.constraints import int_hi, int_lo
 from .integer_algebra import _rational, exact_product, rank_mod_p
-from .highs import highs
+from .highs import highs, run as run_highs
 
 MAX_SUPPORT = 50_000  # rows; past it (few zero cells over wide schemas) the linear pass stands aside
 SUPPORT_WORK = 2 * 10**8  # rows x killers (bytes) :func:`problem_support` may hold while expanding
@@ -267,7 +267,7 @@ class LinearProof:
         used = np.zeros(len(self.keys), dtype=bool)
         for sense in (1, -1):  # minimise c.h, then -c.h
             h.changeColsCost(n, np.arange(n, dtype=np.int32), sense * c.astype(float))
-            h.run()
+            run_highs(h)
             if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
                 return None
             sol = h.getSolution()
@@ -388,7 +388,7 @@ class LinearProof:
             up = np.append(sense * c.astype(float), highspy.kHighsInf)
             lo = np.append(np.full(len(c), -highspy.kHighsInf), float(sense * claim.m))
             h.changeRowsBounds(len(up), np.arange(len(up), dtype=np.int32), lo, up)
-            h.run()
+            run_highs(h)
             if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
                 return None
             x = np.asarray(h.getSolution().col_value)

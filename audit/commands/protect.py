@@ -7,6 +7,7 @@ from typing import Annotated, Optional
 import typer
 
 from ..attacks.exact import ExactOptions
+from ..attacks.unit import UNIT_WORK
 from ..errors import Halted
 from ..protection.options import PROTECT_EXPLAIN_BUDGET
 from ..protection.protect import WRITES, ProtectInterrupted, ProtectOptions, audit_pattern, protect as run_protect
@@ -14,6 +15,7 @@ from ..policy.checks import pinned_words, unit_intervals
 from ..policy.rules import load_rules
 from ..outputs.terminal import echo
 from . import DataArg, OutOpt, QuietOpt, SchemaOpt, SeedOpt, TablesOpt, inputs_from, named_file, output_folder
+from .run import UnitSecondsOpt, UnitWorkOpt
 
 
 def register(app: typer.Typer) -> None:
@@ -35,7 +37,8 @@ def register(app: typer.Typer) -> None:
         rank: Annotated[bool, typer.Option("--rank/--no-rank", help="Noise: re-run the ranking attack at the chosen scale (needs torch).")] = True,
         seed: SeedOpt = 0,
         conflicts: Annotated[int, typer.Option("--conflicts", min=1, help="Conflict budget per solver call; past it a claim is undecided.")] = 200_000,
-        unit_seconds: Annotated[float, typer.Option("--unit-seconds", min=0, help="Time limit per unit and attack; claims left are undecided.")] = 120.0,
+        unit_seconds: UnitSecondsOpt = None,
+        unit_work: UnitWorkOpt = UNIT_WORK,
         max_rows: Annotated[int, typer.Option("--max-rows", min=1, help="Units with more rows are reported undecided (too large).")] = 200,
         audit_only: Annotated[bool, typer.Option("--audit-only", help="Audit the schedule's own suppression pattern as given (feasibility intervals, rules); search for no new protection. Exit 0 pass, 1 fail.")] = False,
         resume: Annotated[bool, typer.Option("--resume", help="Suppress: continue the run Ctrl-C or SIGTERM stopped in OUT (its protection.partial.json; the same inputs, options and rules): the units it finished are kept.")] = False,
@@ -47,7 +50,7 @@ def register(app: typer.Typer) -> None:
         inputs = inputs_from(data, schema, tables)
         policy = load_rules(rules)
         exact = ExactOptions(max_columns=max_columns, seed=seed, conflicts=conflicts, unit_seconds=unit_seconds,
-                             max_rows=max_rows, explain_budget=PROTECT_EXPLAIN_BUDGET)
+                             unit_work=unit_work, max_rows=max_rows, explain_budget=PROTECT_EXPLAIN_BUDGET)
         if audit_only:
             _audit_only(inputs, exact, policy, out, quiet)
             return
