@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 
@@ -14,7 +15,7 @@ from ..problem.claims import UNDECIDED, VERIFIED, Verdict, candidates, count_can
 from .engines import engine_class, get_engine
 from .engines._explain import EXPLAIN_BUDGET
 from .highs import work as highs_work
-from .implied import MAX_SUPPORT
+from .implied import MAX_SUPPORT, _flat_of, problem_support, support
 from .intervals import hidden_cells
 
 
@@ -24,7 +25,7 @@ from .intervals import hidden_cells
 BYTES_PER_KEY = 600
 BYTES_PER_CLAUSE = 500
 SECONDS_PER_CLAUSE = 3e-6  # building the SAT encoding (measured: 1.9 M clauses in 5-7 s on 2 loaded cores)
-BYTES_PER_ENTRY = 24  # per cell and atom combination of the histogram model: its matrices and HiGHS' copy (measured on sf1, z2)
+BYTES_PER_ENTRY = 40  # per cell and atom combination of the histogram model: its matrices and HiGHS' copy (bench/sizing.py: z3)
 BASE_MB = 400  # a worker's own footprint (interpreter, numpy, pandas, pysat, HiGHS): not for the unit
 LISTED_MAX = 20_000  # a unit the attack did not finish lists its undecided claims up to this many
 EXPLAIN_MODES = ("none", "records", "singletons", "all")
@@ -218,12 +219,28 @@ def unit_cost(problem: Problem, options: ExactOptions, prior_rows: np.ndarray | 
                else len(problem.views.subsets(len(problem.sizes), options.max_columns)))
     distinct = len(distinct_rows(truth)[0])
     prior = len(distinct_rows(prior_rows)[0]) if prior_rows is not None and len(prior_rows) else 0
-    combinations = 1
-    for size in problem.sizes:
-        combinations = min(combinations * size, MAX_SUPPORT)
+    combinations = edits_support(problem.names, problem.sizes, problem.edits)
+    if not needs_slots(problem) and problem.n_rows[1] > options.max_rows:  # to be attacked in cell space: its support
+        rows = problem_support(problem)  # after its zero cells too (bounded: None when too large to try)
+        combinations = combinations if rows is None else len(rows)
     cells = sum(c.statistic.kind == "count" for c in problem.constraints) + 1  # and the population
     return UnitCost(problem.n_rows[1], distinct, distinct * subsets, prior * subsets, encoding_clauses(problem),
                     combinations, cells, needs_slots(problem))
+
+
+@lru_cache(maxsize=256)
+def edits_support(names: tuple[str, ...], sizes: tuple[int, ...], edits: tuple) -> int:
+    """How many atom combinations the edits allow (at most :data:`MAX_SUPPORT`): the histogram model's
+    rows before the unit's zero cells cut them (cached: the units of a level share their domains)."""
+    combinations = 1
+    for size in sizes:
+        combinations = min(combinations * size, MAX_SUPPORT)
+    if combinations >= MAX_SUPPORT or not edits:
+        return combinations
+    bounds = np.cumsum((0,) + sizes)
+    killers = np.array([_flat_of(sizes, names, e) for e in edits], dtype=np.int64).reshape(len(edits), bounds[-1])
+    rows = support(killers, bounds)
+    return MAX_SUPPORT if rows is None else len(rows)
 
 
 def too_large(cost: UnitCost, options: ExactOptions) -> str | None:
