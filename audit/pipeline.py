@@ -17,6 +17,7 @@ from .attacks.base import ExactAttack
 from .findings.certfile import FILE as CERTIFICATES_FILE
 from .findings.claimstore import FILE as STORE_FILE, store_beside
 from .attacks.engines._explain import EXPLAIN_BUDGET
+from .attacks.unit import UNIT_WORK
 from .attacks.engines.rank_options import RankOptions, resolve_device
 from .errors import AuditError
 from .attacks.exact import ExactOptions
@@ -56,7 +57,8 @@ class AuditOptions:
     max_columns: Optional[int] = None
     seed: int = 0
     conflicts: int = 200_000
-    unit_seconds: float = 120.0
+    unit_seconds: Optional[float] = None
+    unit_work: float = UNIT_WORK
     explain: str = "records"
     explain_budget: float = EXPLAIN_BUDGET
     max_rows: int = 200
@@ -89,7 +91,7 @@ class AuditOptions:
     def exact(self) -> ExactOptions:
         """The exact attack's options."""
         return ExactOptions(engine=self.engine, max_columns=self.max_columns, seed=self.seed,
-                            conflicts=self.conflicts, unit_seconds=self.unit_seconds, explain=self.explain,
+                            conflicts=self.conflicts, unit_seconds=self.unit_seconds, unit_work=self.unit_work, explain=self.explain,
                             explain_budget=self.explain_budget, max_rows=self.max_rows, memory_mb=self.memory_mb)
 
 

@@ -36,7 +36,7 @@ from .findings.document import LISTED, document, listing_cap, store_unit, unit_j
 from .findings.model import Findings
 from .attacks.implied import LinearProof
 from .attacks.engines.histogram import HistogramEngine
-from .attacks.unit import needs_slots
+from .attacks.unit import plan, unit_cost
 from .inputs import Inputs
 from .attacks.intervals import without_values
 from .attacks.values import audit_values
@@ -126,7 +126,7 @@ def attack_unit(problem: Problem, options: ExactOptions = ExactOptions()) -> Uni
 
 def _attack(problem: Problem, options: ExactOptions) -> tuple[UnitResult, np.ndarray | None]:
     """:func:`attack_unit`'s result and the first dataset its candidates came from (None: none found)."""
-    start = time.perf_counter()
+    start, linear = time.perf_counter(), None
     if problem.proof:  # one dataset, proved from the published values (audit.attacks.joint.as_proved)
         result = audit_unit(problem, options)
         result.problem = replace(problem, truth=None)
@@ -135,17 +135,19 @@ def _attack(problem: Problem, options: ExactOptions) -> tuple[UnitResult, np.nda
     if problem.n_rows[1] > options.max_rows and problem.joint is not None:  # a coarser unit the joint solve left open
         first, engine = a_dataset(problem.joint, options.seed, options.unit_seconds), None
         if first is None:
-            return _undecided(problem, "timeout", f"no dataset of the joint model found within {MIP_NODES:,} MIP nodes "
-                              f"or --unit-seconds {options.unit_seconds:g}", start), None
-    elif problem.n_rows[1] > options.max_rows and not needs_slots(problem) and options.linear and options.histogram:
+            return _undecided(problem, "timeout", f"no dataset of the joint model found within {MIP_NODES:,} MIP nodes"
+                              + (f" or --unit-seconds {options.unit_seconds:g}" if options.unit_seconds else ""), start), None
+    elif problem.n_rows[1] > options.max_rows:
+        no_slots, refused = plan(unit_cost(problem, options), options)
+        if refused or not no_slots or not options.linear or not options.histogram:
+            return _undecided(problem, "too-large", refused or f"{problem.n_rows[1]} rows > --max-rows {options.max_rows}",
+                              start), None
         # count cells only: the first dataset from the histogram model, the attack in cell space (audit_unit)
         linear = LinearProof.of(problem)
         first = HistogramEngine(problem, linear, None).first(options.seed) if linear is not None else None
         if first is None:
-            return _undecided(problem, "too-large", f"{problem.n_rows[1]} rows > --max-rows {options.max_rows}, and no "
-                              f"dataset found in histogram space (atom counts)", start), None
-    elif problem.n_rows[1] > options.max_rows:
-        return _undecided(problem, "too-large", f"{problem.n_rows[1]} rows > --max-rows {options.max_rows}", start), None
+            return _undecided(problem, "too-large", f"{no_slots}, and no dataset found in histogram space (atom counts)",
+                              start), None
     else:
         try:
             first, engine = first_dataset(problem, options)
@@ -156,7 +158,8 @@ def _attack(problem: Problem, options: ExactOptions) -> tuple[UnitResult, np.nda
                                   f"{engine.conflicting_cells()}", f"unit {'/'.join(problem.geo)}",
                                   "check those cells' published values against each other and the schema's edits")
     unit = replace(problem, truth=first)  # its wide columns' values are not known: nothing refuted through them
-    result = audit_values(unit, options, None, audit_unit, completes=False) if problem.values else audit_unit(unit, options)
+    result = (audit_values(unit, options, None, audit_unit, completes=False) if problem.values
+              else audit_unit(unit, options, linear=linear))
     result.problem = problem
     result.intervals = without_values(result.intervals)  # the first dataset's counts, not the truth
     result.seconds = time.perf_counter() - start

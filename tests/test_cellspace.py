@@ -177,3 +177,101 @@ def test_the_extracts_blocks_over_200_persons_are_measured_and_match_the_bureaus
                                                        == "/".join(u["geo"].split("/")[2:]))]]
         assert u["reidentification"]["unique"] == int(mine["BSAb Unique"].eq("TRUE").sum())
         assert u["reidentification"]["unique_with_sensitive"] == int(mine["BSAbER Unique"].eq("TRUE").sum())
+
+
+def _check_coupled_run(folder, tables, rows, max_rows):
+    """:func:`test_joint_groups._check_run` with ``--max-rows``: each verified claim holds in every
+    consistent dataset; the provable singletons over either level's groupings no unit verified or left
+    undecided (missed), and the run's document."""
+    from test_joint_groups import _count, _flagged, _missed, _write, audited_claims, consistent_worlds, provable_singletons
+
+    from audit.inputs import load_inputs
+    from audit.pipeline import AuditOptions, run_audit
+
+    paths = _write(folder, tables, rows)
+    inputs = load_inputs(*paths)
+    worlds = consistent_worlds(inputs)
+    doc = run_audit(*paths, folder / "out", AuditOptions(explain="none", rules="strict", report=False, max_rows=max_rows))
+    claims = audited_claims(folder / "out")
+    verified = claims[claims["status"] == "verified"]
+    for key, m in zip(verified["key"], verified["m"].astype(int)):
+        if key[1]:
+            assert all(_count(w, key[0], key[1]) == m for w in worlds), (tables, rows, key, m)
+    provable = provable_singletons(inputs, worlds)
+    return provable, _missed(provable, _flagged(claims), len(worlds[0])), doc
+
+
+def test_a_tract_past_max_rows_keeps_its_cross_level_claims(tmp_path):
+    """Random tracts of 2-3 blocks, race grouped at random at each level, every tract past --max-rows 1:
+    it is coupled with its blocks in cell space (or its cross-level claims are undecided), so every
+    verified claim holds in every consistent dataset and no provable singleton over a block with the
+    tract's detail is missed."""
+    from test_joint_groups import random_tract
+
+    rng = np.random.default_rng(31)
+    mixed = 0
+    for trial in range(24):
+        tables, rows = random_tract(rng)
+        provable, missed, doc = _check_coupled_run(tmp_path / str(trial), tables, rows, max_rows=1)
+        assert not missed, (tables, rows, missed)
+        tract = next(u for u in doc["units"] if u["level"] == "tract")
+        assert tract["status"] == "done", tract.get("reason")
+        mixed += any(b is not None and len(c) == 2 for b, c in provable)
+    assert mixed >= 3
+
+
+def test_a_tract_past_max_rows_that_needs_row_slots_counts_its_cross_level_claims_undecided(tmp_path):
+    """A tract table publishing a mean needs row slots, so past --max-rows the tract is attacked on its
+    own tables; the claims only its coupled problem poses (a block with the tract's detail) are counted
+    undecided, never dropped: at least as many claims are accounted for as the coupled problem poses."""
+    schema = {"unit": "person", "geography": ["tract", "block"],
+              "columns": {"sex": {"type": "categorical", "values": ["M", "F"]},
+                          "age": {"type": "integer", "min": 0, "max": 3}}}
+    tables = {"tables": [{"id": "P1", "geography": "block", "cells": [{"id": "total", "where": {}}]},
+                         {"id": "T1", "geography": "tract", "by": ["sex"], "stats": ["count", "mean(age)"]}]}
+    rows = [("1", "M", 0), ("1", "F", 3), ("2", "M", 1), ("2", "M", 2), ("2", "F", 3)]
+    (tmp_path / "schema.yaml").write_text(yaml.safe_dump(schema))
+    (tmp_path / "tables.yaml").write_text(yaml.safe_dump(tables))
+    pd.DataFrame([{"tract": "1", "block": b, "sex": s, "age": a} for b, s, a in rows]).to_csv(tmp_path / "data.csv", index=False)
+    from audit.pipeline import AuditOptions, run_audit
+
+    posed = {}
+    for max_rows in (100, 1):
+        doc = run_audit(tmp_path / "data.csv", tmp_path / "schema.yaml", tmp_path / "tables.yaml",
+                        tmp_path / f"out{max_rows}", AuditOptions(explain="none", report=False, max_rows=max_rows))
+        tract = next(u for u in doc["units"] if u["level"] == "tract")
+        posed[max_rows] = tract
+    coupled, alone = posed[100]["summary"], posed[1]["summary"]
+    assert posed[1]["status"] == "done" and "not decided: past --max-rows 1" in posed[1]["reason"]
+    assert alone["undecided"] > 0 and coupled["verified"] > 0
+    assert sum(alone[k] for k in ("verified", "undecided", "refuted")) >= sum(
+        coupled[k] for k in ("verified", "undecided", "refuted"))
+
+
+def test_counting_a_coupled_problems_claims_is_bounded_and_exact(tmp_path):
+    """count_candidates over a coupled tract's view columns (proved blocks' own claims left out) counts what
+    candidates lists, one column subset at a time; under a small work budget it gives a lower bound."""
+    from test_joint_groups import _write, random_tract
+
+    from audit.attacks.joint import joint_proofs
+    from audit.attacks.joint_problems import level_problems
+    from audit.inputs import load_inputs
+    from audit.problem.claims import candidates, count_candidates
+
+    rng = np.random.default_rng(32)
+    seen = 0
+    for trial in range(12):
+        tables, rows = random_tract(rng)
+        inputs = load_inputs(*_write(tmp_path / str(trial), tables, rows))
+        releases = inputs.release()
+        proofs = joint_proofs(inputs.schema, inputs.schedule, releases)
+        tract = next(p for p in level_problems(inputs.frame, inputs.schema, inputs.schedule, releases, proofs, 200)
+                     if p.level == "tract")
+        if tract.views is None:
+            continue
+        seen += 1
+        listed = len(candidates(tract.truth, None, tract.views))
+        assert count_candidates(tract.truth, views=tract.views) == (listed, True)
+        low, exact = count_candidates(tract.truth, budget=1, views=tract.views)
+        assert not exact and low <= listed
+    assert seen >= 3

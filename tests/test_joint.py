@@ -140,7 +140,8 @@ def test_a_real_tract_is_proved_block_by_block(sf1):
 
 
 def test_audit_run_without_workers_uses_the_joint_proofs(tmp_path):
-    """`audit run` in one process: a tract past --max-rows whose tables determine it is proved, not too large."""
+    """`audit run` in one process: the blocks are proved jointly; a tract past --max-rows is coupled with
+    them in cell space (issue 31), not too large, and decides what its row-slot coupled problem decides."""
     from audit.findings.document import run_exact
     from audit.inputs import load_inputs
 
@@ -148,9 +149,13 @@ def test_audit_run_without_workers_uses_the_joint_proofs(tmp_path):
     (tmp_path / "tables.yaml").write_text("tables:\n" + "".join(f"  - {s}\n" for s in (BLOCK_TABLES[0], TRACT_TABLES[0])))
     _frame([[("M", "c"), ("F", "a")], [("F", "a"), ("M", "s")]]).to_csv(tmp_path / "data.csv", index=False)
     inputs = load_inputs(tmp_path / "data.csv", tmp_path / "schema.yaml", tmp_path / "tables.yaml")
-    units = {u["level"]: u for u in run_exact(inputs, ExactOptions(explain="none", max_rows=3))["units"]}
-    assert units["tract"]["status"] == "done" and units["tract"]["reconstructed"]
-    assert "proved jointly" in units["tract"]["notes"][-1] and units["tract"]["summary"]["undecided"] == 0
+    runs = [{u["geo"]: u for u in run_exact(inputs, ExactOptions(explain="none", max_rows=rows))["units"]}
+            for rows in (3, 200)]
+    for geo, unit in runs[0].items():
+        assert unit["status"] == "done" and unit["summary"]["undecided"] == 0, geo
+        assert unit["summary"] == runs[1][geo]["summary"] and unit["reconstructed"] == runs[1][geo]["reconstructed"]
+        assert unit["level"] == "tract" or "proved jointly" in unit["notes"][-1]
+    assert any("coupled" in n for n in runs[0]["000100"]["notes"])
 
 
 def test_a_support_too_large_proves_nothing(tmp_path, monkeypatch):
@@ -253,9 +258,9 @@ def test_a_published_release_is_proved_jointly(tmp_path):
                         ExactOptions(max_rows=3))
     units = {u["geo"]: u for u in doc["units"]}
     truth = {p.geo: p for p in build_problems(frame, schema, schedule, releases)}
-    for geo, unit in units.items():
-        assert unit["status"] == "done" and unit["reconstructed"] and unit["summary"]["undecided"] == 0, geo
-        assert "proved jointly" in unit["notes"][-1]
+    for geo, unit in units.items():  # the tract past --max-rows: coupled with its blocks in cell space
+        assert unit["status"] == "done" and unit["summary"]["undecided"] == 0, geo
+        assert geo == "000100" or (unit["reconstructed"] and "proved jointly" in unit["notes"][-1])
     # the verified claims are the truth's, as a microdata audit finds them
     block = next(p for p in truth.values() if p.level == "block")
     mine = audit_unit(next(p for p in with_proofs([block], joint_proofs(schema, schedule, releases))), ExactOptions())
@@ -375,8 +380,8 @@ def test_joint_points_are_datasets_of_the_release(tmp_path):
 
 def test_audit_run_decides_an_open_tract_past_max_rows(tmp_path):
     """`audit run` in one process and at scale: a tract past --max-rows that propagation leaves open (its
-    cells F-senior and M-adult do not fix its sex by age) is decided over its joint model, not too large;
-    the joint system travels to workers with the problem."""
+    cells F-senior and M-adult do not fix its sex by age) is decided, coupled with its blocks in cell space
+    (issue 31), not too large; the joint system travels to workers with its own tables' problem."""
     import pickle
 
     from audit.findings.document import run_exact
@@ -397,16 +402,19 @@ def test_audit_run_decides_an_open_tract_past_max_rows(tmp_path):
         unit = next(u for u in doc["units"] if u["level"] == "tract")
         assert unit["status"] == "done" and unit["summary"]["undecided"] == 0, unit
         assert unit["summary"]["verified"] > 0 and unit["summary"]["refuted"] > 0 and not unit["reconstructed"]
-        assert any("joint model" in n for n in unit["notes"])
+        assert any("coupled" in n for n in unit["notes"])
 
 
 @pytest.mark.parametrize("total", [True, False])
 def test_a_published_open_tract_past_max_rows_is_decided_as_from_microdata(tmp_path, total):
-    """`audit run --published`, no microdata: a tract past --max-rows that propagation leaves open takes a
-    dataset of its joint model as its first candidate and is decided over that model, with the same
+    """`audit run --published`, no microdata: a tract's own tables' problem that propagation leaves open takes
+    a dataset of its joint model as its first candidate and is decided over that model, with the same
     verified claims as the microdata audit (a claim true in every dataset is true in any one), not too large.
-    Without a total of its own (as SF1's PCT12), its blocks' published totals give its population."""
+    Without a total of its own (as SF1's PCT12), its blocks' published totals give its population. The
+    run itself couples the tract with its blocks in cell space (issue 31), as from microdata."""
+    from audit.attacks.joint import as_proved
     from audit.attacks.joint_claims import a_dataset
+    from audit.attacks.joint_problems import level_problems
     from audit.published import attack_unit, published_problems, run_published
     from audit.release.tabulate import release_frame
 
@@ -423,7 +431,10 @@ def test_a_published_open_tract_past_max_rows_is_decided_as_from_microdata(tmp_p
                         joint_proofs(schema, schedule, releases))[0]
     mine = audit_unit(truth, options)
     assert mine.status == "done" and mine.refuted > 0
-    blind = next(p for p in published_problems(releases, schema, schedule, options.max_rows) if p.level == "tract")
+    # its own tables' problem, as a tract whose coupled problem is too large for cell space is attacked
+    own = [r for r in releases if r.level == "tract"]
+    blind = as_proved(build_problems(None, schema, schedule, own, {} if total else {("000100",): (4, 4)}),
+                      joint_proofs(schema, schedule, releases))[0]
     assert blind.truth is None and blind.joint is not None and blind.n_rows == (4, 4) and 4 > options.max_rows
     assert total or "child units' published totals give 4 rows" in blind.notes[-1]
     first = a_dataset(blind.joint, 0, 10.0)
@@ -434,5 +445,11 @@ def test_a_published_open_tract_past_max_rows_is_decided_as_from_microdata(tmp_p
     assert not [v for v in result.verdicts if v.status == "undecided"]
     release_frame(releases, schema).to_csv(tmp_path / "release.csv", index=False)
     doc = run_published(tmp_path / "release.csv", tmp_path / "schema.yaml", tmp_path / "tables.yaml", options)
-    unit = next(u for u in doc["units"] if u["level"] == "tract")
-    assert unit["status"] == "done" and unit["summary"]["undecided"] == 0 and unit["summary"]["verified"] == len(mine.verified)
+    unit = next(u for u in doc["units"] if u["level"] == "tract")  # coupled with its blocks in cell space (issue 31)
+    coupled = next(p for p in published_problems(releases, schema, schedule, options.max_rows) if p.level == "tract")
+    assert coupled.child == "block" and coupled.n_rows == (4, 4) and coupled.truth is None
+    micro = next(p for p in level_problems(frame, schema, schedule, releases, joint_proofs(schema, schedule, releases),
+                                           options.max_rows) if p.level == "tract")
+    assert micro.child == "block"
+    assert unit["status"] == "done" and unit["summary"]["undecided"] == 0
+    assert unit["summary"]["verified"] == len(audit_unit(micro, options).verified)

@@ -274,11 +274,11 @@ def test_coupled_run_reports_tract_units_and_keeps_block_units(tmp_path):
                                                              ("tract", "000100")]
     tract = doc["units"][-1]
     assert tract["status"] == "done" and tract["notes"][0].startswith("coupled: 2 block units")
-    # past --max-rows the tract is its own tables' problem; T1 publishes its whole histogram, which the
-    # joint solve proves (a row-slot problem of that size would be too large)
+    # past --max-rows the tract is still coupled with its blocks, in cell space (issue 31): the same findings
     big = run_scaled(tmp_path / "data.csv", schema, schedule, ExactOptions(explain="none", max_rows=3),
                      ScaleOptions(), tmp_path / "out2")["units"][-1]
-    assert big["status"] == "done" and big["reconstructed"] and "proved jointly" in big["notes"][-1]
+    assert big["status"] == "done" and big["notes"][0].startswith("coupled: 2 block units")
+    assert (big["summary"], big["reconstructed"]) == (tract["summary"], tract["reconstructed"])
 
 
 def _same_findings(tmp_path: Path, inputs, options: ExactOptions, scale: ScaleOptions) -> dict:
@@ -301,11 +301,9 @@ def test_one_process_and_workers_attack_a_tract_alike(tmp_path, max_rows):
     inputs = load_inputs(tmp_path / "data.csv", tmp_path / "schema.yaml", tmp_path / "tables.yaml")
     doc = _same_findings(tmp_path, inputs, ExactOptions(explain="none", max_rows=max_rows), ScaleOptions(workers=2))
     tract = doc["units"][-1]
-    if max_rows == 3:  # past --max-rows: its own tables' problem, proved by the joint solve
-        assert tract["reconstructed"] and "proved jointly" in tract["notes"][-1]
-    else:  # the coupled problem: its claims may name the block
-        assert tract["notes"][0].startswith("coupled: 2 block units")
-        assert any("block" in c["columns"] for c in tract["claims"])
+    # the coupled problem (past --max-rows in cell space, issue 31): its claims may name the block
+    assert tract["notes"][0].startswith("coupled: 2 block units")
+    assert any("block" in c["columns"] for c in tract["claims"])
 
 
 def test_one_process_and_workers_agree_on_the_sample_with_tract_tables(small, sf1, tmp_path):

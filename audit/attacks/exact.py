@@ -22,48 +22,61 @@ from .reidentify import measure_exact
 from .stated import direct_cells
 from .values import as_values, audit_values, unenumerated
 from .unit_explain import _explain, _explain_linear, _explain_proved, explain_targets  # noqa: F401 (explain_targets: the API)
-from .unit import (ENUMERATION_NODES, SECONDS_PER_CLAUSE, ExactOptions, UnitResult, make_engine, plan, too_large,
-                   unfinished, unit_cost)
+from .unit import (ENUMERATION_NODES, SECONDS_PER_CLAUSE, ExactOptions, Meter, UnitResult, make_engine, plan,
+                   too_large, unfinished, unit_cost)
 
 
 def audit_unit(problem: Problem, options: ExactOptions = ExactOptions(),
-               prior_rows: np.ndarray | None = None) -> UnitResult:
+               prior_rows: np.ndarray | None = None, linear: LinearProof | None = None) -> UnitResult:
     """Run generate-then-verify on one unit and return every verdict it reached (a unit with sums, means
     or medians of a wide column, or of a column no cell selects on in a unit past ``--max-rows``: through
-    its counts, :mod:`audit.attacks.values`), noting its progress (:mod:`audit.attacks.pulse`) as it goes."""
+    its counts, :mod:`audit.attacks.values`), noting its progress (:mod:`audit.attacks.pulse`) as it goes.
+    ``linear``: the unit's linear proof when the caller built it. A coarser unit's claims across its
+    children's tables that its problem does not pose (``problem.uncoupled``, see
+    :mod:`audit.attacks.joint_problems`) are counted undecided."""
     try:
         loose = unenumerated(problem, options)  # past --max-rows, numeric cells no cell selects on: as wide ones
         if loose:
-            problem, prior_rows = as_values(problem, loose, prior_rows)
+            problem, prior_rows, linear = *as_values(problem, loose, prior_rows), None
         if problem.values:
-            return audit_values(problem, options, prior_rows, audit_counts)
-        return audit_counts(problem, options, prior_rows)
+            result = audit_values(problem, options, prior_rows, audit_counts)
+        else:
+            result = audit_counts(problem, options, prior_rows, linear)
     finally:
         pulse.done()
+    if problem.uncoupled:
+        why = (f"at least {problem.uncoupled:,} claims across this {problem.level}'s and its child units' tables not decided: "
+               f"past --max-rows {options.max_rows}, and its coupled problem does not fit histogram space")
+        result.omitted += problem.uncoupled
+        result.reason = f"{result.reason}; {why}" if result.reason else why
+    return result
 
 
 def audit_counts(problem: Problem, options: ExactOptions = ExactOptions(),
-                 prior_rows: np.ndarray | None = None) -> UnitResult:
-    """Generate-then-verify on one unit whose cells the problem encodes, every verdict it reached.
+                 prior_rows: np.ndarray | None = None, built: LinearProof | None = None) -> UnitResult:
+    """Generate-then-verify on one unit whose cells the problem encodes, every verdict it reached
+    (``built``: its linear proof when the caller made it).
 
     The unit is first sized (:func:`unit_cost`, :func:`plan`): a count-only unit whose row slots are
     past ``max_rows`` or ``memory_mb`` is attacked in histogram space alone (what it leaves open is
     undecided), any other unit past them is reported too large, every claim undecided, before anything
-    large is built. ``unit_seconds`` covers the whole unit; when it runs out the claims still open are
+    large is built. ``unit_work`` (solver work, :class:`Meter`), and ``unit_seconds`` when given, cover the
+    whole unit; when one runs out the claims still open are
     undecided (status ``timeout``).
     """
     start = time.perf_counter()
-    deadline = start + options.unit_seconds
+    meter = Meter(options, start)
+    deadline = meter.deadline
     if problem.truth is None:
         raise AuditError("generate-then-verify needs the confidential rows of the unit", "/".join(problem.geo),
                          "audit the unit from its microdata (audit run DATA ...)")
     cost = unit_cost(problem, options, prior_rows)
     # a unit proved outside (audit.attacks.joint) needs no search: only its claims are held, not an encoding
     sized = replace(cost, rows=0, clauses=0) if problem.proof else cost
-    reason = too_large(sized, options)
-    if reason is not None and problem.joint is not None and too_large(replace(cost, rows=0, clauses=0), options) is None:
-        return decide_open(problem, options, start, reason)  # a tract left open by the joint solve: its model decides
-    no_slots, reason = plan(sized, options)
+    slots = too_large(sized, options)
+    if slots is not None and problem.joint is not None and too_large(replace(cost, rows=0, clauses=0), options) is None:
+        return decide_open(problem, options, start, slots)  # a tract left open by the joint solve: its model decides
+    no_slots, reason = plan(sized, options, slots)
     if reason is not None:
         return unfinished(problem, options, "too-large", reason, start)
     if no_slots and (not options.linear or not options.histogram):
@@ -82,11 +95,11 @@ def audit_counts(problem: Problem, options: ExactOptions = ExactOptions(),
     pending = np.array(rest, dtype=np.int64)  # positions in todo of the claims still open
     unit = "/".join(problem.geo)
     pulse.note(unit, "searching for datasets", len(todo) - len(pending), len(todo))
-    late = _late(deadline, options)
+    late = meter.late
     why = late("listing the candidate claims")
-    linear = LinearProof.of(problem) if options.linear and not why and not problem.proof else None
+    linear = (built or LinearProof.of(problem)) if options.linear and not why and not problem.proof else None
     why = why or late("the linear pass")
-    engine, certificates, settled, proved = None, {}, False, False
+    engine, certificates, settled, proved, hist = None, {}, False, False, None
     if why:
         result.give_up([todo[i] for i in pending], why)
     elif problem.proof:
@@ -104,11 +117,13 @@ def audit_counts(problem: Problem, options: ExactOptions = ExactOptions(),
     elif linear is None and no_slots:
         result.give_up([todo[i] for i in pending], f"{no_slots}, and the histogram model could not be built "
                        f"(support past {MAX_SUPPORT:,} atom combinations)", status="too-large")
-    elif not no_slots and time.perf_counter() + SECONDS_PER_CLAUSE * cost.clauses > deadline:
+    elif not no_slots and deadline is not None and time.perf_counter() + SECONDS_PER_CLAUSE * cost.clauses > deadline:
         result.give_up([todo[i] for i in pending], f"--unit-seconds {options.unit_seconds:g} too short to build "
                        f"the encoding ({cost.clauses:,} clauses, about {SECONDS_PER_CLAUSE * cost.clauses:.0f} s)")
     else:
-        engine, certificates = _search(linear, problem, options, result, table, pending, late, deadline, no_slots)
+        if options.histogram and linear is not None and options.engine == "sat":
+            hist = HistogramEngine.of(problem, linear)
+        engine, certificates = _search(linear, hist, problem, options, result, table, pending, meter, no_slots)
     if not no_slots and engine is None and not settled and options.explain != "none" and result.verified and result.status == "done":
         engine = make_engine(problem, options, main=False)  # decided in histogram space: cores need the guarded solver
     pulse.note(unit, "explaining verified claims", len(todo), len(todo))
@@ -127,13 +142,16 @@ def audit_counts(problem: Problem, options: ExactOptions = ExactOptions(),
                 return engine
             return make_engine(problem, replace(options, engine="sat"))
 
-        result.intervals = feasibility_intervals(problem, linear, None if no_slots else sat, deadline=deadline)
+        # a unit out of work gives its bound searches a deadline already past: they stop at once, on any machine
+        spent = result.status == "timeout" or late("the feasibility intervals")
+        result.intervals = feasibility_intervals(problem, linear, None if no_slots else sat,
+                                                 deadline=start if spent else deadline)
         if result.intervals is None:
             result.intervals_note = ("feasibility intervals not computed: the histogram model could not be built "
                                      "(support too large, or --no-linear)")
     if options.attacker is not None and problem.level == options.attacker.geography:
         pulse.note(unit, "re-identification", len(todo), len(todo))
-        engines = [engine]
+        engines = [hist if no_slots else engine]
 
         def verify(claim: Claim) -> Verdict:  # what the verdicts leave open, on the same solver
             if proved:  # one dataset: the true rows decide every claim
@@ -159,30 +177,19 @@ def audit_counts(problem: Problem, options: ExactOptions = ExactOptions(),
     return result
 
 
-def _late(deadline: float, options: ExactOptions):
-    """A check of the unit's time limit: the reason to stop after ``phase``, or None while time is left."""
-    def late(phase: str) -> str | None:
-        if time.perf_counter() <= deadline:
-            return None
-        return f"--unit-seconds {options.unit_seconds:g} reached during {phase}"
-    return late
-
-
-def _search(linear: LinearProof | None, problem: Problem, options: ExactOptions, result: UnitResult,
-            table: ClaimTable, pending: np.ndarray, late, deadline: float,
+def _search(linear: LinearProof | None, hist: HistogramEngine | None, problem: Problem, options: ExactOptions, result: UnitResult,
+            table: ClaimTable, pending: np.ndarray, meter: Meter,
             no_slots: str | None = None) -> tuple[object, dict[Claim, np.ndarray]]:
     """Decide the open claims with sampled datasets, linear proofs and claim-by-claim search.
 
-    Histogram space (:mod:`audit.attacks.engines.histogram`) samples, lists the datasets of units with few
+    Histogram space (``hist``, :mod:`audit.attacks.engines.histogram`; None: not used) samples, lists the datasets of units with few
     of them, refutes and proves first when the support is known; the row-slot engine does what it
     leaves open, unless ``no_slots`` says why it may not be built: those claims are then undecided.
     Returns that engine (None if never needed) and the linear certificates of the claims they
     verified (cell masks, for explanations).
     """
     todo = table.claims
-    hist = None
-    if options.histogram and linear is not None and options.engine == "sat":
-        hist = HistogramEngine.of(problem, linear)
+    late, deadline = meter.late, meter.deadline
     engine, pool, universe, exhausted = None, [], [], False
     cap = options.solution_cap
     if hist is not None:
@@ -206,6 +213,7 @@ def _search(linear: LinearProof | None, problem: Problem, options: ExactOptions,
             result.give_up([todo[i] for i in pending], why)
             return engine, {}
         engine = make_engine(problem, options, deadline)
+        meter.watch(engine)
         try:
             first = engine.solve()
         except TimeoutError as err:
@@ -276,7 +284,9 @@ def _search(linear: LinearProof | None, problem: Problem, options: ExactOptions,
         if verdict is None and no_slots:
             verdict = Verdict(claim, UNDECIDED, reason=f"not decided in histogram space ({no_slots})")
         if verdict is None:
-            engine = engine or make_engine(problem, options, deadline)
+            if engine is None:
+                engine = make_engine(problem, options, deadline)
+                meter.watch(engine)
             verdict = engine.verify(claim, explain="none")
             if verdict.status == UNDECIDED and late("claim-by-claim search"):
                 continue  # cut off by the time limit: the next turn gives it up with the rest

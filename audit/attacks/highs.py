@@ -5,6 +5,20 @@ import os
 import sys
 
 _banner_done = False
+ITERATION_WORK, MIP_WORK = 1_000, 100_000  # solver work (propagations' worth) of a simplex iteration, a MIP node
+_work = [0]  # HiGHS work done in this process by run(): a unit's meter reads its difference
+
+
+def run(h) -> None:
+    """``h.run()``, its simplex iterations and branch-and-bound nodes added to this process's HiGHS work."""
+    h.run()
+    info = h.getInfo()
+    _work[0] += ITERATION_WORK * max(int(info.simplex_iteration_count), 0) + MIP_WORK * max(int(info.mip_node_count), 0)
+
+
+def work() -> int:
+    """HiGHS work done in this process so far by :func:`run` (see :data:`ITERATION_WORK`)."""
+    return _work[0]
 
 
 def highs(**options):

@@ -19,9 +19,10 @@ from ..problem.build import Problem
 from ..specs.query import Predicate
 from ..release.constraints import int_hi, int_lo
 from .integer_algebra import _rational, exact_product, rank_mod_p
-from .highs import highs
+from .highs import highs, run as run_highs
 
 MAX_SUPPORT = 50_000  # rows; past it (few zero cells over wide schemas) the linear pass stands aside
+SUPPORT_WORK = 2 * 10**8  # rows x killers (bytes) :func:`problem_support` may hold while expanding
 SPARSE_ROUNDS = 20  # refinements :meth:`LinearProof.sparse` makes while choosing the zero cells a proof needs
 BASIS_PRIME = 67_108_859  # below 2**26, so that a projection modulo it is one exact float product
 
@@ -82,6 +83,20 @@ def support(killers: np.ndarray, bounds: np.ndarray, limit: int = MAX_SUPPORT) -
         keep = alive.any(axis=0)  # killers that no remaining row still satisfies can be dropped
         alive, live = alive[:, keep], live[keep]
     return rows
+
+
+def problem_support(problem: Problem) -> np.ndarray | None:
+    """The atom rows the edits and the zero count cells leave possible (:func:`support`), None past
+    :data:`MAX_SUPPORT`: whether the unit's histogram model can be held at all."""
+    bounds = np.cumsum((0,) + problem.sizes)
+    zeros = sum(c.statistic.kind == "count" and c.hi is not None and int_hi(c.hi, c.hi_open) <= 0
+                for c in problem.constraints)
+    if (len(problem.edits) + zeros) * MAX_SUPPORT > SUPPORT_WORK:
+        return None  # its expansion would hold rows x killers: too large to try
+    killers = [flat_mask(problem, e) for e in problem.edits] + [
+        flat_mask(problem, c.predicate) for c in problem.constraints
+        if c.statistic.kind == "count" and c.hi is not None and int_hi(c.hi, c.hi_open) <= 0]
+    return support(np.array(killers, dtype=np.int64).reshape(len(killers), bounds[-1]), bounds)
 
 
 class LinearProof:
@@ -252,7 +267,7 @@ class LinearProof:
         used = np.zeros(len(self.keys), dtype=bool)
         for sense in (1, -1):  # minimise c.h, then -c.h
             h.changeColsCost(n, np.arange(n, dtype=np.int32), sense * c.astype(float))
-            h.run()
+            run_highs(h)
             if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
                 return None
             sol = h.getSolution()
@@ -373,7 +388,7 @@ class LinearProof:
             up = np.append(sense * c.astype(float), highspy.kHighsInf)
             lo = np.append(np.full(len(c), -highspy.kHighsInf), float(sense * claim.m))
             h.changeRowsBounds(len(up), np.arange(len(up), dtype=np.int32), lo, up)
-            h.run()
+            run_highs(h)
             if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
                 return None
             x = np.asarray(h.getSolution().col_value)

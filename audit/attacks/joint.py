@@ -104,7 +104,7 @@ def prove_tract(schema: Schema, schedule: Schedule, releases: list[UnitRelease],
         why = tuple(trace.cells_of(b, u, rel) if ok else None for u, (b, ok) in enumerate(zip(blocks, unique))) + (None,)
     system = None if top_fixed else JointSystem.of(
         top.space.names, model.arrays(), np.array(model.lo, np.int64), np.array(model.hi, np.int64), low, up, top.vars,
-        top.space.rows[top.alive], all(_counts_only(r) for r in [parent, *releases]))
+        top.space.rows[top.alive], all(counts_only(r) for r in [parent, *releases]))
     model.absent.clear()  # its layers refer to the model: free the cycle now, not at the next full collection
     return TractProof(parent.geo, tuple(r.geo for r in releases), unique, top_fixed, model.n_vars,
                       len(model.lo), time.perf_counter() - start, hists, top.histogram(low) if top_fixed else None,
@@ -112,7 +112,7 @@ def prove_tract(schema: Schema, schedule: Schedule, releases: list[UnitRelease],
                       bounds=tuple((b.space.rows[b.alive], low[b.vars], up[b.vars]) for b in blocks), system=system)
 
 
-def _counts_only(release: UnitRelease) -> bool:
+def counts_only(release: UnitRelease) -> bool:
     """Whether every published statistic of the release is a count (the joint model holds no other)."""
     return all(c.statistic.kind == "count" for v in release.values
                for c in constraints_of(v, release.protection[v.cell.table]))

@@ -25,8 +25,8 @@ import numpy as np
 from ..problem.build import Problem
 from ..problem.claims import UNDECIDED, VERIFIED, ClaimTable, Verdict
 from .integer_algebra import _rational
-from .unit import ExactOptions, UnitResult
-from .highs import highs
+from .unit import ExactOptions, Meter, UnitResult
+from .highs import highs, run as run_highs
 
 BIG = 2 ** 40  # no upper bound (as in audit.attacks.joint)
 LP_ITERATIONS = 200_000  # simplex iterations per linear program: past it, that bound is not improved
@@ -129,7 +129,7 @@ class JointSystem:
 class _Programs:
     """The reduced system as a HiGHS linear program (objectives changed in place) and, on demand, a MIP."""
 
-    def __init__(self, system: JointSystem, seed: int, deadline: float):
+    def __init__(self, system: JointSystem, seed: int, deadline: float | None):
         self.system, self.seed, self.deadline = system, seed, deadline
         self.lp = self._model(integer=False)
         self._mip = None
@@ -151,12 +151,13 @@ class _Programs:
         return h
 
     def _run(self, h) -> bool:
-        """Solve within the unit's time left; whether it ran (False: no time left)."""
-        left = self.deadline - time.perf_counter()
-        if left <= 0:
-            return False
-        h.setOptionValue("time_limit", left)
-        h.run()
+        """Solve within the unit's time left, if it has a deadline; whether it ran (False: no time left)."""
+        if self.deadline is not None:
+            left = self.deadline - time.perf_counter()
+            if left <= 0:
+                return False
+            h.setOptionValue("time_limit", left)
+        run_highs(h)
         return True
 
     def bounds(self, c: np.ndarray) -> tuple[int | None, int | None, list[np.ndarray]]:
@@ -194,10 +195,11 @@ class _Programs:
             h.deleteRows(1, np.array([h.getNumRow() - 1], dtype=np.int32))
 
 
-def a_dataset(system: JointSystem, seed: int, seconds: float) -> np.ndarray | None:
+def a_dataset(system: JointSystem, seed: int, seconds: float | None = None) -> np.ndarray | None:
     """The unit's rows in one integer dataset of its joint model (HiGHS MIP, checked exactly), or None when
-    none is found within :data:`MIP_NODES` nodes or ``seconds``: the first candidate of a published release."""
-    x = _Programs(system, seed, time.perf_counter() + seconds).point(np.zeros(system.n, np.int64), -np.inf, np.inf)
+    none is found within :data:`MIP_NODES` nodes (or ``seconds``): the first candidate of a published release."""
+    deadline = None if seconds is None else time.perf_counter() + seconds
+    x = _Programs(system, seed, deadline).point(np.zeros(system.n, np.int64), -np.inf, np.inf)
     return None if x is None else np.repeat(system.rows, system.histogram(x), axis=0)
 
 
@@ -207,12 +209,12 @@ def decide_open(problem: Problem, options: ExactOptions, start: float, why: str)
     ``why``: why the unit is too large for the row-slot problem (kept in the reason of undecided claims).
     """
     system: JointSystem = problem.joint
-    deadline = start + options.unit_seconds
+    meter = Meter(options, start)
     problem = replace(problem, notes=problem.notes + (NOTE,))
     result = UnitResult(problem)
     table = ClaimTable.of_truth(problem.truth, list(problem.sizes), options.max_columns, problem.views)
     pending = np.arange(len(table.claims))
-    programs = _Programs(system, options.seed, deadline)
+    programs = _Programs(system, options.seed, meter.deadline)
     seen: list[np.ndarray] = []  # the unit's histograms that refuted claims
     tried: set[bytes] = set()
 
@@ -254,8 +256,9 @@ def decide_open(problem: Problem, options: ExactOptions, start: float, why: str)
         groups.setdefault(np.packbits(member[:, i]).tobytes(), []).append(i)
     done = set(verified)
     for claims in groups.values():
-        if time.perf_counter() > deadline:
-            reason = f"--unit-seconds {options.unit_seconds:g} reached deciding the claims over the joint model"
+        late = meter.late("deciding the claims over the joint model")
+        if late:
+            reason = f"{why}; {late}"
             break
         c = np.zeros(system.n, np.int64)
         c[system.top[open_atoms[member[:, claims[0]]]]] = 1
@@ -282,7 +285,7 @@ def decide_open(problem: Problem, options: ExactOptions, start: float, why: str)
                             f"integer dataset within {MIP_NODES:,} MIP nodes refutes them")
         result.verdicts += [Verdict(table.claims[i], UNDECIDED, reason=reason) for i in pending]
         result.reason = reason
-        if time.perf_counter() > deadline:
+        if meter.late("deciding the claims over the joint model"):
             result.status = "timeout"
     result.solutions = 1 + len(seen)
     result.exhausted = not len(open_atoms)  # one histogram only when LP bounds fix every open atom of the unit

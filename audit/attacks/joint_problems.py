@@ -4,12 +4,15 @@ One rule for every path (``audit run`` in process or on workers, and a published
 the finest level is its own tables' problem, carrying its joint proof when the joint solve
 (:mod:`audit.attacks.joint`) proved it; a unit of a coarser level (a tract) is the row-slot coupled
 problem (:mod:`audit.problem.coupled`: its persons as rows, the child unit as a column, every
-child's cells) when it has at most ``max_rows`` persons, else its own tables' problem, proved or
-decided over the joint model.
+child's cells) when it has at most ``max_rows`` persons; past it the same coupled problem attacked in
+cell space (over atom counts) when it publishes counts only and its histogram model can be held, else
+its own tables' problem, proved or decided over the joint model, with the claims only the coupled
+problem poses (a block with the tract's detail) counted undecided: never missed.
 """
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import replace
 
 import pandas as pd
 
@@ -18,7 +21,12 @@ from ..problem.coupled import build_coupled_problems, coupled_levels
 from ..release.constraints import UnitRelease
 from ..specs.schedule import Schedule
 from ..specs.schema import Schema
-from .joint import as_proved, with_proofs
+from ..problem.claims import count_candidates
+from .implied import MAX_SUPPORT, SUPPORT_WORK, problem_support
+from .joint import counts_only, as_proved, with_proofs
+from .unit import needs_slots
+
+COUNT_WORK = 10**7  # work (keys) counting the claims a coarser unit's own problem leaves unposed
 
 
 def level_problems(frame: pd.DataFrame | None, schema: Schema, schedule: Schedule, releases: list[UnitRelease],
@@ -63,12 +71,39 @@ def level_problems(frame: pd.DataFrame | None, schema: Schema, schedule: Schedul
         return own[(r.level, r.geo)].n_rows[1]
 
     alone = [r for r in parents if max_rows is not None and persons(r) > max_rows]
-    own.update(((p.level, p.geo), p) for p in build_problems(
-        frame, schema, schedule, [r for r in alone if (r.level, r.geo) not in own], sums))
-    problems += attach([own[(r.level, r.geo)] for r in alone], proofs)
+    proved = frozenset(g for (lv, g), got in proofs.items() if lv not in coupled and got[1] is not None)
+    children = [r for r in releases if r.level not in coupled]
+    if alone:
+        own.update(((p.level, p.geo), p) for p in build_problems(
+            frame, schema, schedule, [r for r in alone if (r.level, r.geo) not in own], sums))
+        for r in alone:
+            problems.append(_past_max_rows(frame, schema, schedule, r, children, proved,
+                                           attach([own[(r.level, r.geo)]], proofs)[0]))
     rest = [r for r in parents if r not in alone]
     if rest:
-        proved = frozenset(g for (lv, g), got in proofs.items() if lv not in coupled and got[1] is not None)
-        problems += build_coupled_problems(frame, schema, schedule,
-                                           rest + [r for r in releases if r.level not in coupled], coupled, proved)
+        problems += build_coupled_problems(frame, schema, schedule, rest + children, coupled, proved)
     return problems
+
+
+def _past_max_rows(frame: pd.DataFrame | None, schema: Schema, schedule: Schedule, unit: UnitRelease,
+                   children: list[UnitRelease], proved: frozenset, own: Problem) -> Problem:
+    """A coarser unit past ``--max-rows``: its coupled problem (the unit with its children, the child unit a
+    column), attacked in cell space, when it publishes counts only and its histogram model can be held;
+    else ``own``, its own tables' problem, with the claims only the coupled problem poses (across the
+    unit's and its children's tables: a block with the tract's detail) counted as ``uncoupled``, undecided
+    (at least :data:`COUNT_WORK` work to count them, past it a lower bound; 1 with no true rows)."""
+    coupled = coupled_levels(schema, schedule)
+    kids = [r for r in children if r.geo[: len(unit.geo)] == unit.geo]
+    zeros = sum(v.status == "published" and v.stat.kind == "count" and v.value == 0 for r in [unit, *kids] for v in r.values)
+    if all(counts_only(r) for r in [unit, *kids]) and (len(schema.edits) + zeros) * MAX_SUPPORT <= SUPPORT_WORK:
+        problem = build_coupled_problems(frame, schema, schedule, [unit, *kids], coupled, proved)[0]
+        if not needs_slots(problem) and problem_support(problem) is not None:
+            return problem
+    # the coupled problem's rows and columns alone (the unit's own cells, not its children's): to count its claims
+    rows = build_coupled_problems(frame, schema, schedule, [unit], coupled, proved)[0]
+    if rows.truth is None or own.truth is None:
+        n = 1
+    else:
+        both, exact = count_candidates(rows.truth, budget=COUNT_WORK, views=rows.views)
+        n = max(both - count_candidates(own.truth, budget=COUNT_WORK)[0], 0 if exact else 1)
+    return replace(own, uncoupled=n) if n else own

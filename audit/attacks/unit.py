@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 
@@ -13,7 +14,8 @@ from ..release.constraints import int_hi, int_lo
 from ..problem.claims import UNDECIDED, VERIFIED, Verdict, candidates, claimable, count_candidates, distinct_rows, n_subsets
 from .engines import engine_class, get_engine
 from .engines._explain import EXPLAIN_BUDGET
-from .implied import MAX_SUPPORT
+from .highs import work as highs_work
+from .implied import MAX_SUPPORT, _flat_of, problem_support, support
 from .intervals import hidden_cells
 
 
@@ -23,11 +25,12 @@ from .intervals import hidden_cells
 BYTES_PER_KEY = 600
 BYTES_PER_CLAUSE = 500
 SECONDS_PER_CLAUSE = 3e-6  # building the SAT encoding (measured: 1.9 M clauses in 5-7 s on 2 loaded cores)
-BYTES_PER_ENTRY = 24  # per cell and atom combination of the histogram model: its matrices and HiGHS' copy (measured on sf1, z2)
+BYTES_PER_ENTRY = 40  # per cell and atom combination of the histogram model: its matrices and HiGHS' copy (bench/sizing.py: z3)
 BASE_MB = 400  # a worker's own footprint (interpreter, numpy, pandas, pysat, HiGHS): not for the unit
 LISTED_MAX = 20_000  # a unit the attack did not finish lists its undecided claims up to this many
 EXPLAIN_MODES = ("none", "records", "singletons", "all")
 ENUMERATION_NODES = 4_000  # boxes the histogram engine may search to list every dataset of a unit
+UNIT_WORK = 600.0  # default solver work per unit, millions of propagations (about 2 minutes of solving)
 
 
 @dataclass(frozen=True)
@@ -39,7 +42,8 @@ class ExactOptions:
     samples: int = 32
     seed: int = 0
     conflicts: int = 200_000
-    unit_seconds: float = 120.0
+    unit_seconds: float | None = None  # a wall-clock limit per unit (off: the unit's limit is unit_work)
+    unit_work: float = UNIT_WORK  # solver work per unit: millions of propagations (HiGHS at highs.ITERATION_WORK)
     solution_cap: int = 16  # datasets enumerated: up to this many decide every claim at once
     explain: str = "records"  # none | records | singletons | all: which verified claims get explaining cells
     explain_budget: float = EXPLAIN_BUDGET  # explanation work per unit: millions of solver propagations
@@ -59,15 +63,50 @@ class ExactOptions:
                                             ("--max-rows", self.max_rows, 1, 200)):
             if value is not None and not value >= low:
                 raise AuditError(f"must be an integer {low} or more, not {value}", option, f"e.g. {option} {example}")
-        if not self.unit_seconds > 0:  # also refuses NaN
+        if self.unit_seconds is not None and not self.unit_seconds > 0:  # also refuses NaN
             raise AuditError(f"must be a number above 0, not {self.unit_seconds}", "--unit-seconds",
                              "e.g. --unit-seconds 120")
+        if not self.unit_work > 0:
+            raise AuditError(f"must be a number above 0, not {self.unit_work}", "--unit-work",
+                             f"e.g. --unit-work {UNIT_WORK:g}")
         if not self.explain_budget >= 0:
             raise AuditError(f"must be a number 0 or more, not {self.explain_budget}", "--explain-budget",
                              f"e.g. --explain-budget {EXPLAIN_BUDGET:g}")
         if self.memory_mb is not None and self.memory_mb < 2 * BASE_MB:
             raise AuditError(f"--memory-mb {self.memory_mb} is too small", "--memory-mb",
                              f"give at least {2 * BASE_MB} (MB per unit)")
+
+
+class Meter:
+    """One unit's limit: its solver work (SAT propagations of the engines it watches, and HiGHS work in
+    this process, :func:`audit.attacks.highs.work`) against ``--unit-work``, so that the same inputs give
+    the same verdicts on an idle or a busy machine; and its wall-clock deadline when ``--unit-seconds``
+    is given (then verdicts may depend on the load)."""
+
+    def __init__(self, options: ExactOptions, start: float):
+        self.options, self.budget = options, options.unit_work * 1e6
+        self.deadline = None if options.unit_seconds is None else start + options.unit_seconds
+        self.start = highs_work()
+        self.sources: list = []
+
+    def watch(self, engine) -> None:
+        """Count the propagations of ``engine``'s SAT solver (once it has one) too."""
+        self.sources.append(engine)
+
+    def spent(self) -> float:
+        sat = 0
+        for engine in self.sources:
+            solver = getattr(engine, "solver", None)
+            sat += solver.accum_stats().get("propagations", 0) if solver is not None else 0
+        return highs_work() - self.start + sat
+
+    def late(self, phase: str) -> str | None:
+        """Why the unit must stop after ``phase``, or None while its limits leave room."""
+        if self.deadline is not None and time.perf_counter() > self.deadline:
+            return f"--unit-seconds {self.options.unit_seconds:g} reached during {phase}"
+        if self.spent() > self.budget:
+            return f"--unit-work {self.options.unit_work:g} (millions of solver propagations) reached during {phase}"
+        return None
 
 
 @dataclass
@@ -192,12 +231,28 @@ def unit_cost(problem: Problem, options: ExactOptions, prior_rows: np.ndarray | 
     subsets = claim_subsets(problem, options.max_columns)
     distinct = len(distinct_rows(truth)[0])
     prior = len(distinct_rows(prior_rows)[0]) if prior_rows is not None and len(prior_rows) else 0
-    combinations = 1
-    for size in problem.sizes:
-        combinations = min(combinations * size, MAX_SUPPORT)
+    combinations = edits_support(problem.names, problem.sizes, problem.edits)
+    if not needs_slots(problem) and problem.n_rows[1] > options.max_rows:  # to be attacked in cell space: its support
+        rows = problem_support(problem)  # after its zero cells too (bounded: None when too large to try)
+        combinations = combinations if rows is None else len(rows)
     cells = sum(c.statistic.kind == "count" for c in problem.constraints) + 1  # and the population
     return UnitCost(problem.n_rows[1], distinct, distinct * subsets, prior * subsets, encoding_clauses(problem),
                     combinations, cells, needs_slots(problem))
+
+
+@lru_cache(maxsize=256)
+def edits_support(names: tuple[str, ...], sizes: tuple[int, ...], edits: tuple) -> int:
+    """How many atom combinations the edits allow (at most :data:`MAX_SUPPORT`): the histogram model's
+    rows before the unit's zero cells cut them (cached: the units of a level share their domains)."""
+    combinations = 1
+    for size in sizes:
+        combinations = min(combinations * size, MAX_SUPPORT)
+    if combinations >= MAX_SUPPORT or not edits:
+        return combinations
+    bounds = np.cumsum((0,) + sizes)
+    killers = np.array([_flat_of(sizes, names, e) for e in edits], dtype=np.int64).reshape(len(edits), bounds[-1])
+    rows = support(killers, bounds)
+    return MAX_SUPPORT if rows is None else len(rows)
 
 
 def too_large(cost: UnitCost, options: ExactOptions) -> str | None:
@@ -210,11 +265,12 @@ def too_large(cost: UnitCost, options: ExactOptions) -> str | None:
     return None
 
 
-def plan(cost: UnitCost, options: ExactOptions) -> tuple[str | None, str | None]:
+def plan(cost: UnitCost, options: ExactOptions, slots: str | None = "") -> tuple[str | None, str | None]:
     """How the unit is attacked: ``(no_slots, refused)``. ``no_slots`` says why a count-only unit is
     attacked in histogram space alone (its row slots past ``--max-rows`` or ``--memory-mb``), None when
-    row slots may back the search up; ``refused`` why the unit is too large for either, else None."""
-    slots = too_large(cost, options)
+    row slots may back the search up; ``refused`` why the unit is too large for either, else None.
+    ``slots``: :func:`too_large` of the same cost, when the caller has it ("": not yet)."""
+    slots = too_large(cost, options) if slots == "" else slots
     if slots is None:
         return None, None
     if cost.slots:
@@ -253,6 +309,6 @@ def make_engine(problem: Problem, options: ExactOptions, deadline: float | None 
     (SAT; the IP's calls stop at their own time limit). ``verifying``: False when it only explains;
     ``main``: False to build the SAT engine's solver with every cell hard only when first needed."""
     own = {"sat": {"conflicts": options.conflicts, "verifying": verifying, "deadline": deadline, "main": main},
-           "ip": {"time_limit": min(60.0, options.unit_seconds)}}
+           "ip": {"time_limit": min(60.0, options.unit_seconds or 60.0)}}
     return get_engine(options.engine, problem, seed=options.seed, **own[options.engine])
 

@@ -8,11 +8,12 @@ import typer
 from ..outputs.terminal import echo
 from ..outputs.words import plural
 from ..attacks.engines._explain import EXPLAIN_BUDGET
+from ..attacks.unit import UNIT_WORK
 from ..pipeline import run_audit
 from . import GeographyOpt, InferOpt, OutOpt, QuietOpt, SchemaOpt, SeedOpt, TablesOpt
 from .run import (ConflictsOpt, EngineOpt, ExplainBudgetOpt, ExplainOpt, ExplainSecondsOpt, JsonOpt, LinearPublicOpt,
                   LinearResultsOpt, LinearSecretOpt, MaxColumnsOpt, MaxRowsOpt, MaybeDataArg, MemoryOpt, PublishedOpt,
-                  RankOpt, RankResultsOpt, ReportOpt, RulesOpt, UnitSecondsOpt, audit_options, budget_of, exit_for,
+                  RankOpt, RankResultsOpt, ReportOpt, RulesOpt, UnitSecondsOpt, UnitWorkOpt, audit_options, budget_of, exit_for,
                   verdict_json)
 
 
@@ -28,7 +29,8 @@ def register(app: typer.Typer) -> None:
         max_columns: MaxColumnsOpt = None,
         seed: SeedOpt = 0,
         conflicts: ConflictsOpt = 200_000,
-        unit_seconds: UnitSecondsOpt = 120.0,
+        unit_seconds: UnitSecondsOpt = None,
+        unit_work: UnitWorkOpt = UNIT_WORK,
         explain: ExplainOpt = "records",
         explain_budget: ExplainBudgetOpt = EXPLAIN_BUDGET,
         explain_seconds: ExplainSecondsOpt = None,
@@ -49,7 +51,7 @@ def register(app: typer.Typer) -> None:
         """CI gate: run the audit, print PASS or FAIL with the failing rules; exit 0 pass, 1 fail, 2 input error."""
         options = audit_options(
             out, data, schema, tables, rules=rules, engine=engine, max_columns=max_columns, seed=seed, conflicts=conflicts,
-            unit_seconds=unit_seconds, explain=explain, explain_budget=budget_of(explain_budget, explain_seconds),
+            unit_seconds=unit_seconds, unit_work=unit_work, explain=explain, explain_budget=budget_of(explain_budget, explain_seconds),
             max_rows=max_rows, memory_mb=memory_mb, infer_schema=infer_schema, geography=geography, rank=rank,
             linear_secret=linear_secret, linear_public=linear_public, rank_results=rank_results,
             linear_results=linear_results, report=report, published=published)

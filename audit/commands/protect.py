@@ -7,6 +7,7 @@ from typing import Annotated, Optional
 import typer
 
 from ..attacks.exact import ExactOptions
+from ..attacks.unit import UNIT_WORK
 from ..errors import Halted
 from ..protection.options import PROTECT_EXPLAIN_BUDGET
 from ..protection.protect import WRITES, ProtectInterrupted, ProtectOptions, audit_pattern, protect as run_protect
@@ -20,6 +21,7 @@ from ..policy.rules import load_rules
 from ..outputs.terminal import echo
 from ..outputs.words import plural
 from . import DataArg, OutOpt, QuietOpt, SchemaOpt, SeedOpt, TablesOpt, inputs_from, named_file, output_folder
+from .run import UnitSecondsOpt, UnitWorkOpt
 
 
 def register(app: typer.Typer) -> None:
@@ -41,7 +43,8 @@ def register(app: typer.Typer) -> None:
         rank: Annotated[bool, typer.Option("--rank/--no-rank", help="Noise: re-run the ranking attack at the chosen scale (needs torch).")] = True,
         seed: SeedOpt = 0,
         conflicts: Annotated[int, typer.Option("--conflicts", min=1, help="Conflict budget per solver call; past it a claim is undecided.")] = 200_000,
-        unit_seconds: Annotated[float, typer.Option("--unit-seconds", min=0, help="Time limit per unit and attack; claims left are undecided.")] = 120.0,
+        unit_seconds: UnitSecondsOpt = None,
+        unit_work: UnitWorkOpt = UNIT_WORK,
         max_rows: Annotated[int, typer.Option("--max-rows", min=1, help="Units with more rows are reported undecided (too large).")] = 200,
         audit_only: Annotated[bool, typer.Option("--audit-only", help="Audit the schedule's own suppression pattern as given (feasibility intervals, rules); search for no new protection. Exit 0 pass, 1 fail.")] = False,
         pattern: Annotated[Optional[Path], typer.Option("--pattern", help="With --audit-only: audit this CSV of cell statuses (another tool's pattern: tau-Argus, sdcTable, GaussSuppression, SDMX, or protected.csv) instead of the schedule's own; see docs/peers.md.")] = None,
@@ -58,7 +61,7 @@ def register(app: typer.Typer) -> None:
         inputs = inputs_from(data, schema, tables)
         policy = load_rules(rules)
         exact = ExactOptions(max_columns=max_columns, seed=seed, conflicts=conflicts, unit_seconds=unit_seconds,
-                             max_rows=max_rows, explain_budget=PROTECT_EXPLAIN_BUDGET)
+                             unit_work=unit_work, max_rows=max_rows, explain_budget=PROTECT_EXPLAIN_BUDGET)
         if audit_only:
             given = None if pattern is None else read_pattern(pattern, inputs, pattern_status, pattern_table)
             _audit_only(inputs if given is None else with_pattern(inputs, given), exact, policy, out, quiet, given)

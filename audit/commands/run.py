@@ -13,6 +13,7 @@ from typing import Annotated, Optional
 import typer
 
 from ..attacks.engines._explain import EXPLAIN_BUDGET, WORK_PER_SECOND
+from ..attacks.unit import UNIT_WORK
 from ..findings.model import Findings
 from ..pipeline import AuditOptions, prepare_out, run_audit
 from ..scale.runner import ScaleOptions
@@ -33,7 +34,8 @@ ReportOpt = Annotated[bool, typer.Option("--report/--no-report", help="Write rep
 EngineOpt = Annotated[str, typer.Option("--engine", help="Exact engine: sat (default, no licence) or ip (integer program).")]
 MaxColumnsOpt = Annotated[Optional[int], typer.Option("--max-columns", min=1, help="Largest number of columns in a claim (default: all).")]
 ConflictsOpt = Annotated[int, typer.Option("--conflicts", min=1, help="Conflict budget per solver call; past it a claim is undecided.")]
-UnitSecondsOpt = Annotated[float, typer.Option("--unit-seconds", min=0, help="Time limit per unit; claims left are undecided.")]
+UnitSecondsOpt = Annotated[Optional[float], typer.Option("--unit-seconds", min=0, help="A wall-clock limit per unit (default none); claims left are undecided, and on a busy machine they can differ between runs.")]
+UnitWorkOpt = Annotated[float, typer.Option("--unit-work", min=0, help="Solver work per unit, in millions of propagations (default 600, about 2 minutes of solving); claims left are undecided. Work, not time: the same inputs give the same verdicts on an idle or a busy machine.")]
 ExplainOpt = Annotated[str, typer.Option("--explain", help="Which verified claims get their explaining cells: records (the singleton over the most columns of each record), singletons, all, none.")]
 ExplainBudgetOpt = Annotated[float, typer.Option("--explain-budget", min=0, help="Solver work per unit for explanations, in millions of propagations (about 0.2 s each). Work, not time: the same inputs give the same findings on any machine.")]
 ExplainSecondsOpt = Annotated[Optional[float], typer.Option("--explain-seconds", min=0, hidden=True, help="Deprecated: sets --explain-budget to 5 per second.")]
@@ -102,7 +104,8 @@ def register(app: typer.Typer) -> None:
         max_columns: MaxColumnsOpt = None,
         seed: SeedOpt = 0,
         conflicts: ConflictsOpt = 200_000,
-        unit_seconds: UnitSecondsOpt = 120.0,
+        unit_seconds: UnitSecondsOpt = None,
+        unit_work: UnitWorkOpt = UNIT_WORK,
         explain: ExplainOpt = "records",
         explain_budget: ExplainBudgetOpt = EXPLAIN_BUDGET,
         explain_seconds: ExplainSecondsOpt = None,
@@ -127,7 +130,7 @@ def register(app: typer.Typer) -> None:
         """Attack the release, apply the rules, write findings.json, junit.xml and report.html (exit 1 on failure)."""
         options = audit_options(
             out, data, schema, tables, rules=rules, engine=engine, max_columns=max_columns, seed=seed, conflicts=conflicts,
-            unit_seconds=unit_seconds, explain=explain, explain_budget=budget_of(explain_budget, explain_seconds),
+            unit_seconds=unit_seconds, unit_work=unit_work, explain=explain, explain_budget=budget_of(explain_budget, explain_seconds),
             max_rows=max_rows, memory_mb=memory_mb, infer_schema=infer_schema, geography=geography, rank=rank,
             linear_secret=linear_secret, linear_public=linear_public, rank_results=rank_results,
             linear_results=linear_results, report=report,

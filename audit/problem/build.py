@@ -122,6 +122,7 @@ class Problem:
     child: str = ""  # a coupled problem's child-unit column (audit.problem.coupled): where a person is, not what
     views: Views | None = None  # a coupled problem's columns that group an attribute as one level does (after the child)
     values: tuple[Constraint, ...] = ()  # published sums, means and medians of wide columns: not in the count model (audit.attacks.values)
+    uncoupled: int = 0  # claims across this coarser unit's and its children's tables left unposed (coupled problem too large): undecided
 
     def __post_init__(self):
         lo, hi = self.n_rows
@@ -231,7 +232,8 @@ class Problem:
                 for group in (self.constraints, self.hidden, self.values)]
         specs = tuple(tuple((name, tuple(sorted(atoms))) for name, atoms in p.clauses) for p in preds)
         return _restore, (self.level, self.geo, self.domains, self.n_rows, specs, rows[0], self.edits, self.truth,
-                          self.notes, self.proof, self.proof_cells, rows[1], self.joint, self.child, self.views, rows[2])
+                          self.notes, self.proof, self.proof_cells, rows[1], self.joint, self.child, self.views, rows[2],
+                          self.uncoupled)
 
 
 @lru_cache(maxsize=1 << 16)
@@ -268,13 +270,13 @@ def _interned(spec):
 
 
 def _restore(level, geo, domains, n_rows, specs, rows, edits, truth, notes, proof="", proof_cells=None,
-             hidden=(), joint=None, child="", views=None, values=()) -> Problem:
+             hidden=(), joint=None, child="", views=None, values=(), uncoupled=0) -> Problem:
     preds = [_interned(("pred", spec)) for spec in specs]
     cons, hide, wide = (tuple(Constraint(key, preds[i], _interned(("stat", stat)), None if lo is None else Fraction(*lo),
                                    None if hi is None else Fraction(*hi), lo_open, hi_open)
                         for key, i, stat, lo, hi, lo_open, hi_open in group) for group in (rows, hidden, values))
     return Problem(level, geo, domains, n_rows, cons, edits, truth, notes, proof, proof_cells, hide, joint, child, views,
-                   wide)
+                   wide, uncoupled)
 
 
 def _to_atoms(pred: Predicate, domains: dict[str, Domain]) -> Predicate:

@@ -168,14 +168,20 @@ def count_candidates(truth: np.ndarray, max_columns: int | None = None, budget: 
     rows, _ = distinct_rows(truth)
     if not len(rows):
         return 0, True
-    if views is not None:
-        return len(candidates(truth, max_columns, views, sizes)), True
     among = None if sizes is None else claimable(sizes)
-    total, seen, left = 0, 0, n_subsets(rows.shape[1] if among is None else len(among), max_columns)
-    for cols in iter_subsets(rows.shape[1], max_columns, among):
+    listed = None if views is None else views.subsets(rows.shape[1], max_columns, among)
+    total, seen = 0, 0
+    left = (n_subsets(rows.shape[1] if among is None else len(among), max_columns) if listed is None
+            else len(listed))
+    for cols in iter_subsets(rows.shape[1], max_columns, among) if listed is None else listed:
         if seen >= budget:
             return total + left, False
-        total += len(np.unique(rows[:, cols], axis=0)) if len(cols) > 1 else len(np.unique(rows[:, cols[0]]))
+        values = np.unique(rows[:, cols], axis=0)
+        if views is not None and (views.proved or views.every):  # a proved child unit's own claims are left out
+            full = np.zeros((len(values), rows.shape[1]), np.int64)
+            full[:, cols] = values
+            values = values[~views.redundant([cols], np.zeros(len(values), np.int64), full)]
+        total += len(values)
         seen += len(rows) + SUBSET_WORK
         left -= 1
     return total, True

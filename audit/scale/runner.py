@@ -13,7 +13,7 @@ merge streams the parts in unit order: it copies each unit's member into ``claim
 entry to a file, and builds the document (:func:`audit.findings.document.document`) and a ``scale`` section
 (distributions, worst units) from them, so its memory does not grow with the claims.
 
-Bounds per unit: the exact attack's own (``unit_seconds`` over the whole unit, conflict budgets,
+Bounds per unit: the exact attack's own (``unit_work``, or ``unit_seconds``, over the whole unit, conflict budgets,
 ``max_rows``, ``memory_mb`` as an estimate checked before anything large is built), a hard
 wall-clock limit (pool workers: an alarm in the worker, and the parent kills a worker that does not
 answer), and an address-space limit per worker process (``RLIMIT_AS``). A unit past a bound, or whose
@@ -70,7 +70,7 @@ class ScaleOptions:
     claims_cap: int | None = None  # claims of each kind listed per unit; None: 10 up to 200 units, else 3
     chunk_rows: int = DEFAULT_CHUNK_ROWS
     memory_mb: int | None = None
-    hard_seconds: float | None = None  # default: 2 x unit_seconds + 2 x explain_budget / WORK_PER_SECOND + 60
+    hard_seconds: float | None = None  # default: hard_limit()
     task: Callable | None = None  # the per-unit function (tests substitute one); default audit_task
 
     def __post_init__(self):
@@ -206,8 +206,10 @@ def run_scaled(source, schema: Schema, schedule: Schedule, options: ExactOptions
 
 
 def hard_limit(options: ExactOptions) -> float:
-    """The default hard wall-clock limit per unit: well past ``unit_seconds``, which the attack keeps itself."""
-    return 2 * options.unit_seconds + 2 * options.explain_budget / WORK_PER_SECOND + 60
+    """The default hard wall-clock limit per unit: well past ``unit_seconds`` or what ``unit_work`` takes on a
+    busy machine (the attack keeps both itself), so that the load does not decide a unit's verdict."""
+    solving = options.unit_seconds if options.unit_seconds is not None else 4 * options.unit_work / WORK_PER_SECOND
+    return 2 * solving + 2 * options.explain_budget / WORK_PER_SECOND + 60
 
 
 def bounded_runner(options: ExactOptions, memory_mb: int | None):

@@ -34,6 +34,7 @@ import numpy as np
 
 from ...problem.claims import REFUTED, VERIFIED, Claim, Verdict
 from ..implied import LinearProof
+from ..highs import run as run_highs
 from ...problem.build import Problem
 from ...release.constraints import int_hi, int_lo
 
@@ -196,7 +197,7 @@ class HistogramEngine:
 
         if cost is not None:
             h.changeColsCost(self.n, self._cols, cost)
-        h.run()
+        run_highs(h)
         if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
             return None
         return np.asarray(h.getSolution().col_value)
@@ -359,7 +360,7 @@ class HistogramEngine:
         stack: list = [{}]
         applied: set[int] = set()
         try:
-            lp.run()  # the root with the primal simplex, then bound changes with the dual (which gives rays)
+            run_highs(lp)  # the root with the primal simplex, then bound changes with the dual (which gives rays)
             lp.setOptionValue("simplex_strategy", 1)
             for _ in range(nodes):
                 if not stack:
@@ -374,7 +375,7 @@ class HistogramEngine:
                     lp.changeColsBounds(len(touched), touched, lower[touched].astype(float),
                                         np.where(upper[touched] < 0, highspy.kHighsInf, upper[touched]).astype(float))
                 applied = set(node)
-                lp.run()
+                run_highs(lp)
                 status = lp.getModelStatus()
                 if status == highspy.HighsModelStatus.kInfeasible:
                     _, has_ray, ray = lp.getDualRay()

@@ -41,15 +41,13 @@ from ...problem.claims import REFUTED, UNDECIDED, VERIFIED, Claim, Verdict
 from ...errors import Undecided
 from ...problem.build import Problem
 from ...specs.query import Predicate
+from ..highs import ITERATION_WORK, MIP_WORK  # a MIP's work in the SAT explainer's unit (propagations)
 from ._explain import EXPLAIN_BUDGET, Explainer
 from ._explain import LIMIT as EXPLAIN_LIMIT, SAT as EXPLAIN_SAT, UNSAT as EXPLAIN_UNSAT
 from .base import Enumeration, ExactEngine
 from .sat import cell_of
 from .ip_backends import FEASIBLE, INFEASIBLE, LIMIT, _Backends
 from .ip_model import INF, _Formulation, _Model
-
-# explanation work of a MIP in the SAT explainer's unit (propagations): per simplex iteration, and per MIP
-ITERATION_WORK, MIP_WORK = 1_000, 100_000
 
 
 class IpEngine(_Formulation, _Backends, ExactEngine):
