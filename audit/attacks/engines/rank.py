@@ -133,7 +133,7 @@ class RankAttack:
                 sub = [self.problems[i] for i in members]
                 res = _attack_batch(sub, [priors[i] for i in members], enc, [local[i] for i in batch], opts, device)
                 for j, i in enumerate(batch):
-                    out[i] = (res.rounded[j], res.loss[j], res.consistent[j])
+                    out[i] = (res.rounded[j], res.loss[j], res.consistent[j], res.broken[j], res.rounded_ok[j])
         units = tuple(self._score(p, parents[i], *out[i]) for i, p in enumerate(self.problems))
         return RankResults(units, opts, device, time.perf_counter() - start, tuple(notes))
 
@@ -152,7 +152,8 @@ class RankAttack:
         if batch:
             yield batch
 
-    def _score(self, p: Problem, parents: dict, rounded: list, loss: float, consistent: float) -> UnitRank:
+    def _score(self, p: Problem, parents: dict, rounded: list, loss: float, consistent: float,
+               broken: tuple = (), rounded_ok: float = 0.0) -> UnitRank:
         grid = self.options.grid
         ranked = tuple(rank_rows(np.concatenate(rounded)) if rounded and len(rounded[0]) else [])
         truth = p.truth if p.truth is not None else np.zeros((0, len(p.domains)), np.int64)
@@ -170,7 +171,8 @@ class RankAttack:
         for name, rows in parents.items():
             baselines[name] = match_rates(rank_rows(rows), true_set, u, grid) if len(rows) else None
         return UnitRank(p, ranked, None if attack is None else tuple(attack),
-                        {k: None if v is None else tuple(v) for k, v in baselines.items()}, u, loss, consistent)
+                        {k: None if v is None else tuple(v) for k, v in baselines.items()}, u, loss, consistent,
+                        broken, rounded_ok)
 
 
 def rank_inputs(inputs, options: RankOptions | None = None, noise: Mapping[str, float] | None = None) -> RankResults:

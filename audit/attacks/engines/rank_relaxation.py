@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
@@ -10,6 +11,8 @@ import numpy as np
 from ...problem.build import Problem
 from .rank_options import RankOptions, _seed, _torch, unit_key
 from .rank_encoding import _Encoding, _Term
+from .rank_projection import exact_engine, project
+from .rank_rounding import breaks, edit_tables, medians_hold, respect_edits
 
 
 def _row_logits(rows: np.ndarray, sizes: Sequence[int], mass: float) -> np.ndarray:
@@ -42,14 +45,16 @@ def _start_rows(problem: Problem, n: int, prior: np.ndarray | None, init: str, r
 class _BatchOut:
     rounded: list          # per unit: list over runs of (n, C) atom arrays
     loss: list             # per unit: final relaxed loss (mean over runs)
-    consistent: list       # per unit: fraction of runs whose rounded dataset satisfies every term
+    consistent: list       # per unit: fraction of runs whose rounded dataset reproduces the release
+    broken: list           # per unit: the (cell key, runs) most often broken by the rounded datasets
+    rounded_ok: list       # per unit: the same share before projection (the rounding alone)
 
 
 class _Program:
     """The tensors of one batch: clause matrices, answer product, and every unit's terms (repeated per run)."""
 
     def __init__(self, enc: _Encoding, terms: Sequence[Sequence[_Term]], runs: int, rowmask: np.ndarray, dev,
-                 combine: str = "matmul"):
+                 combine: str = "factor"):
         torch = self.torch = _torch()
         self.enc, self.combine = enc, combine
         B, T = len(terms), max(1, max(len(t) for t in terms))
@@ -65,7 +70,7 @@ class _Program:
                 cols["w"][b, t], cols["check"][b, t] = term.w, term.check
         for name, arr in cols.items():
             setattr(self, name, torch.tensor(np.repeat(arr, runs, axis=0), device=dev))
-        self.mats, self.gather, self.incidence = enc.tensors(torch, dev)
+        self.mats, self.gather, self.incidence, (self.low, self.high, self.order) = enc.tensors(torch, dev)
         self.mask = torch.tensor(rowmask, device=dev, dtype=torch.float32)
 
     def probs(self, logits):
@@ -76,6 +81,8 @@ class _Program:
         """Relaxed answers ``(R, 1 + queries)``: column 0 is the constant 1, then every query."""
         torch = self.torch
         mass = torch.cat([p @ m for p, m in zip(ps, self.mats)] + [torch.ones_like(ps[0][..., :1])], dim=-1)
+        if self.combine == "factor":
+            return self._factored(mass)
         if self.combine == "matmul":
             prod = torch.exp(torch.log(mass.clamp_min(1e-30)) @ self.incidence)
         else:
@@ -83,6 +90,20 @@ class _Program:
             for j in range(1, self.gather.shape[1]):
                 prod = prod * mass.index_select(-1, self.gather[:, j])
         ans = (prod * self.mask[..., None]).sum(1)
+        return torch.cat([torch.ones_like(ans[:, :1]), ans], dim=1)
+
+    def _factored(self, mass):
+        """Answers from the slots' Gram matrix (one batched matmul for every query of <= 2 clauses) and
+        a product of gathers for longer ones: no ``(runs, rows, queries)`` tensor for the short queries."""
+        torch = self.torch
+        masked = mass * self.mask[..., None]
+        parts = [(masked.transpose(1, 2) @ mass).flatten(1).index_select(1, self.low)]
+        if len(self.high):
+            prod = masked.index_select(-1, self.high[:, 0])
+            for j in range(1, self.high.shape[1]):
+                prod = prod * mass.index_select(-1, self.high[:, j])
+            parts.append(prod.sum(1))
+        ans = torch.cat(parts, dim=1).index_select(1, self.order)
         return torch.cat([torch.ones_like(ans[:, :1]), ans], dim=1)
 
     def residual(self, ans):
@@ -94,7 +115,7 @@ class _Program:
 
 
 def relaxed_residuals(problem: Problem, rows: np.ndarray, noise: Mapping[str, float] | None = None,
-                      combine: str = "matmul") -> np.ndarray:
+                      combine: str = "factor") -> np.ndarray:
     """Each term's residual on an integer dataset (one-hot rows): 0 where the dataset meets the term.
 
     A check that the relaxation is exact on integer data: ``problem.violations(rows) == []`` iff every
@@ -117,7 +138,7 @@ def _attack_batch(problems: Sequence[Problem], priors: Sequence[np.ndarray | Non
     torch = _torch()
     dev = torch.device(device)
     torch.manual_seed(opts.seed)
-    combine = "matmul" if opts.combine == "auto" else opts.combine
+    combine = "factor" if opts.combine == "auto" else opts.combine
     K, B = opts.runs, len(unit_ids)
     sizes = enc.sizes
     C = len(sizes)
@@ -168,12 +189,56 @@ def _attack_batch(problems: Sequence[Problem], priors: Sequence[np.ndarray | Non
             cdf = torch.cumsum(ps[c], dim=-1)
             picks.append((cdf < u[..., c:c + 1]).sum(-1).clamp_max(sizes[c] - 1))
         rounded = torch.stack(picks, dim=-1)                                     # (R, N, C)
+        rounded_np = _respect_edits(problems, unit_ids, rounded.cpu().numpy().reshape(B, K, N, C), ps, ns, opts)
+        rounded = torch.tensor(rounded_np.reshape(R, N, C), device=dev)
         onehot = [torch.nn.functional.one_hot(rounded[..., c], sizes[c]).float() for c in range(C)]
         r = residual(answers(onehot))
-        ok = ((r <= 1e-3) | ~prog.check).all(1)
-        rounded_np = rounded.cpu().numpy().reshape(B, K, N, C)
+        failed = ((r > 1e-3) & prog.check).cpu().numpy().reshape(B, K, -1)
         loss_np = loss_r.detach().cpu().numpy().reshape(B, K)
-        ok_np = ok.cpu().numpy().reshape(B, K)
-    return _BatchOut([[rounded_np[b, k, :ns[b]] for k in range(K)] for b in range(B)],
-                     [float(loss_np[b].mean()) for b in range(B)],
-                     [float(ok_np[b].mean()) for b in range(B)])
+    rows = [[rounded_np[b, k, :ns[b]] for k in range(K)] for b in range(B)]
+    ok, why, before = [], [], []
+    for b, u in enumerate(unit_ids):
+        medians = enc.medians.get(u, ())
+        good = [not failed[b, k].any() and medians_hold(problems[u], rows[b][k], medians) for k in range(K)]
+        before.append(float(np.mean(good)))
+        if not all(good) and opts.project and 0 < ns[b] <= opts.project_rows:
+            _project_unit(problems[u], enc, u, rows[b], good)
+        ok.append(float(np.mean(good)))
+        broken: Counter = Counter(enc.terms[u][t].key for k in range(K) for t in np.flatnonzero(failed[b, k]))
+        broken.update(c.key for k in range(K) for c in medians if not c.holds(problems[u].value(rows[b][k], c)))
+        broken = broken if before[-1] == 0 else Counter()
+        why.append(tuple(broken.most_common(3)))
+    return _BatchOut(rows, [float(loss_np[b].mean()) for b in range(B)], ok, why, before)
+
+
+def _respect_edits(problems, unit_ids, rounded: np.ndarray, ps, ns, opts: RankOptions) -> np.ndarray:
+    """Redraw the rounded rows that break an edit (:func:`respect_edits`), fetching only their softmaxes."""
+    B, K = rounded.shape[:2]
+    for b, u in enumerate(unit_ids):
+        edits = edit_tables(problems[u])
+        if not edits:
+            continue
+        for k in range(K):
+            rows = rounded[b, k, :ns[b]]
+            bad = np.flatnonzero(breaks(rows, edits))
+            if len(bad):
+                r = b * K + k
+                probs = [np.zeros((len(rows), p.shape[-1]), np.float64) for p in ps]
+                for c, p in enumerate(ps):
+                    probs[c][bad] = p[r, bad].cpu().numpy()
+                rounded[b, k, :ns[b]] = respect_edits(problems[u], rows, probs, opts.seed, k, edits)
+    return rounded
+
+
+def _project_unit(problem: Problem, enc: _Encoding, u: int, runs: list, good: list) -> None:
+    """Replace each of a unit's rounded datasets that misses the release by the consistent dataset the SAT
+    solver finds nearest it (:func:`~audit.attacks.engines.rank_projection.project`), in place; without
+    python-sat the datasets stay as rounded."""
+    engine = exact_engine(problem)
+    if engine is None:
+        return
+    for k, fine in enumerate(good):
+        if not fine:
+            near = project(engine, runs[k])
+            if near is not None and not problem.violations(near):
+                runs[k], good[k] = near, True
