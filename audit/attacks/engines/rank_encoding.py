@@ -142,9 +142,14 @@ class _Encoding:
         for q, slots in enumerate(self.query_slots):
             for col, j in slots:
                 incidence[base[col] + j, q] += 1.0
-        low, high, order = factor_plan(self.query_slots, base, total)
-        plan = tuple(torch.tensor(a, device=device) for a in (low, high, order))
-        return mats, torch.tensor(gather, device=device), torch.tensor(incidence, device=device), plan
+        return mats, torch.tensor(gather, device=device), torch.tensor(incidence, device=device)
+
+    def groups(self) -> list[list[int]]:
+        """Columns with the same number of atoms, together (one softmax call for each group)."""
+        out: dict[int, list[int]] = {}
+        for c, a in enumerate(self.sizes):
+            out.setdefault(a, []).append(c)
+        return list(out.values())
 
 
 def _with(clauses: tuple, col: int, member: np.ndarray) -> tuple:
@@ -155,12 +160,11 @@ def _with(clauses: tuple, col: int, member: np.ndarray) -> tuple:
     return tuple(sorted(merged.items()))
 
 
-def factor_plan(query_slots: Sequence[Sequence[tuple[int, int]]], base: Sequence[int], const: int):
-    """The factorised answer plan: queries of at most two clauses read off the slots' Gram matrix
-    ``mass^T mass`` (a flat index into it, padded with the constant slot), longer ones are products of
-    gathered slots. Returns ``(low flat indices, high gather table, order)``: ``order`` puts the
-    answers ``[low..., high...]`` back in query order."""
-    width = const + 1
+def factor_plan(query_slots: Sequence[Sequence[tuple[int, int]]], base: Sequence[int], const: int, width: int):
+    """The factorised answer plan over ``width`` slots (``const`` the constant-1 slot): queries of at most
+    two clauses read off the slots' Gram matrix ``mass^T mass`` (a flat index into it, padded with the
+    constant slot), longer ones are products of gathered slots. Returns ``(low flat indices, high gather
+    table, order)``: ``order`` puts the answers ``[low..., high...]`` back in query order."""
     low, high, low_q, high_q = [], [], [], []
     kmax = max([len(s) for s in query_slots if len(s) > 2], default=3)
     for q, slots in enumerate(query_slots):

@@ -1,7 +1,6 @@
 """RAP-RANK's relaxed datasets: start rows, the batched tensor program, Adam and randomized rounding."""
 from __future__ import annotations
 
-import math
 from collections import Counter
 from dataclasses import dataclass
 from typing import Mapping, Sequence
@@ -10,7 +9,8 @@ import numpy as np
 
 from ...problem.build import Problem
 from .rank_options import RankOptions, _seed, _torch, unit_key
-from .rank_encoding import _Encoding, _Term
+from .rank_encoding import _Encoding
+from .rank_program import _Program
 from .rank_projection import exact_engine, project
 from .rank_rounding import breaks, edit_tables, medians_hold, respect_edits
 
@@ -50,70 +50,6 @@ class _BatchOut:
     rounded_ok: list       # per unit: the same share before projection (the rounding alone)
 
 
-class _Program:
-    """The tensors of one batch: clause matrices, answer product, and every unit's terms (repeated per run)."""
-
-    def __init__(self, enc: _Encoding, terms: Sequence[Sequence[_Term]], runs: int, rowmask: np.ndarray, dev,
-                 combine: str = "factor"):
-        torch = self.torch = _torch()
-        self.enc, self.combine = enc, combine
-        B, T = len(terms), max(1, max(len(t) for t in terms))
-        cols = {name: np.zeros((B, T), dt) for name, dt in
-                (("q1", np.int64), ("q2", np.int64), ("lo", np.float32), ("hi", np.float32), ("w", np.float32),
-                 ("has_lo", np.float32), ("has_hi", np.float32), ("check", bool))}
-        for b, unit in enumerate(terms):
-            for t, term in enumerate(unit):
-                cols["q1"][b, t], cols["q2"][b, t] = term.q1 + 1, term.q2 + 1
-                cols["has_lo"][b, t], cols["has_hi"][b, t] = math.isfinite(term.lo), math.isfinite(term.hi)
-                cols["lo"][b, t] = term.lo if math.isfinite(term.lo) else 0.0
-                cols["hi"][b, t] = term.hi if math.isfinite(term.hi) else 0.0
-                cols["w"][b, t], cols["check"][b, t] = term.w, term.check
-        for name, arr in cols.items():
-            setattr(self, name, torch.tensor(np.repeat(arr, runs, axis=0), device=dev))
-        self.mats, self.gather, self.incidence, (self.low, self.high, self.order) = enc.tensors(torch, dev)
-        self.mask = torch.tensor(rowmask, device=dev, dtype=torch.float32)
-
-    def probs(self, logits):
-        o = self.enc.offsets
-        return [self.torch.softmax(logits[..., o[c]:o[c + 1]], dim=-1) for c in range(len(self.enc.sizes))]
-
-    def answers(self, ps):
-        """Relaxed answers ``(R, 1 + queries)``: column 0 is the constant 1, then every query."""
-        torch = self.torch
-        mass = torch.cat([p @ m for p, m in zip(ps, self.mats)] + [torch.ones_like(ps[0][..., :1])], dim=-1)
-        if self.combine == "factor":
-            return self._factored(mass)
-        if self.combine == "matmul":
-            prod = torch.exp(torch.log(mass.clamp_min(1e-30)) @ self.incidence)
-        else:
-            prod = mass.index_select(-1, self.gather[:, 0])
-            for j in range(1, self.gather.shape[1]):
-                prod = prod * mass.index_select(-1, self.gather[:, j])
-        ans = (prod * self.mask[..., None]).sum(1)
-        return torch.cat([torch.ones_like(ans[:, :1]), ans], dim=1)
-
-    def _factored(self, mass):
-        """Answers from the slots' Gram matrix (one batched matmul for every query of <= 2 clauses) and
-        a product of gathers for longer ones: no ``(runs, rows, queries)`` tensor for the short queries."""
-        torch = self.torch
-        masked = mass * self.mask[..., None]
-        parts = [(masked.transpose(1, 2) @ mass).flatten(1).index_select(1, self.low)]
-        if len(self.high):
-            prod = masked.index_select(-1, self.high[:, 0])
-            for j in range(1, self.high.shape[1]):
-                prod = prod * mass.index_select(-1, self.high[:, j])
-            parts.append(prod.sum(1))
-        ans = torch.cat(parts, dim=1).index_select(1, self.order)
-        return torch.cat([torch.ones_like(ans[:, :1]), ans], dim=1)
-
-    def residual(self, ans):
-        """How far each term lies outside ``[lo * d, hi * d]`` (0 inside)."""
-        torch = self.torch
-        a = torch.gather(ans, 1, self.q1)
-        d = torch.gather(ans, 1, self.q2)
-        return (torch.relu(self.lo * d - a) * self.has_lo + torch.relu(a - self.hi * d) * self.has_hi)
-
-
 def relaxed_residuals(problem: Problem, rows: np.ndarray, noise: Mapping[str, float] | None = None,
                       combine: str = "factor") -> np.ndarray:
     """Each term's residual on an integer dataset (one-hot rows): 0 where the dataset meets the term.
@@ -128,9 +64,8 @@ def relaxed_residuals(problem: Problem, rows: np.ndarray, noise: Mapping[str, fl
                     torch.device("cpu"), combine)
     if len(rows) == 0:
         rows = np.zeros((1, len(problem.domains)), np.int64)
-    onehot = [torch.nn.functional.one_hot(torch.tensor(rows[None, :, c]), a).float() for c, a in enumerate(enc.sizes)]
     with torch.no_grad():
-        return prog.residual(prog.answers(onehot))[0, :len(enc.terms[0])].numpy()
+        return prog.residual(prog.integer_answers(torch.tensor(rows[None])))[0, :len(enc.terms[0])].numpy()
 
 
 def _attack_batch(problems: Sequence[Problem], priors: Sequence[np.ndarray | None], enc: _Encoding,
@@ -158,9 +93,9 @@ def _attack_batch(problems: Sequence[Problem], priors: Sequence[np.ndarray | Non
             uniforms[b, k, :n] = rng.random((n, C))
     prog = _Program(enc, [enc.terms[u] for u in unit_ids], K, rowmask.reshape(B * K, N), dev, combine)
     R = B * K
-    theta = torch.tensor(init.reshape(R, N, width), device=dev, requires_grad=True)
-    probs, answers, residual, tw = prog.probs, prog.answers, prog.residual, prog.w
-    opt = torch.optim.Adam([theta], lr=opts.lr)
+    theta = prog.leaves(init.reshape(R, N, width))
+    residual, tw = prog.residual, prog.w
+    opt = torch.optim.Adam(theta, lr=opts.lr)
     loss_r = torch.zeros(R, device=dev)
     # stochastic terms (the "randomness of SGD"): during the first ``explore`` share of the steps each
     # term enters a step's loss with probability ``keep``, on a low-discrepancy schedule whose phase is
@@ -171,7 +106,7 @@ def _attack_batch(problems: Sequence[Problem], priors: Sequence[np.ndarray | Non
     explore = int(opts.steps * opts.explore) if opts.keep < 1 else 0
     for step in range(opts.steps):
         opt.zero_grad(set_to_none=True)
-        r = residual(answers(probs(theta)))
+        r = residual(prog.forward(theta))
         weight = tw
         if step < explore:
             weight = tw * (torch.remainder(phase + step * 0.6180339887, 1.0) < opts.keep)
@@ -179,9 +114,9 @@ def _attack_batch(problems: Sequence[Problem], priors: Sequence[np.ndarray | Non
         loss_r.sum().backward()
         opt.step()
     with torch.no_grad():
-        ps = probs(theta)
+        ps = prog.column_probs(theta)
         if opts.steps == 0:
-            r = residual(answers(ps))
+            r = residual(prog.forward(theta))
             loss_r = (tw * r * r).sum(1)
         u = torch.tensor(uniforms.reshape(R, N, C), device=dev)
         picks = []
@@ -191,8 +126,7 @@ def _attack_batch(problems: Sequence[Problem], priors: Sequence[np.ndarray | Non
         rounded = torch.stack(picks, dim=-1)                                     # (R, N, C)
         rounded_np = _respect_edits(problems, unit_ids, rounded.cpu().numpy().reshape(B, K, N, C), ps, ns, opts)
         rounded = torch.tensor(rounded_np.reshape(R, N, C), device=dev)
-        onehot = [torch.nn.functional.one_hot(rounded[..., c], sizes[c]).float() for c in range(C)]
-        r = residual(answers(onehot))
+        r = residual(prog.integer_answers(rounded))
         failed = ((r > 1e-3) & prog.check).cpu().numpy().reshape(B, K, -1)
         loss_np = loss_r.detach().cpu().numpy().reshape(B, K)
     rows = [[rounded_np[b, k, :ns[b]] for k in range(K)] for b in range(B)]
