@@ -37,6 +37,7 @@ class _Encoding:
         self.query_slots: list[list[tuple[int, int]]] = []
         self.notes: list[str] = []
         self.terms: list[list[_Term]] = []
+        self._seen: dict[int, tuple] = {}
         self.medians: dict[int, list] = {}                        # unit -> its median constraints (checked exactly)
         skipped: Counter = Counter()
         for p in problems:
@@ -57,7 +58,10 @@ class _Encoding:
             self.notes.append(f"{n} {kind} cells are not in the relaxed loss (no differentiable form here)")
 
     def _clauses(self, p: Problem, predicate) -> tuple:
-        return tuple((p.index(name), frozenset(atoms)) for name, atoms in predicate.clauses)
+        key = id(predicate)          # units of a level share their predicates (kept alive by the problems)
+        if key not in self._seen:
+            self._seen[key] = tuple((p.index(name), frozenset(atoms)) for name, atoms in predicate.clauses)
+        return self._seen[key]
 
     def _slot(self, col: int, atoms: frozenset, weighted: bool) -> int:
         table = self.slots[col]
@@ -178,3 +182,24 @@ def factor_plan(query_slots: Sequence[Sequence[tuple[int, int]]], base: Sequence
             high_q.append(q)
     order = np.argsort(np.asarray(low_q + high_q, dtype=np.int64))
     return (np.asarray(low, dtype=np.int64), np.asarray(high, dtype=np.int64).reshape(-1, kmax), order)
+
+
+def split_plan(high: np.ndarray, right: set, const: int):
+    """Longer queries as products of a left and a right factor: each query's slots in the ``right`` set
+    (the slots of the widest columns) form its right factor, the rest its left. Returns the distinct left
+    and right slot tuples (padded with ``const``) and each query's flat index into their ``left x right``
+    Gram matrix."""
+    lefts: dict = {}
+    rights: dict = {}
+    flat = []
+    for q in high:
+        r = tuple(sorted(int(s) for s in q if s in right))
+        left = tuple(sorted(int(s) for s in q if s not in right and s != const))
+        i = lefts.setdefault(left, len(lefts))
+        j = rights.setdefault(r, len(rights))
+        flat.append((i, j))
+
+    def table(d: dict) -> np.ndarray:
+        width = max(1, max(len(k) for k in d))
+        return np.asarray([list(k) + [const] * (width - len(k)) for k in d], dtype=np.int64).reshape(len(d), width)
+    return table(lefts), table(rights), np.asarray([i * len(rights) + j for i, j in flat], dtype=np.int64)

@@ -14,7 +14,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .rank_encoding import _Encoding, _Term, factor_plan
+from .rank_encoding import _Encoding, _Term, factor_plan, split_plan
 from .rank_options import _torch
 
 
@@ -75,6 +75,16 @@ class _Program:
         low = np.where(a >= self.split, (a - self.split) * n_rest + b, counts[wide] * n_rest + a * n_rest + b)
         self.low, self.high, self.order = (torch.tensor(x, device=self.dev) for x in (low, high, order))
         self.select = [self._selection(m) for m in self.blocks]
+        self.halves = None
+        if len(high):   # longer queries: a left x right Gram when its gathers and products cost less
+            order_cols = sorted(range(len(counts)), key=lambda c: -counts[c])
+            best = high.size                                          # gathers of the direct product
+            for m in range(1, min(4, len(counts))):
+                right = {base[c] + j for c in order_cols[:m] for j in range(counts[c])}
+                plan = split_plan(high, right, 0)
+                cost = plan[0].size + plan[1].size + len(plan[0]) * len(plan[1]) / 8
+                if cost < best:
+                    best, self.halves = cost, tuple(torch.tensor(x, device=self.dev) for x in plan)
 
     def _selection(self, block):
         """The atom of each slot when every slot is one atom of weight 1 (an index_select then), else None."""
@@ -154,13 +164,22 @@ class _Program:
         gram = torch.cat([(masked[..., k:].transpose(1, 2) @ rest).flatten(1),
                           (masked[..., :k].transpose(1, 2) @ rest).flatten(1)], 1)
         parts = [gram.index_select(1, self.low)]
-        if len(self.high):
-            prod = masked.index_select(-1, self.high[:, 0])
-            for j in range(1, self.high.shape[1]):
-                prod = prod * mass.index_select(-1, self.high[:, j])
-            parts.append(prod.sum(1))
+        if self.halves is not None:
+            left, right, flat = self.halves
+            lp, rp = self._product(masked, mass, left), self._product(mass, mass, right)
+            parts.append((lp.transpose(1, 2) @ rp).flatten(1).index_select(1, flat))
+        elif len(self.high):
+            parts.append(self._product(masked, mass, self.high).sum(1))
         ans = torch.cat(parts, dim=1).index_select(1, self.order)
         return torch.cat([torch.ones_like(ans[:, :1]), ans], dim=1)
+
+    @staticmethod
+    def _product(first, mass, table):
+        """Per row, the product of each table row's slots (the first taken from ``first``)."""
+        prod = first.index_select(-1, table[:, 0])
+        for j in range(1, table.shape[1]):
+            prod = prod * mass.index_select(-1, table[:, j])
+        return prod
 
     def residual(self, ans):
         """How far each term lies outside ``[lo * d, hi * d]`` (0 inside)."""
