@@ -81,6 +81,9 @@ class _Encoding:
         stat = c.statistic
         sigma = getattr(c, "noise_scale", None) or noise.get(c.key) or noise.get("*")
         clauses = self._clauses(p, c.predicate)
+        if (stat.kind == "count" and not sigma and c.lo is not None and c.lo == c.hi and c.lo.denominator == 1
+                and not (c.lo_open or c.hi_open)):       # the common case, without Fraction arithmetic
+            return _Term(self.query(clauses), -1, float(c.lo), float(c.lo), 1.0, True, c.key)
         if stat.kind == "median":
             return self._median(p, c, clauses)
         lo = -math.inf if c.lo is None else float(c.lo)
