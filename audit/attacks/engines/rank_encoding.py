@@ -38,6 +38,7 @@ class _Encoding:
         self.notes: list[str] = []
         self.terms: list[list[_Term]] = []
         self._seen: dict[int, tuple] = {}
+        self._counts: dict[int, int] = {}                         # predicate -> its count query
         self.medians: dict[int, list] = {}                        # unit -> its median constraints (checked exactly)
         skipped: Counter = Counter()
         for p in problems:
@@ -79,11 +80,17 @@ class _Encoding:
 
     def _term(self, p: Problem, c, noise: Mapping[str, float], skipped: Counter) -> _Term | list[_Term] | None:
         stat = c.statistic
-        sigma = getattr(c, "noise_scale", None) or noise.get(c.key) or noise.get("*")
+        sigma = (getattr(c, "noise_scale", None) or noise.get(c.key) or noise.get("*")) if noise else None
+        lo_, hi_ = c.lo, c.hi
+        if (stat.kind == "count" and not sigma and lo_ is not None and hi_ is not None and lo_.denominator == 1
+                and hi_.denominator == 1 and lo_.numerator == hi_.numerator and not (c.lo_open or c.hi_open)):
+            # the common case (an exact count), without Fraction arithmetic: thousands of units share it
+            q = self._counts.get(id(c.predicate))
+            if q is None:
+                q = self._counts[id(c.predicate)] = self.query(self._clauses(p, c.predicate))
+            v = float(lo_.numerator)
+            return _Term(q, -1, v, v, 1.0, True, c.key)
         clauses = self._clauses(p, c.predicate)
-        if (stat.kind == "count" and not sigma and c.lo is not None and c.lo == c.hi and c.lo.denominator == 1
-                and not (c.lo_open or c.hi_open)):       # the common case, without Fraction arithmetic
-            return _Term(self.query(clauses), -1, float(c.lo), float(c.lo), 1.0, True, c.key)
         if stat.kind == "median":
             return self._median(p, c, clauses)
         lo = -math.inf if c.lo is None else float(c.lo)

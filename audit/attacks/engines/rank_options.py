@@ -72,8 +72,8 @@ class RankOptions:
     confidence: float = 0.95
     keep: float = 0.5               # share of terms in each step's loss while exploring (1: all)
     explore: float = 0.5            # share of the steps that explore
-    project: bool = True            # a rounded dataset that misses the release -> the SAT solver's consistent
-    project_rows: int = 64          # dataset nearest it by phase, on units of at most this many rows
+    project: bool = True            # where no rounded run reproduces the release, each -> the SAT solver's
+    project_rows: int = 64          # consistent dataset nearest it by phase, on units of at most this many rows
     threads: int | None = 1         # CPU threads for torch (1: fastest on a shared machine, deterministic)
 
     def __post_init__(self):
