@@ -258,3 +258,18 @@ def test_runs_reproduce_the_seven_person_block():
     doc = bare.units[0].to_dict()
     assert doc["consistent_runs"] == 0 and doc["broken"]
     assert any(n.startswith("no run's rounded dataset reproduces the release") for n in doc["notes"])
+
+
+def test_a_match_rate_of_zero_is_explained():
+    from audit.attacks.engines.rank_results import UnitRank, averaged_only
+
+    truth = TRUTH
+    base = _tiny(truth)
+    sex = [c for c in base.constraints if c.key == "P:total:count"]
+    mean = Constraint("S:mean", Predicate(), Statistic("mean", "age"), Fraction(1), Fraction(1))
+    p = Problem(base.level, base.geo, base.domains, base.n_rows, tuple(sex) + (mean,), (), truth)
+    assert averaged_only(p) == [("age", "mean", 3)]
+    unit = UnitRank(p, (), (0.0, 0.0), {"holdout": None}, 4, 0.0, 0.5)
+    assert unit.explain() == ["no ranked row matches a true row exactly: age is published only as a mean, "
+                              "so a row must guess its exact value among 3"]
+    assert averaged_only(base) == []                              # the full histogram selects on age
