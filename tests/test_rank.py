@@ -253,6 +253,8 @@ def test_runs_reproduce_the_seven_person_block():
     top = np.array([row for row, _ in unit.ranked[:7]])
     assert set(map(tuple, top.tolist())) == set(map(tuple, p.truth.tolist()))   # and the block is revealed
     assert unit.to_dict()["consistent_runs"] == unit.consistent
+    if unit.rounded == 0:                                         # the projection did it, and the notes say so
+        assert unit.explain()[0].startswith("the rounding alone reproduced the release in no run")
     # without projection the rounding alone misses the means: the share is 0 and a note says why
     bare = RankAttack([p], options=RankOptions(runs=2, steps=30, device="cpu", project=False)).evaluate()
     doc = bare.units[0].to_dict()
@@ -269,7 +271,7 @@ def test_a_match_rate_of_zero_is_explained():
     mean = Constraint("S:mean", Predicate(), Statistic("mean", "age"), Fraction(1), Fraction(1))
     p = Problem(base.level, base.geo, base.domains, base.n_rows, tuple(sex) + (mean,), (), truth)
     assert averaged_only(p) == [("age", "mean", 3)]
-    unit = UnitRank(p, (), (0.0, 0.0), {"holdout": None}, 4, 0.0, 0.5)
+    unit = UnitRank(p, (), (0.0, 0.0), {"holdout": None}, 4, 0.0, 0.5, (), 0.5)
     assert unit.explain() == ["no ranked row matches a true row exactly: age is published only as a mean, "
                               "so a row must guess its exact value among 3"]
     assert averaged_only(base) == []                              # the full histogram selects on age

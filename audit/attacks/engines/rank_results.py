@@ -82,6 +82,9 @@ class UnitRank:
             out.append(f"no run's rounded dataset reproduces the release; cells most often broken: {worst}. "
                        "The relaxed optimum is not an integer dataset, and the rounding misses it: more --steps or "
                        "--runs help on small units")
+        elif self.rounded == 0:
+            out.append(f"the rounding alone reproduced the release in no run; each run was replaced by the consistent "
+                       f"dataset the SAT solver found nearest it ({self.consistent:.0%} of runs reproduce it)")
         if self.attack is not None and max(self.attack) == 0:
             loose = averaged_only(p)
             if loose:
