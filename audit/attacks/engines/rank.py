@@ -7,12 +7,16 @@ The attack, per geographic unit (a :class:`~audit.problem.build.Problem`):
 2. **Differentiable answers.** A count query (a conjunction of "column in set" clauses) is answered
    by the sum over relaxed rows of the product over its clauses of the row's probability mass inside
    the clause's set. ``sum(col)`` uses the value-weighted mass for ``col``; ``mean(col)`` is the
-   pair ``lo * count <= sum <= hi * count``; ``median`` cells are skipped (noted).
+   pair ``lo * count <= sum <= hi * count``; a median in ``[lo, hi]`` the two counts it implies (at least
+   half the group at or below ``hi``, at least half at or above ``lo``), checked exactly on the rounded data.
 3. **Loss.** Squared distance of every answer to its published constraint: exact cells to their
    value, interval cells (suppressed, rounded) only outside the interval (integer bounds tightened for
    open ends), noisy cells to their value weighted by ``1 / max(sigma, 1)^2``. The schema's structural
    edits are count-zero queries.
-4. **Adam**, then **randomized rounding** (each row's atoms sampled from its softmax). During the first
+4. **Adam**, then **randomized rounding** (each row's atoms sampled from its softmax; a row that breaks an
+   edit is redrawn column by column with the atoms the edits forbid masked, :mod:`.rank_rounding`; on a small
+   unit where no run reproduces the release, each run is replaced by the SAT solver's consistent dataset
+   nearest it by phase, :mod:`.rank_projection`). During the first
    ``explore`` share of the steps each term enters a step's loss with probability ``keep`` (the
    stochastic-gradient randomness of RAP; it also lets runs leave the relaxation's local minima),
    then every term.
