@@ -19,17 +19,17 @@ done
 : "${OUT:?set OUT to the output folder}"
 cd "$(dirname "$0")/.."
 mkdir -p "$OUT"
-PY=${PYTHON:-python}
+PY="${PYTHON:-python} -u"
 for f in FultonPUMS5full.csv rhdf_bt_0solvar_extract.csv; do
   [ -f "$DATA/$f" ] || { echo "missing $DATA/$f" | tee "$OUT/error.txt" >&2; exit 2; }
 done
 { nvidia-smi; $PY -c "import torch, sys; print(sys.version); print(torch.__version__, torch.cuda.get_device_name(0))"; } > "$OUT/env.txt" 2>&1
 # the earlier answer form against the new, side by side on the GPU (reduced ACS case)
-timeout 90 $PY bench/rank.py --case acs --ways 2 --device cuda --data "$DATA" --compare-old --quick \
+timeout 60 $PY bench/rank.py --case acs --ways 2 --device cuda --data "$DATA" --compare-old --quick \
   --out "$OUT/compare" > "$OUT/compare_old.txt" 2>&1
 # ACS: 7 PUMAs x 1,000 persons, 14 columns, all 2-way marginals, uniform start, 16 runs x 300 steps
-timeout 120 $PY bench/rank.py --case acs --ways 2 --device cuda --data "$DATA" --out "$OUT/acs" > "$OUT/acs.txt" 2>&1
+timeout 100 $PY bench/rank.py --case acs --ways 2 --device cuda --data "$DATA" --out "$OUT/acs" > "$OUT/acs.txt" 2>&1
 # extract: 8,530 blocks, SF1 block tables, parent and uniform starts, 16 runs x 300 steps
-timeout 240 $PY bench/rank.py --case extract --device cuda --data "$DATA" --no-project --out "$OUT/extract" \
+timeout 300 $PY bench/rank.py --case extract --device cuda --data "$DATA" --no-project --out "$OUT/extract" \
   > "$OUT/extract.txt" 2>&1
 tail -n 25 "$OUT"/compare_old.txt "$OUT"/acs.txt "$OUT"/extract.txt

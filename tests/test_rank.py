@@ -28,6 +28,7 @@ def test_the_ranking_runs_without_the_exact_solvers():
     # the GPU image has torch but neither python-sat nor highspy: the bench and the attack import and run
     code = ("import sys; sys.modules['pysat'] = sys.modules['highspy'] = None; sys.path.insert(0, 'bench')\n"
             "import rank as bench\n"
+            "from audit.attacks.reidentify import ranking_part  # the extract case's re-identification figures\n"
             "from audit.inputs import load_inputs\n"
             "p = load_inputs('samples/block7/data.csv', 'samples/block7/schema.yaml', 'samples/block7/tables.yaml').problems()[0]\n"
             "u = bench.RankAttack([p], options=bench.RankOptions(runs=2, steps=20, device='cpu')).evaluate().units[0]\n"
