@@ -72,10 +72,10 @@ class Undecided(TimeoutError):
 class OptionalDependencyMissing(AuditError):
     """An optional extra (torch, dask, gurobipy, opendp) is needed but not installed."""
 
-    def __init__(self, package: str, extra: str):
+    def __init__(self, package: str, extra: str, first: str = ""):
         super().__init__(
             f"this needs the optional package '{package}', which is not installed",
-            fix=f"pip install 'disclosure-audit[{extra}]'",
+            fix=(f"{first} && " if first else "") + f"pip install 'disclosure-audit[{extra}]'",
         )
 
 

@@ -49,5 +49,8 @@ def register(app: typer.Typer) -> None:
             echo(f"  attack ({init}): {fmt(pooled['attack'])}")
             for name, curve in pooled["baselines"].items():
                 echo(f"  {name}: {fmt(curve)}")
+            if pooled["attack"] and max(pooled["attack"]) == 0:     # say why, once per distinct reason
+                for note in dict.fromkeys(n for u in doc["units"] for n in u["notes"] if n.startswith("no ")):
+                    echo(f"  {note}")
             echo(f"Ranking: {out / 'rank.json'}, curves: {out / 'rank.svg'} "
                        "(confidential: contains reconstructed records)")

@@ -7,13 +7,15 @@ makes a solver::
 """
 from __future__ import annotations
 
+from importlib import import_module
+
 from ...errors import AuditError
 from ...problem.build import Problem
 from .base import Enumeration, ExactEngine
-from .ip import IpEngine
-from .sat import SatEngine
 
-ENGINES: dict[str, type[ExactEngine]] = {"sat": SatEngine, "ip": IpEngine}
+# imported when first asked for, so the ranking and linear engines (and a GPU image without python-sat or
+# highspy) import this package without the solvers
+ENGINES: dict[str, tuple[str, str]] = {"sat": (".sat", "SatEngine"), "ip": (".ip", "IpEngine")}
 ENGINE_NAMES = tuple(ENGINES)
 
 __all__ = ["ENGINE_NAMES", "Enumeration", "ExactEngine", "engine_class", "get_engine"]
@@ -22,9 +24,10 @@ __all__ = ["ENGINE_NAMES", "Enumeration", "ExactEngine", "engine_class", "get_en
 def engine_class(name: str) -> type[ExactEngine]:
     """The exact back-end called ``name`` (one of :data:`ENGINE_NAMES`)."""
     try:
-        return ENGINES[name]
+        module, cls = ENGINES[name]
     except KeyError:
         raise AuditError(f"unknown engine '{name}'", "--engine", f"use one of {list(ENGINE_NAMES)}") from None
+    return getattr(import_module(module, __name__), cls)
 
 
 def get_engine(name: str, problem: Problem, **options) -> ExactEngine:

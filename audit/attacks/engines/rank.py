@@ -7,12 +7,16 @@ The attack, per geographic unit (a :class:`~audit.problem.build.Problem`):
 2. **Differentiable answers.** A count query (a conjunction of "column in set" clauses) is answered
    by the sum over relaxed rows of the product over its clauses of the row's probability mass inside
    the clause's set. ``sum(col)`` uses the value-weighted mass for ``col``; ``mean(col)`` is the
-   pair ``lo * count <= sum <= hi * count``; ``median`` cells are skipped (noted).
+   pair ``lo * count <= sum <= hi * count``; a median in ``[lo, hi]`` the two counts it implies (at least
+   half the group at or below ``hi``, at least half at or above ``lo``), checked exactly on the rounded data.
 3. **Loss.** Squared distance of every answer to its published constraint: exact cells to their
    value, interval cells (suppressed, rounded) only outside the interval (integer bounds tightened for
    open ends), noisy cells to their value weighted by ``1 / max(sigma, 1)^2``. The schema's structural
    edits are count-zero queries.
-4. **Adam**, then **randomized rounding** (each row's atoms sampled from its softmax). During the first
+4. **Adam**, then **randomized rounding** (each row's atoms sampled from its softmax; a row that breaks an
+   edit is redrawn column by column with the atoms the edits forbid masked, :mod:`.rank_rounding`; on a small
+   unit where no run reproduces the release, each run is replaced by the SAT solver's consistent dataset
+   nearest it by phase, :mod:`.rank_projection`). During the first
    ``explore`` share of the steps each term enters a step's loss with probability ``keep`` (the
    stochastic-gradient randomness of RAP; it also lets runs leave the relaxation's local minima),
    then every term.
@@ -133,7 +137,7 @@ class RankAttack:
                 sub = [self.problems[i] for i in members]
                 res = _attack_batch(sub, [priors[i] for i in members], enc, [local[i] for i in batch], opts, device)
                 for j, i in enumerate(batch):
-                    out[i] = (res.rounded[j], res.loss[j], res.consistent[j])
+                    out[i] = (res.rounded[j], res.loss[j], res.consistent[j], res.broken[j], res.rounded_ok[j])
         units = tuple(self._score(p, parents[i], *out[i]) for i, p in enumerate(self.problems))
         return RankResults(units, opts, device, time.perf_counter() - start, tuple(notes))
 
@@ -152,7 +156,8 @@ class RankAttack:
         if batch:
             yield batch
 
-    def _score(self, p: Problem, parents: dict, rounded: list, loss: float, consistent: float) -> UnitRank:
+    def _score(self, p: Problem, parents: dict, rounded: list, loss: float, consistent: float,
+               broken: tuple = (), rounded_ok: float = 0.0) -> UnitRank:
         grid = self.options.grid
         ranked = tuple(rank_rows(np.concatenate(rounded)) if rounded and len(rounded[0]) else [])
         truth = p.truth if p.truth is not None else np.zeros((0, len(p.domains)), np.int64)
@@ -170,7 +175,8 @@ class RankAttack:
         for name, rows in parents.items():
             baselines[name] = match_rates(rank_rows(rows), true_set, u, grid) if len(rows) else None
         return UnitRank(p, ranked, None if attack is None else tuple(attack),
-                        {k: None if v is None else tuple(v) for k, v in baselines.items()}, u, loss, consistent)
+                        {k: None if v is None else tuple(v) for k, v in baselines.items()}, u, loss, consistent,
+                        broken, rounded_ok)
 
 
 def rank_inputs(inputs, options: RankOptions | None = None, noise: Mapping[str, float] | None = None) -> RankResults:

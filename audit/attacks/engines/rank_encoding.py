@@ -21,6 +21,7 @@ class _Term:
     hi: float
     w: float
     check: bool = True   # counts towards "the rounded dataset reproduces the release" (not noisy cells)
+    key: str = ""        # the constraint (or edit) it encodes
 
 
 class _Encoding:
@@ -36,6 +37,9 @@ class _Encoding:
         self.query_slots: list[list[tuple[int, int]]] = []
         self.notes: list[str] = []
         self.terms: list[list[_Term]] = []
+        self._seen: dict[int, tuple] = {}
+        self._counts: dict[int, int] = {}                         # predicate -> its count query
+        self.medians: dict[int, list] = {}                        # unit -> its median constraints (checked exactly)
         skipped: Counter = Counter()
         for p in problems:
             if p.domains != self.domains:
@@ -43,16 +47,22 @@ class _Encoding:
             terms = []
             for c in p.constraints:
                 term = self._term(p, c, noise, skipped)
-                if term is not None:
+                if isinstance(term, list):
+                    terms.extend(term)
+                    self.medians.setdefault(len(self.terms), []).append(c)
+                elif term is not None:
                     terms.append(term)
-            for e in p.edits:
-                terms.append(_Term(self.query(self._clauses(p, e)), -1, 0.0, 0.0, 1.0))
+            for i, e in enumerate(p.edits):
+                terms.append(_Term(self.query(self._clauses(p, e)), -1, 0.0, 0.0, 1.0, True, f"edit:{i}"))
             self.terms.append(terms)
         for kind, n in sorted(skipped.items()):
             self.notes.append(f"{n} {kind} cells are not in the relaxed loss (no differentiable form here)")
 
     def _clauses(self, p: Problem, predicate) -> tuple:
-        return tuple((p.index(name), frozenset(atoms)) for name, atoms in predicate.clauses)
+        key = id(predicate)          # units of a level share their predicates (kept alive by the problems)
+        if key not in self._seen:
+            self._seen[key] = tuple((p.index(name), frozenset(atoms)) for name, atoms in predicate.clauses)
+        return self._seen[key]
 
     def _slot(self, col: int, atoms: frozenset, weighted: bool) -> int:
         table = self.slots[col]
@@ -68,13 +78,21 @@ class _Encoding:
             self.query_slots.append(slots)
         return self.queries[key]
 
-    def _term(self, p: Problem, c, noise: Mapping[str, float], skipped: Counter) -> _Term | None:
+    def _term(self, p: Problem, c, noise: Mapping[str, float], skipped: Counter) -> _Term | list[_Term] | None:
         stat = c.statistic
-        sigma = getattr(c, "noise_scale", None) or noise.get(c.key) or noise.get("*")
+        sigma = (getattr(c, "noise_scale", None) or noise.get(c.key) or noise.get("*")) if noise else None
+        lo_, hi_ = c.lo, c.hi
+        if (stat.kind == "count" and not sigma and lo_ is not None and hi_ is not None and lo_.denominator == 1
+                and hi_.denominator == 1 and lo_.numerator == hi_.numerator and not (c.lo_open or c.hi_open)):
+            # the common case (an exact count), without Fraction arithmetic: thousands of units share it
+            q = self._counts.get(id(c.predicate))
+            if q is None:
+                q = self._counts[id(c.predicate)] = self.query(self._clauses(p, c.predicate))
+            v = float(lo_.numerator)
+            return _Term(q, -1, v, v, 1.0, True, c.key)
         clauses = self._clauses(p, c.predicate)
         if stat.kind == "median":
-            skipped["median"] += 1
-            return None
+            return self._median(p, c, clauses)
         lo = -math.inf if c.lo is None else float(c.lo)
         hi = math.inf if c.hi is None else float(c.hi)
         if stat.kind in ("count", "sum") and not sigma:
@@ -86,7 +104,7 @@ class _Encoding:
         w = 1.0 / max(float(sigma), 1.0) ** 2 if sigma else 1.0
         check = not sigma
         if stat.kind == "count":
-            return _Term(self.query(clauses), -1, lo, hi, w, check)
+            return _Term(self.query(clauses), -1, lo, hi, w, check, c.key)
         col = p.index(stat.column)
         vmin = min(self.domains[col].values)
         q_sum = self.query(clauses, col)            # sum of (value - vmin): non-negative
@@ -94,11 +112,26 @@ class _Encoding:
         if stat.kind == "sum":
             # sum = sum' + vmin * count: fold the shift into the divisor form when vmin != 0
             if vmin == 0:
-                return _Term(q_sum, -1, lo, hi, w, check)
+                return _Term(q_sum, -1, lo, hi, w, check, c.key)
             skipped["sum (negative domain)"] += 1
             return None
         # mean in [lo, hi]  <=>  (lo - vmin) * count <= sum' <= (hi - vmin) * count
-        return _Term(q_sum, q_cnt, lo - vmin, hi - vmin, w, check)
+        return _Term(q_sum, q_cnt, lo - vmin, hi - vmin, w, check, c.key)
+
+    def _median(self, p: Problem, c, clauses: tuple) -> list[_Term]:
+        """A median in [lo, hi] as the two counts it implies: at least half the group's rows at or
+        below ``hi`` and at least half at or above ``lo`` (necessary; the exact check is on the rounded data)."""
+        col = p.index(c.statistic.column)
+        values = np.asarray(self.domains[col].values)
+        q_cnt = self.query(clauses)
+        out = []
+        if c.hi is not None:
+            top = math.ceil(c.hi) - 1 if c.hi_open and c.hi == math.ceil(c.hi) else math.floor(c.hi)
+            out.append(_Term(self.query(_with(clauses, col, values <= top)), q_cnt, 0.5, math.inf, 1.0, False, c.key))
+        if c.lo is not None:
+            bottom = math.floor(c.lo) + 1 if c.lo_open and c.lo == math.floor(c.lo) else math.ceil(c.lo)
+            out.append(_Term(self.query(_with(clauses, col, values >= bottom)), q_cnt, 0.5, math.inf, 1.0, False, c.key))
+        return out
 
     def tensors(self, torch, device):
         """Clause matrices per column, the slot index table, and its log-space incidence matrix."""
@@ -124,3 +157,59 @@ class _Encoding:
             for col, j in slots:
                 incidence[base[col] + j, q] += 1.0
         return mats, torch.tensor(gather, device=device), torch.tensor(incidence, device=device)
+
+    def groups(self) -> list[list[int]]:
+        """Columns with the same number of atoms, together (one softmax call for each group)."""
+        out: dict[int, list[int]] = {}
+        for c, a in enumerate(self.sizes):
+            out.setdefault(a, []).append(c)
+        return list(out.values())
+
+
+def _with(clauses: tuple, col: int, member: np.ndarray) -> tuple:
+    """``clauses`` and ``col in member`` (intersected with the clause already on ``col``), sorted by column."""
+    atoms = frozenset(np.flatnonzero(member).tolist())
+    merged = dict(clauses)
+    merged[col] = merged[col] & atoms if col in merged else atoms
+    return tuple(sorted(merged.items()))
+
+
+def factor_plan(query_slots: Sequence[Sequence[tuple[int, int]]], base: Sequence[int], const: int, width: int):
+    """The factorised answer plan over ``width`` slots (``const`` the constant-1 slot): queries of at most
+    two clauses read off the slots' Gram matrix ``mass^T mass`` (a flat index into it, padded with the
+    constant slot), longer ones are products of gathered slots. Returns ``(low flat indices, high gather
+    table, order)``: ``order`` puts the answers ``[low..., high...]`` back in query order."""
+    low, high, low_q, high_q = [], [], [], []
+    kmax = max([len(s) for s in query_slots if len(s) > 2], default=3)
+    for q, slots in enumerate(query_slots):
+        idx = [base[col] + j for col, j in slots]
+        if len(idx) <= 2:
+            idx += [const] * (2 - len(idx))
+            low.append(idx[0] * width + idx[1])
+            low_q.append(q)
+        else:
+            high.append(idx + [const] * (kmax - len(idx)))
+            high_q.append(q)
+    order = np.argsort(np.asarray(low_q + high_q, dtype=np.int64))
+    return (np.asarray(low, dtype=np.int64), np.asarray(high, dtype=np.int64).reshape(-1, kmax), order)
+
+
+def split_plan(high: np.ndarray, right: set, const: int):
+    """Longer queries as products of a left and a right factor: each query's slots in the ``right`` set
+    (the slots of the widest columns) form its right factor, the rest its left. Returns the distinct left
+    and right slot tuples (padded with ``const``) and each query's flat index into their ``left x right``
+    Gram matrix."""
+    lefts: dict = {}
+    rights: dict = {}
+    flat = []
+    for q in high:
+        r = tuple(sorted(int(s) for s in q if s in right))
+        left = tuple(sorted(int(s) for s in q if s not in right and s != const))
+        i = lefts.setdefault(left, len(lefts))
+        j = rights.setdefault(r, len(rights))
+        flat.append((i, j))
+
+    def table(d: dict) -> np.ndarray:
+        width = max(1, max(len(k) for k in d))
+        return np.asarray([list(k) + [const] * (width - len(k)) for k in d], dtype=np.int64).reshape(len(d), width)
+    return table(lefts), table(rights), np.asarray([i * len(rights) + j for i, j in flat], dtype=np.int64)

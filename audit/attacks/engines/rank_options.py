@@ -13,7 +13,8 @@ from ...problem.build import Problem
 INITS = ("uniform", "parent")
 DEVICES = ("auto", "cpu", "cuda")
 GRID = tuple(round(i / 20, 2) for i in range(1, 21))
-HINT = "pip install 'disclosure-audit[rank]'"
+TORCH_CPU = "pip install torch==2.13.0"   # PyTorch's CPU build (a bare "torch" pulls several GB of CUDA)
+HINT = f"{TORCH_CPU} && pip install 'disclosure-audit[rank]'"
 
 
 def torch_available() -> bool:
@@ -28,7 +29,7 @@ def _torch():
     try:
         import torch
     except ImportError:
-        raise OptionalDependencyMissing("torch", "rank") from None
+        raise OptionalDependencyMissing("torch", "rank", TORCH_CPU) from None
     return torch
 
 
@@ -67,10 +68,12 @@ class RankOptions:
     grid: tuple[float, ...] = GRID
     batch_elements: int | None = None  # bound on runs * units * rows * queries per tensor program
                                        # (None: 2**24 on CPU, 2**28 on CUDA, ~5 GB of activations)
-    combine: str = "auto"           # answer product: matmul (log space; default) or gather (direct product)
+    combine: str = "auto"           # answers: factor (Gram matrix of the slots; default), matmul (log space) or gather
     confidence: float = 0.95
     keep: float = 0.5               # share of terms in each step's loss while exploring (1: all)
     explore: float = 0.5            # share of the steps that explore
+    project: bool = True            # where no rounded run reproduces the release, each -> the SAT solver's
+    project_rows: int = 64          # consistent dataset nearest it by phase, on units of at most this many rows
     threads: int | None = 1         # CPU threads for torch (1: fastest on a shared machine, deterministic)
 
     def __post_init__(self):
@@ -90,7 +93,7 @@ class RankOptions:
             object.__setattr__(self, "init_mass", 0.9 if self.init == "parent" else 0.5)
         if not 0 < self.init_mass < 1:
             raise AuditError("init_mass must be between 0 and 1", "--init-mass", "e.g. 0.8")
-        if self.combine not in ("auto", "gather", "matmul"):
-            raise ValueError("combine is auto, gather or matmul")
+        if self.combine not in ("auto", "factor", "gather", "matmul"):
+            raise ValueError("combine is auto, factor, gather or matmul")
         if not self.grid or any(not 0 < x <= 1 for x in self.grid):
             raise AuditError("the k/u grid must hold values in (0, 1]", "--grid", "e.g. 0.05,0.1,...,1")

@@ -1,7 +1,7 @@
 """RAP-RANK's relaxed datasets: start rows, the batched tensor program, Adam and randomized rounding."""
 from __future__ import annotations
 
-import math
+from collections import Counter
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
@@ -9,7 +9,10 @@ import numpy as np
 
 from ...problem.build import Problem
 from .rank_options import RankOptions, _seed, _torch, unit_key
-from .rank_encoding import _Encoding, _Term
+from .rank_encoding import _Encoding
+from .rank_program import _Program
+from .rank_projection import exact_engine, project
+from .rank_rounding import breaks, edit_tables, medians_hold, respect_edits
 
 
 def _row_logits(rows: np.ndarray, sizes: Sequence[int], mass: float) -> np.ndarray:
@@ -42,59 +45,13 @@ def _start_rows(problem: Problem, n: int, prior: np.ndarray | None, init: str, r
 class _BatchOut:
     rounded: list          # per unit: list over runs of (n, C) atom arrays
     loss: list             # per unit: final relaxed loss (mean over runs)
-    consistent: list       # per unit: fraction of runs whose rounded dataset satisfies every term
-
-
-class _Program:
-    """The tensors of one batch: clause matrices, answer product, and every unit's terms (repeated per run)."""
-
-    def __init__(self, enc: _Encoding, terms: Sequence[Sequence[_Term]], runs: int, rowmask: np.ndarray, dev,
-                 combine: str = "matmul"):
-        torch = self.torch = _torch()
-        self.enc, self.combine = enc, combine
-        B, T = len(terms), max(1, max(len(t) for t in terms))
-        cols = {name: np.zeros((B, T), dt) for name, dt in
-                (("q1", np.int64), ("q2", np.int64), ("lo", np.float32), ("hi", np.float32), ("w", np.float32),
-                 ("has_lo", np.float32), ("has_hi", np.float32), ("check", bool))}
-        for b, unit in enumerate(terms):
-            for t, term in enumerate(unit):
-                cols["q1"][b, t], cols["q2"][b, t] = term.q1 + 1, term.q2 + 1
-                cols["has_lo"][b, t], cols["has_hi"][b, t] = math.isfinite(term.lo), math.isfinite(term.hi)
-                cols["lo"][b, t] = term.lo if math.isfinite(term.lo) else 0.0
-                cols["hi"][b, t] = term.hi if math.isfinite(term.hi) else 0.0
-                cols["w"][b, t], cols["check"][b, t] = term.w, term.check
-        for name, arr in cols.items():
-            setattr(self, name, torch.tensor(np.repeat(arr, runs, axis=0), device=dev))
-        self.mats, self.gather, self.incidence = enc.tensors(torch, dev)
-        self.mask = torch.tensor(rowmask, device=dev, dtype=torch.float32)
-
-    def probs(self, logits):
-        o = self.enc.offsets
-        return [self.torch.softmax(logits[..., o[c]:o[c + 1]], dim=-1) for c in range(len(self.enc.sizes))]
-
-    def answers(self, ps):
-        """Relaxed answers ``(R, 1 + queries)``: column 0 is the constant 1, then every query."""
-        torch = self.torch
-        mass = torch.cat([p @ m for p, m in zip(ps, self.mats)] + [torch.ones_like(ps[0][..., :1])], dim=-1)
-        if self.combine == "matmul":
-            prod = torch.exp(torch.log(mass.clamp_min(1e-30)) @ self.incidence)
-        else:
-            prod = mass.index_select(-1, self.gather[:, 0])
-            for j in range(1, self.gather.shape[1]):
-                prod = prod * mass.index_select(-1, self.gather[:, j])
-        ans = (prod * self.mask[..., None]).sum(1)
-        return torch.cat([torch.ones_like(ans[:, :1]), ans], dim=1)
-
-    def residual(self, ans):
-        """How far each term lies outside ``[lo * d, hi * d]`` (0 inside)."""
-        torch = self.torch
-        a = torch.gather(ans, 1, self.q1)
-        d = torch.gather(ans, 1, self.q2)
-        return (torch.relu(self.lo * d - a) * self.has_lo + torch.relu(a - self.hi * d) * self.has_hi)
+    consistent: list       # per unit: fraction of runs whose rounded dataset reproduces the release
+    broken: list           # per unit: the (cell key, runs) most often broken by the rounded datasets
+    rounded_ok: list       # per unit: the same share before projection (the rounding alone)
 
 
 def relaxed_residuals(problem: Problem, rows: np.ndarray, noise: Mapping[str, float] | None = None,
-                      combine: str = "matmul") -> np.ndarray:
+                      combine: str = "factor") -> np.ndarray:
     """Each term's residual on an integer dataset (one-hot rows): 0 where the dataset meets the term.
 
     A check that the relaxation is exact on integer data: ``problem.violations(rows) == []`` iff every
@@ -107,9 +64,8 @@ def relaxed_residuals(problem: Problem, rows: np.ndarray, noise: Mapping[str, fl
                     torch.device("cpu"), combine)
     if len(rows) == 0:
         rows = np.zeros((1, len(problem.domains)), np.int64)
-    onehot = [torch.nn.functional.one_hot(torch.tensor(rows[None, :, c]), a).float() for c, a in enumerate(enc.sizes)]
     with torch.no_grad():
-        return prog.residual(prog.answers(onehot))[0, :len(enc.terms[0])].numpy()
+        return prog.residual(prog.integer_answers(torch.tensor(rows[None])))[0, :len(enc.terms[0])].numpy()
 
 
 def _attack_batch(problems: Sequence[Problem], priors: Sequence[np.ndarray | None], enc: _Encoding,
@@ -117,13 +73,16 @@ def _attack_batch(problems: Sequence[Problem], priors: Sequence[np.ndarray | Non
     torch = _torch()
     dev = torch.device(device)
     torch.manual_seed(opts.seed)
-    combine = "matmul" if opts.combine == "auto" else opts.combine
+    combine = opts.combine
     K, B = opts.runs, len(unit_ids)
     sizes = enc.sizes
     C = len(sizes)
     ns = [problems[u].n_rows[1] for u in unit_ids]
     N = max(1, max(ns))
     width = int(enc.offsets[-1])
+    if combine == "auto":   # many rows or only short queries: factorised; a few rows and long queries (SF1
+        # blocks): the log-space matmul, whose few large ops beat many small gathers there (1.2x on CPU)
+        combine = "factor" if N >= 32 or max(map(len, enc.query_slots), default=0) <= 2 else "matmul"
     init = np.zeros((B, K, N, width), dtype=np.float32)
     uniforms = np.zeros((B, K, N, C), dtype=np.float32)
     rowmask = np.zeros((B, K, N), dtype=np.float32)
@@ -137,9 +96,9 @@ def _attack_batch(problems: Sequence[Problem], priors: Sequence[np.ndarray | Non
             uniforms[b, k, :n] = rng.random((n, C))
     prog = _Program(enc, [enc.terms[u] for u in unit_ids], K, rowmask.reshape(B * K, N), dev, combine)
     R = B * K
-    theta = torch.tensor(init.reshape(R, N, width), device=dev, requires_grad=True)
-    probs, answers, residual, tw = prog.probs, prog.answers, prog.residual, prog.w
-    opt = torch.optim.Adam([theta], lr=opts.lr)
+    theta = prog.leaves(init.reshape(R, N, width))
+    residual, tw = prog.residual, prog.w
+    opt = torch.optim.Adam(theta, lr=opts.lr)
     loss_r = torch.zeros(R, device=dev)
     # stochastic terms (the "randomness of SGD"): during the first ``explore`` share of the steps each
     # term enters a step's loss with probability ``keep``, on a low-discrepancy schedule whose phase is
@@ -150,7 +109,7 @@ def _attack_batch(problems: Sequence[Problem], priors: Sequence[np.ndarray | Non
     explore = int(opts.steps * opts.explore) if opts.keep < 1 else 0
     for step in range(opts.steps):
         opt.zero_grad(set_to_none=True)
-        r = residual(answers(probs(theta)))
+        r = residual(prog.forward(theta))
         weight = tw
         if step < explore:
             weight = tw * (torch.remainder(phase + step * 0.6180339887, 1.0) < opts.keep)
@@ -158,9 +117,9 @@ def _attack_batch(problems: Sequence[Problem], priors: Sequence[np.ndarray | Non
         loss_r.sum().backward()
         opt.step()
     with torch.no_grad():
-        ps = probs(theta)
+        ps = prog.column_probs(theta)
         if opts.steps == 0:
-            r = residual(answers(ps))
+            r = residual(prog.forward(theta))
             loss_r = (tw * r * r).sum(1)
         u = torch.tensor(uniforms.reshape(R, N, C), device=dev)
         picks = []
@@ -168,12 +127,56 @@ def _attack_batch(problems: Sequence[Problem], priors: Sequence[np.ndarray | Non
             cdf = torch.cumsum(ps[c], dim=-1)
             picks.append((cdf < u[..., c:c + 1]).sum(-1).clamp_max(sizes[c] - 1))
         rounded = torch.stack(picks, dim=-1)                                     # (R, N, C)
-        onehot = [torch.nn.functional.one_hot(rounded[..., c], sizes[c]).float() for c in range(C)]
-        r = residual(answers(onehot))
-        ok = ((r <= 1e-3) | ~prog.check).all(1)
-        rounded_np = rounded.cpu().numpy().reshape(B, K, N, C)
+        rounded_np = _respect_edits(problems, unit_ids, rounded.cpu().numpy().reshape(B, K, N, C), ps, ns, opts)
+        rounded = torch.tensor(rounded_np.reshape(R, N, C), device=dev)
+        r = residual(prog.integer_answers(rounded))
+        failed = ((r > 1e-3) & prog.check).cpu().numpy().reshape(B, K, -1)
         loss_np = loss_r.detach().cpu().numpy().reshape(B, K)
-        ok_np = ok.cpu().numpy().reshape(B, K)
-    return _BatchOut([[rounded_np[b, k, :ns[b]] for k in range(K)] for b in range(B)],
-                     [float(loss_np[b].mean()) for b in range(B)],
-                     [float(ok_np[b].mean()) for b in range(B)])
+    rows = [[rounded_np[b, k, :ns[b]] for k in range(K)] for b in range(B)]
+    ok, why, before = [], [], []
+    for b, u in enumerate(unit_ids):
+        medians = enc.medians.get(u, ())
+        good = [not failed[b, k].any() and medians_hold(problems[u], rows[b][k], medians) for k in range(K)]
+        before.append(float(np.mean(good)))
+        if not any(good) and opts.project and 0 < ns[b] <= opts.project_rows:
+            _project_unit(problems[u], enc, u, rows[b], good)
+        ok.append(float(np.mean(good)))
+        broken: Counter = Counter(enc.terms[u][t].key for k in range(K) for t in np.flatnonzero(failed[b, k]))
+        broken.update(c.key for k in range(K) for c in medians if not c.holds(problems[u].value(rows[b][k], c)))
+        broken = broken if before[-1] == 0 else Counter()
+        why.append(tuple(broken.most_common(3)))
+    return _BatchOut(rows, [float(loss_np[b].mean()) for b in range(B)], ok, why, before)
+
+
+def _respect_edits(problems, unit_ids, rounded: np.ndarray, ps, ns, opts: RankOptions) -> np.ndarray:
+    """Redraw the rounded rows that break an edit (:func:`respect_edits`), fetching only their softmaxes."""
+    B, K = rounded.shape[:2]
+    torch = _torch()
+    for b, u in enumerate(unit_ids):
+        edits = edit_tables(problems[u])
+        if not edits:
+            continue
+        for k in range(K):
+            rows = rounded[b, k, :ns[b]]
+            bad = np.flatnonzero(breaks(rows, edits))
+            if len(bad):
+                r = b * K + k
+                probs = [np.zeros((len(rows), p.shape[-1]), np.float64) for p in ps]
+                for c, p in enumerate(ps):
+                    probs[c][bad] = p[r].index_select(0, torch.as_tensor(bad, device=p.device)).cpu().numpy()
+                rounded[b, k, :ns[b]] = respect_edits(problems[u], rows, probs, opts.seed, k, edits)
+    return rounded
+
+
+def _project_unit(problem: Problem, enc: _Encoding, u: int, runs: list, good: list) -> None:
+    """Replace each of a unit's rounded datasets that misses the release by the consistent dataset the SAT
+    solver finds nearest it (:func:`~audit.attacks.engines.rank_projection.project`), in place; without
+    python-sat the datasets stay as rounded."""
+    engine = exact_engine(problem)
+    if engine is None:
+        return
+    for k, fine in enumerate(good):
+        if not fine:
+            near = project(engine, runs[k])
+            if near is not None and not problem.violations(near):
+                runs[k], good[k] = near, True

@@ -71,6 +71,30 @@ class UnitRank:
     unique: int
     loss: float
     consistent: float
+    broken: tuple = ()                                 # ((cell key, runs breaking it), ...) most often first
+    rounded: float = 0.0                               # share of runs reproducing the release before projection
+
+    def explain(self) -> list[str]:
+        """Plain notes on why runs fail to reproduce the release or rows fail to match (empty when neither)."""
+        p, out = self.problem, []
+        if self.consistent == 0:
+            worst = ", ".join(f"{key} ({n} breaks)" for key, n in self.broken) or "none recorded"
+            out.append(f"no run's rounded dataset reproduces the release; cells most often broken: {worst}. "
+                       "The relaxed optimum is not an integer dataset, and the rounding misses it: more --steps or "
+                       "--runs help on small units")
+        elif self.rounded == 0:
+            out.append(f"the rounding alone reproduced the release in no run; each run was replaced by the consistent "
+                       f"dataset the SAT solver found nearest it ({self.consistent:.0%} of runs reproduce it)")
+        if self.attack is not None and max(self.attack) == 0:
+            loose = averaged_only(p)
+            if loose:
+                out.append("no ranked row matches a true row exactly: "
+                           + "; ".join(f"{name} is published only as a {how}, so a row must guess its exact value "
+                                       f"among {size}" for name, how, size in loose))
+            else:
+                out.append("no ranked row matches a true row exactly: the published cells leave the unit's rows "
+                           "too free for whole-row matches")
+        return out
 
     @property
     def geo(self) -> str:
@@ -88,7 +112,20 @@ class UnitRank:
                 "attack": _r(self.attack), "baselines": {k: _r(v) for k, v in self.baselines.items()},
                 "lift": {k: _r(v) for k, v in self.lift().items()},
                 "loss": round(self.loss, 6), "consistent_runs": round(self.consistent, 4),
-                "notes": list(p.notes)}
+                "rounded_consistent_runs": round(self.rounded, 4),
+                "broken": [[k, int(n)] for k, n in self.broken],
+                "notes": list(p.notes) + self.explain()}
+
+
+def averaged_only(p: Problem) -> list[tuple[str, str, int]]:
+    """Numeric columns no published cell selects on, only sums, means or medians: ``(name, how, values)``."""
+    selected = {name for c in p.constraints for name in c.predicate.columns}
+    stats: dict = {}
+    for c in p.constraints:
+        if c.statistic.column:
+            stats.setdefault(c.statistic.column, set()).add(c.statistic.kind)
+    return [(name, " and ".join(sorted(kinds)), len(p.domains[p.index(name)])) for name, kinds in stats.items()
+            if name not in selected and len(p.domains[p.index(name)]) > 2]
 
 
 def _r(curve):

@@ -239,6 +239,19 @@ class SatEngine(SatEncoding, ExactEngine):
         self.solver.set_phases([])
         return out
 
+    def near(self, rows: np.ndarray) -> np.ndarray | None:
+        """A consistent dataset found with every slot's phases set to ``rows`` (a guess, e.g. a rounded
+        reconstruction): the solver keeps what it can of it. None when there is none or the budget runs out."""
+        lits = []
+        for s, row in enumerate(np.asarray(rows)[: self.n]):
+            for c, lit_col in enumerate(self.x[s]):
+                lits += [lit if v == row[c] else -lit for v, lit in enumerate(lit_col)]
+        self.solver.set_phases(lits)
+        try:
+            return self.decode(self.solver.get_model()) if self._solve([]) else None
+        finally:
+            self.solver.set_phases([])
+
     def count_in(self, pred: Predicate, lo: int, hi: int) -> np.ndarray | bool | None:
         """A dataset whose count of ``pred`` lies in ``[lo, hi]``: its rows; False when the solver proves
         there is none; None when the conflict budget (or the deadline) runs out first."""

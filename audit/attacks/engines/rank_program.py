@@ -1,0 +1,199 @@
+"""RAP-RANK's tensor program for a batch of (unit, run) pairs: relaxed rows, answers and residuals.
+
+``combine="factor"`` (the default) keeps one logits tensor per group of columns with the same number of
+atoms (one softmax per group, no per-column slices whose backward fills a full-size zero tensor each), maps
+each group's softmaxes to its clause slots with one block matrix, and answers every query of at most two
+clauses from the slots' Gram matrix (one batched matmul); longer queries are products of gathered slots.
+``matmul`` (products in log space through a dense incidence) and ``gather`` are the earlier forms, kept to
+measure against.
+"""
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import numpy as np
+
+from .rank_encoding import _Encoding, _Term, factor_plan, split_plan
+from .rank_options import _torch
+
+
+class _Program:
+    """The tensors of one batch: slot matrices, answer plan, and every unit's terms (repeated per run)."""
+
+    def __init__(self, enc: _Encoding, terms: Sequence[Sequence[_Term]], runs: int, rowmask: np.ndarray, dev,
+                 combine: str = "factor"):
+        torch = self.torch = _torch()
+        self.enc, self.combine, self.dev = enc, combine, dev
+        B, T = len(terms), max(1, max(len(t) for t in terms))
+        cols = {name: np.zeros((B, T), dt) for name, dt in
+                (("q1", np.int64), ("q2", np.int64), ("lo", np.float32), ("hi", np.float32), ("w", np.float32),
+                 ("has_lo", np.float32), ("has_hi", np.float32), ("check", bool))}
+        for b, unit in enumerate(terms):
+            for t, term in enumerate(unit):
+                cols["q1"][b, t], cols["q2"][b, t] = term.q1 + 1, term.q2 + 1
+                cols["has_lo"][b, t], cols["has_hi"][b, t] = math.isfinite(term.lo), math.isfinite(term.hi)
+                cols["lo"][b, t] = term.lo if math.isfinite(term.lo) else 0.0
+                cols["hi"][b, t] = term.hi if math.isfinite(term.hi) else 0.0
+                cols["w"][b, t], cols["check"][b, t] = term.w, term.check
+        for name, arr in cols.items():
+            setattr(self, name, torch.tensor(np.repeat(arr, runs, axis=0), device=dev))
+        self.mask = torch.tensor(rowmask, device=dev, dtype=torch.float32)
+        self.groups = enc.groups()
+        if combine == "factor":
+            self._factor_tensors()
+        else:
+            self.mats, self.gather, self.incidence = enc.tensors(torch, dev)
+
+    def _factor_tensors(self) -> None:
+        """Per group a block matrix (its columns' atoms -> their slots). Slots are numbered after the constant
+        slot 0, group by group, the widest column last: its slots meet no slot of their own column, so its
+        Gram block is skipped and the answers read from ``[wide^T rest, rest^T rest]``, both contiguous."""
+        torch, enc = self.torch, self.enc
+        mats = [m.cpu().numpy() for m in enc.tensors(torch, "cpu")[0]]
+        counts = [m.shape[1] for m in mats]
+        wide = int(np.argmax(counts))
+        self.groups = sorted(([c for c in g if c != wide] + [wide] * (wide in g) for g in self.groups),
+                             key=lambda g: wide in g)
+        base, total, self.blocks = [0] * len(mats), 1, []
+        for cols in self.groups:
+            a = enc.sizes[cols[0]]
+            width = sum(counts[c] for c in cols)
+            block = np.zeros((len(cols) * a, width), dtype=np.float32)
+            at = 0
+            for i, c in enumerate(cols):
+                block[i * a:(i + 1) * a, at:at + counts[c]] = mats[c]
+                base[c] = total + at
+                at += counts[c]
+            total += width
+            self.blocks.append(torch.tensor(block, device=self.dev))
+        low, high, order = factor_plan(enc.query_slots, base, 0, total)
+        self.split = base[wide]
+        n_rest = self.split
+        a, b = np.divmod(low, total)
+        a, b = np.maximum(a, b), np.minimum(a, b)                 # a: the later slot (in wide, if either is)
+        low = np.where(a >= self.split, (a - self.split) * n_rest + b, counts[wide] * n_rest + a * n_rest + b)
+        self.low, self.high, self.order = (torch.tensor(x, device=self.dev) for x in (low, high, order))
+        self.select = [self._selection(m) for m in self.blocks]
+        self.halves = None
+        if len(high):   # longer queries: a left x right Gram when its gathers and products cost less
+            order_cols = sorted(range(len(counts)), key=lambda c: -counts[c])
+            best = high.size                                          # gathers of the direct product
+            for m in range(1, min(4, len(counts))):
+                right = {base[c] + j for c in order_cols[:m] for j in range(counts[c])}
+                plan = split_plan(high, right, 0)
+                cost = plan[0].size + plan[1].size + len(plan[0]) * len(plan[1]) / 8
+                if cost < best:
+                    best, self.halves = cost, tuple(torch.tensor(x, device=self.dev) for x in plan)
+
+    def _selection(self, block):
+        """The atom of each slot when every slot is one atom of weight 1 (an index_select then), else None."""
+        m = block.cpu().numpy()
+        if ((m == 0) | (m == 1)).all() and (m.sum(0) == 1).all():
+            idx = m.argmax(0)
+            return "same" if np.array_equal(idx, np.arange(len(m))) else self.torch.tensor(idx, device=self.dev)
+        return None
+
+    # -- parameters ------------------------------------------------------------------------------
+    def leaves(self, init: np.ndarray) -> list:
+        """The optimised logits from ``init`` (runs x rows x all atoms, columns in order)."""
+        torch, o = self.torch, self.enc.offsets
+        if self.combine != "factor":
+            return [torch.tensor(init, device=self.dev, requires_grad=True)]
+        out = []
+        for cols in self.groups:
+            part = np.stack([init[..., o[c]:o[c + 1]] for c in cols], axis=2)     # (R, N, k, A)
+            out.append(torch.tensor(np.ascontiguousarray(part), device=self.dev, requires_grad=True))
+        return out
+
+    def column_probs(self, leaves) -> list:
+        """Each column's softmaxes (R, N, atoms), in column order."""
+        torch, o = self.torch, self.enc.offsets
+        if self.combine != "factor":
+            return [torch.softmax(leaves[0][..., o[c]:o[c + 1]], dim=-1) for c in range(len(self.enc.sizes))]
+        out = [None] * len(self.enc.sizes)
+        for cols, t in zip(self.groups, leaves):
+            p = _softmax(torch, t)
+            for i, c in enumerate(cols):
+                out[c] = p[:, :, i]
+        return out
+
+    def forward(self, leaves):
+        """Relaxed answers ``(R, 1 + queries)`` of the current logits."""
+        if self.combine != "factor":
+            return self.answers(self.column_probs(leaves))
+        torch = self.torch
+        return self._factored(torch.cat([self._slots(_softmax(torch, t).flatten(2), m, sel)
+                                         for t, m, sel in zip(leaves, self.blocks, self.select)], dim=-1))
+
+    def _slots(self, flat, block, select):
+        if select is None:
+            return flat @ block
+        return flat if isinstance(select, str) else flat.index_select(-1, select)
+
+    def integer_answers(self, rows):
+        """Answers on integer datasets ``rows`` (R x N x columns, a tensor of atom indices)."""
+        torch, sizes = self.torch, self.enc.sizes
+        onehot = torch.nn.functional.one_hot
+        if self.combine != "factor":
+            return self.answers([onehot(rows[..., c], a).float() for c, a in enumerate(sizes)])
+        return self._factored(torch.cat([self._slots(onehot(rows[..., cols], sizes[cols[0]]).float().flatten(2), m, sel)
+                                         for cols, m, sel in zip(self.groups, self.blocks, self.select)], dim=-1))
+
+    # -- answers ---------------------------------------------------------------------------------
+    def answers(self, ps):
+        """The earlier forms: per-column softmaxes -> slots -> log-space matmul or gathered products."""
+        torch = self.torch
+        mass = torch.cat([p @ m for p, m in zip(ps, self.mats)] + [torch.ones_like(ps[0][..., :1])], dim=-1)
+        if self.combine == "matmul":
+            prod = torch.exp(torch.log(mass.clamp_min(1e-30)) @ self.incidence)
+        else:
+            prod = mass.index_select(-1, self.gather[:, 0])
+            for j in range(1, self.gather.shape[1]):
+                prod = prod * mass.index_select(-1, self.gather[:, j])
+        ans = (prod * self.mask[..., None]).sum(1)
+        return torch.cat([torch.ones_like(ans[:, :1]), ans], dim=1)
+
+    def _factored(self, slots):
+        """Answers from the slots' Gram matrix (every query of <= 2 clauses) and products of gathered
+        slots (longer ones); ``slots`` is (R, N, S) without the constant slot 0, prepended here."""
+        torch = self.torch
+        mass = torch.cat([torch.ones_like(slots[..., :1]), slots], dim=-1)
+        masked = mass * self.mask[..., None]
+        rest, k = mass[..., :self.split], self.split
+        gram = torch.cat([(masked[..., k:].transpose(1, 2) @ rest).flatten(1),
+                          (masked[..., :k].transpose(1, 2) @ rest).flatten(1)], 1)
+        parts = [gram.index_select(1, self.low)]
+        if self.halves is not None:
+            left, right, flat = self.halves
+            lp, rp = self._product(masked, mass, left), self._product(mass, mass, right)
+            parts.append((lp.transpose(1, 2) @ rp).flatten(1).index_select(1, flat))
+        elif len(self.high):
+            parts.append(self._product(masked, mass, self.high).sum(1))
+        ans = torch.cat(parts, dim=1).index_select(1, self.order)
+        return torch.cat([torch.ones_like(ans[:, :1]), ans], dim=1)
+
+    @staticmethod
+    def _product(first, mass, table):
+        """Per row, the product of each table row's slots (the first taken from ``first``)."""
+        prod = first.index_select(-1, table[:, 0])
+        for j in range(1, table.shape[1]):
+            prod = prod * mass.index_select(-1, table[:, j])
+        return prod
+
+    def residual(self, ans):
+        """How far each term lies outside ``[lo * d, hi * d]`` (0 inside)."""
+        torch = self.torch
+        a = torch.gather(ans, 1, self.q1)
+        d = torch.gather(ans, 1, self.q2)
+        return (torch.relu(self.lo * d - a) * self.has_lo + torch.relu(a - self.hi * d) * self.has_hi)
+
+
+def _softmax(torch, t):
+    """Softmax over the last axis, by elementwise ops (2-3x faster than torch.softmax's kernel on the
+    short rows here on CPU), and as a sigmoid for two atoms."""
+    if t.shape[-1] == 2:
+        s = torch.sigmoid(t[..., 1] - t[..., 0])
+        return torch.stack([1 - s, s], dim=-1)
+    e = torch.exp(t - t.detach().amax(-1, keepdim=True))
+    return e / e.sum(-1, keepdim=True)
