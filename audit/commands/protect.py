@@ -12,6 +12,7 @@ from ..protection.options import PROTECT_EXPLAIN_BUDGET
 from ..protection.protect import WRITES, ProtectInterrupted, ProtectOptions, audit_pattern, protect as run_protect
 from ..policy.checks import pinned_words, unit_intervals
 from ..policy.rules import load_rules
+from ..scale.protect import ProtectPool
 from ..outputs.terminal import echo
 from . import DataArg, OutOpt, QuietOpt, SchemaOpt, SeedOpt, TablesOpt, inputs_from, named_file, output_folder
 
@@ -39,11 +40,15 @@ def register(app: typer.Typer) -> None:
         max_rows: Annotated[int, typer.Option("--max-rows", min=1, help="Units with more rows are reported undecided (too large).")] = 200,
         audit_only: Annotated[bool, typer.Option("--audit-only", help="Audit the schedule's own suppression pattern as given (feasibility intervals, rules); search for no new protection. Exit 0 pass, 1 fail.")] = False,
         resume: Annotated[bool, typer.Option("--resume", help="Suppress: continue the run Ctrl-C or SIGTERM stopped in OUT (its protection.partial.json; the same inputs, options and rules): the units it finished are kept.")] = False,
+        workers: Annotated[int, typer.Option("--workers", min=1, help="Units (a parent unit with its child units as one) in parallel on a local process pool, for the audits and the search; the pattern is the same with any number.")] = 1,
+        scheduler: Annotated[Optional[str], typer.Option("--scheduler", help="Run them on a Dask cluster at this address (needs the 'cluster' extra).")] = None,
+        memory_mb: Annotated[Optional[int], typer.Option("--memory-mb", help="Memory per worker process (MB), capped there (RLIMIT_AS); a search task past it is undecided. Default: no cap, and with one worker everything runs in this process.")] = None,
         quiet: QuietOpt = False,
     ) -> None:
         """Recommend the least protection that makes the release pass the rules, and prove it by re-auditing."""
         output_folder(out, inputs={"DATA": data, "--schema": schema, "--tables": tables,
                                    "--rules": named_file(rules)}, writes=WRITES)
+        pool = ProtectPool.of(workers, scheduler, memory_mb)
         inputs = inputs_from(data, schema, tables)
         policy = load_rules(rules)
         exact = ExactOptions(max_columns=max_columns, seed=seed, conflicts=conflicts, unit_seconds=unit_seconds,
@@ -55,7 +60,7 @@ def register(app: typer.Typer) -> None:
                                  primary=primary, complementary=complementary, alpha=alpha, rank=rank)
         log = None if quiet else (lambda msg: echo(msg, err=True))
         try:
-            report = run_protect(inputs, options, policy, out, log, progress=not quiet, resume=resume)
+            report = run_protect(inputs, options, policy, out, log, progress=not quiet, resume=resume, pool=pool)
         except ProtectInterrupted as exc:  # Ctrl-C or SIGTERM: exit 130 or 143 (audit.cli)
             raise Halted(str(exc)) from None
         rec = report["recommendation"]

@@ -79,7 +79,15 @@ class UnitContext:
         base = dict(getattr(inputs.schedule, "suppress", {}) or {})
         self.already = frozenset(base.get(geo_key(geo), frozenset()))
         self.schedule = replace(inputs.schedule, tables=tables, suppress={})
-        self.already |= pinned(self.release())  # the heuristic's own cells stay hidden under any pattern
+        # tabulated once here only where a threshold can hide (or pin) a cell
+        self._first = self.release() if any(t.protection.suppress_below is not None for t in tables) else None
+        if self._first is not None:
+            self.already |= pinned(self._first)  # the heuristic's own cells stay hidden under any pattern
+
+    def pinned_counts(self) -> dict[str, int]:
+        """The cells the schedule's threshold suppresses but pins (:func:`pinned_counts`), from the set-up's
+        tabulation (listing the heuristic's own cells, in tables that rerun it, changes no pinned cell)."""
+        return {} if self._first is None else pinned_counts(self._first)
 
     def every_cell(self) -> set[str]:
         """Every cell of the unit's tables."""
