@@ -17,7 +17,7 @@ from ..policy.checks import protection_needed
 from ..release.constraints import PUBLISHED, SUPPRESSED, UnitRelease, pinned_counts
 from ..specs.schedule import Schedule
 from ..release.tabulate import tabulate, units_of
-from .claims import REMEDY, Attempt, Explanations, claim_clauses, twins, undefeatable
+from .claims import REMEDY, Attempt, Explanations, Floor, claim_clauses, twins
 from .options import Policy, ProtectOptions, cell_of, geo_key
 from .protected import pinned
 from .rounds import Rounds, prune
@@ -230,12 +230,13 @@ def suppress_unit(ctx: UnitContext, policy: Policy, options: ProtectOptions,
     chosen: set[str] = set(forced)
     exact_hitting = options.hitting == "exact"
     rounds = Rounds(options.exact_rounds, len(forced) if exact_hitting else None)
-    floor: Attempt | None = None  # every cell hidden: made once a failing claim needs no published cell
+    attack = lambda cells: Attempt.of(audit_unit(ctx.problem(set(cells))[0], exact), policy)  # noqa: E731
+    floor = Floor(lambda: attack(ctx.every_cell()))  # made once a failing claim needs no published cell
     while True:
         out.iterations += 1
         if chosen:
             seen = Attempt.of(audit_unit(ctx.problem(chosen)[0], exact), policy)
-        raw, seen = seen, seen.without(floor)
+        raw, seen = seen, floor(seen)
         result, bad, recon = seen.result, seen.bad, seen.recon
         if seen.reason:
             out.status, out.reason = "undecided", seen.reason
@@ -250,9 +251,8 @@ def suppress_unit(ctx: UnitContext, policy: Policy, options: ProtectOptions,
         new = claim_clauses(result, bad, recon, chosen | set(ctx.already), direct_of, options, cheapest,
                              explanations)
         stuck = lambda clauses: any(not pos and not (neg - forced) for pos, neg in clauses)  # noqa: E731
-        if stuck(new) and floor is None:  # set aside what fails whatever is hidden; protect the rest
-            floor = Attempt.of(audit_unit(ctx.problem(ctx.every_cell())[0], exact), policy)
-            seen = raw.without(floor)
+        if stuck(new) and not floor.made():  # set aside what fails whatever is hidden; protect the rest
+            seen = floor.make(raw)
             if seen.passes:
                 out.status = "unfixable"
                 break
@@ -277,21 +277,17 @@ def suppress_unit(ctx: UnitContext, policy: Policy, options: ProtectOptions,
             log(f"unit {geo_key(ctx.geo)}: iteration {out.iterations}, {len(bad)} failing claims, "
                 f"{len(clauses)} explanations, trying {len(chosen)} cells"
                 + (f" (adding to the last pattern; at least {rounds.lower_bound} needed)" if rounds.monotone else ""))
-    if out.status == "protected" and not rounds.minimal(out.status, len(chosen)):  # the completion's needless cells
-        kept, seen = prune(frozenset(chosen), [expand({r}) for r in reversed(rounds.added)],
-                           lambda cells: Attempt.of(audit_unit(ctx.problem(set(cells))[0], exact), policy),
-                           lambda a: a.passes, seen)
-        out.pruned, chosen = len(chosen) - len(kept), set(kept)
+    if (out.status == "protected" or seen.passes) and not rounds.minimal(out.status, len(chosen)):
+        # the completion's needless cells (of a unit set aside in part too: what it fails is the floor's)
+        kept, raw = prune(frozenset(chosen), [expand({r}) for r in reversed(rounds.added)], attack,
+                          lambda a: floor(a).passes, raw)
+        out.pruned, chosen, seen = len(chosen) - len(kept), set(kept), floor(raw)
     out.clauses = len(clauses)
     out.reconstruction = sorted(chosen - forced)
     out.lower_bound = rounds.lower_bound
     out.minimal = rounds.minimal(out.status, len(out.cells))
     out.after = seen.summary
-    if floor is not None and seen.passes and not raw.passes:  # all it fails, no suppression defeats
-        out.undefeatable = undefeatable(floor, raw, problem, ctx.inputs.schema)
-    if out.undefeatable:
-        out.reason = (f"{len(out.undefeatable)} failing claims no suppression defeats (the rest are defeated by "
-                      "the cells listed); see undefeatable")
+    floor.settle(out, raw, seen, problem, ctx.inputs.schema)
     out.loss = information_loss(problem, out.cells, counts)
     out.seconds = time.perf_counter() - start
     return out
