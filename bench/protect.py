@@ -75,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     from audit.scale.protect import ProtectPool
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("samples", nargs="*", default=None, choices=["sf1", "households", "block7", "z3"])
+    ap.add_argument("samples", nargs="*", help="sf1, households, block7 or z3")
     ap.add_argument("--tables", help="a schedule in place of the sample's tables.yaml")
     ap.add_argument("--out", help="keep the outputs here (default: a temporary folder)")
     ap.add_argument("--greedy", action="store_true", help="also run --hitting greedy")
@@ -83,6 +83,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tract", action="store_true", help="with --extract: the tract tables too")
     ap.add_argument("--workers", type=int, default=1)
     args = ap.parse_args(argv)
+    if set(args.samples) - {"sf1", "households", "block7", "z3"}:
+        ap.error(f"unknown sample: {sorted(set(args.samples) - {'sf1', 'households', 'block7', 'z3'})}")
     names = list(args.samples or ([] if args.extract is not None else ["sf1"]))
     names += ["extract"] if args.extract is not None else []
     rules = load_rules(None)

@@ -54,7 +54,7 @@ def register(app: typer.Typer) -> None:
         exact = ExactOptions(max_columns=max_columns, seed=seed, conflicts=conflicts, unit_seconds=unit_seconds,
                              max_rows=max_rows, explain_budget=PROTECT_EXPLAIN_BUDGET)
         if audit_only:
-            _audit_only(inputs, exact, policy, out, quiet)
+            _audit_only(inputs, exact, policy, out, quiet, pool)
             return
         options = ProtectOptions(strategy=strategy, exact=exact, hitting=hitting, exact_rounds=exact_rounds, cost=cost,
                                  primary=primary, complementary=complementary, alpha=alpha, rank=rank)
@@ -141,9 +141,9 @@ def _joint_note(entry: dict) -> str:
             + (f"; after: {failed(entry['after'])}" if entry.get("after") else ""))
 
 
-def _audit_only(inputs, exact, policy, out: Path, quiet: bool) -> None:
+def _audit_only(inputs, exact, policy, out: Path, quiet: bool, pool=None) -> None:
     """Print each unit's hidden cells with their intervals and the failing rules; exit 1 on fail."""
-    doc = audit_pattern(inputs, exact, policy, out, progress=not quiet)
+    doc = audit_pattern(inputs, exact, policy, out, progress=not quiet, pool=pool)
     if not quiet:
         for unit in doc["units"]:
             if unit.get("intervals_skipped"):

@@ -69,11 +69,11 @@ def reaudit(data: str, schema_path: str, schedule_path: Path, exact: ExactOption
     return audited(inputs, exact, rules, "re-audit: units", progress, out, pool)
 
 
-def audit_pattern(inputs: Inputs, exact: ExactOptions, rules, out: Path, progress: bool = False) -> dict:
+def audit_pattern(inputs: Inputs, exact: ExactOptions, rules, out: Path, progress: bool = False, pool=None) -> dict:
     """``audit protect --audit-only``: the schedule's own suppression pattern audited as it stands (the
     peers' "Audit"): no new suppression is searched for. Writes findings.json and the claim store to
     ``out``; the document carries every hidden count's feasibility interval and the rules' verdict."""
-    doc = audited(inputs, with_attacker(exact, inputs.schema, rules), rules, "audit: units", progress, out)
+    doc = audited(inputs, with_attacker(exact, inputs.schema, rules), rules, "audit: units", progress, out, pool)
     write_json(doc, out / "findings.json")
     return doc
 

@@ -256,8 +256,8 @@ def suppress_unit(ctx: UnitContext, policy: Policy, options: ProtectOptions,
             if seen.passes:
                 out.status = "unfixable"
                 break
-            new = claim_clauses(result, seen.bad, seen.recon, chosen | set(ctx.already), direct_of, options,
-                                cheapest, explanations)
+            bad, recon = seen.bad, seen.recon  # what the round's log line reports, as in the joint search
+            new = claim_clauses(result, bad, recon, chosen | set(ctx.already), direct_of, options, cheapest, explanations)
         if stuck(new):
             out.status = "unfixable"
             out.reason = "a failing claim follows from the population and the structural edits alone"
