@@ -75,3 +75,27 @@ def test_a_task_whose_worker_failed_leaves_its_units_undecided(tmp_path):
     (unit,) = failed["units"]
     assert unit["geo"] == "t1/b1" and unit["status"] == "undecided" and unit["failing_rules"] == ["undecided"]
     assert "worker process died" in unit["reason"] and failed["suppress"] == {} and failed["levels"] == []
+
+
+def test_ctrl_c_on_the_pool_keeps_the_finished_tasks_and_resume_gives_the_same_pattern(tmp_path, monkeypatch):
+    import pytest
+
+    from audit.protection import protect as protect_module
+    from audit.protection.protect import ProtectInterrupted
+
+    inputs, rules = _two_tracts(tmp_path)
+    options = ProtectOptions(exact=ExactOptions(explain="none"))
+    fresh = protect(inputs, options, rules, tmp_path / "fresh")
+
+    class StopAfterOne(protect_module.Progress):  # Ctrl-C once the first task is recorded
+        def update(self, done=None, note=""):
+            super().update(done, note)
+            if self.label == "protect: units":
+                raise KeyboardInterrupt
+    monkeypatch.setattr(protect_module, "Progress", StopAfterOne)
+    with pytest.raises(ProtectInterrupted, match="interrupted: 1 of 2 units protected and 1 parent units"):
+        protect(inputs, options, rules, tmp_path / "out", pool=ProtectPool(workers=2))
+    monkeypatch.undo()
+    assert not (tmp_path / "out" / "protected.yaml").exists()
+    resumed = protect(inputs, options, rules, tmp_path / "out", resume=True, pool=ProtectPool(workers=2))
+    assert _pattern(resumed) == _pattern(fresh)

@@ -142,7 +142,7 @@ def protect(inputs: Inputs, options: ProtectOptions, rules, out: Path,
                     if log and pool is not None:  # the workers' own lines stay in the workers
                         for d in result["units"] + result["levels"]:
                             log(f"{d['level']} {d['geo']}: {d['status']}, {len(d['cells'])} cells")
-                    bar.update(note=", ".join(d["geo"] for d in result["units"][:1]) or None)
+                    bar.update(note=", ".join(d["geo"] for d in result["units"][:1]))
                 search = Search(policy, options, rules)
                 if pool is None:
                     for i, g in enumerate(tasks):
