@@ -78,6 +78,16 @@ def groups(inputs: Inputs, failing: set[str], done_units: dict | None = None,
                 yield group(rows, {geo_key(geo)}, False)
 
 
+def count_groups(inputs: Inputs, failing: set[str]) -> tuple[int, int]:
+    """(tasks, units to search) that :func:`groups` makes, without making them."""
+    units = sum(geo_key(geo) in failing for level in inputs.schedule.levels
+                for geo, _ in units_of(inputs.frame, inputs.schema, level))
+    coupled = coupled_levels(inputs.schema, inputs.schedule)
+    if coupled:
+        return len(units_of(inputs.frame, inputs.schema, min(coupled, key=inputs.schema.geography.index))), units
+    return units, units
+
+
 def protect_group(group: Group, search: Search, log: Callable[[str], None] | None = None,
                   partial: dict | None = None) -> dict:
     """Search one task: each unit to search (:func:`~audit.protection.unit.suppress_unit`), then, where they are

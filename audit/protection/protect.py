@@ -43,7 +43,8 @@ from ..findings.files import write_json
 from ..findings.provenance import content_digest
 from ..outputs.progress import Progress
 from ..outputs.words import plural
-from .group import Search, groups, protect_group
+from ..problem.coupled import coupled_levels
+from .group import Search, count_groups, groups, protect_group
 from .options import Policy, ProtectOptions, kept
 from .protected import write_schedule_yaml
 from .resume import PARTIAL, finished, run_key
@@ -122,8 +123,8 @@ def protect(inputs: Inputs, options: ProtectOptions, rules, out: Path,
     sched_path = out / "protected.yaml"
     if options.strategy == "suppress":
         units, levels, results = [], [], {}
-        tasks = list(groups(inputs, failing_units, units_done, levels_done))
-        todo = sum(len(g.todo) for g in tasks)
+        tasks = groups(inputs, failing_units, units_done, levels_done)  # made as the workers take them
+        (n_tasks, todo), coupled = count_groups(inputs, failing_units), bool(coupled_levels(inputs.schema, inputs.schedule))
 
         def interrupted(stage: str) -> ProtectInterrupted:
             partial = out / PARTIAL
@@ -133,7 +134,7 @@ def protect(inputs: Inputs, options: ProtectOptions, rules, out: Path,
             return ProtectInterrupted(len(units), todo, partial, len(levels))
         try:
             with Progress("protect: units", quiet=not progress) as bar:
-                bar.total(len(tasks))
+                bar.total(n_tasks)
 
                 def record(result: dict, index: int) -> None:
                     results[index] = result
@@ -164,7 +165,7 @@ def protect(inputs: Inputs, options: ProtectOptions, rules, out: Path,
         report["units"] = units
         if levels:
             report["levels"] = levels
-        elif any(g.coupled for g in tasks):
+        elif coupled:
             report["levels"] = []
         report["failing_units"] = {d["geo"]: d["failing_rules"] for d in units
                                    if not kept(d["status"], d.get("undefeatable"))}
