@@ -60,22 +60,22 @@ def groups(inputs: Inputs, failing: set[str], done_units: dict | None = None,
     coupled = coupled_levels(schema, schedule)
     done_units, done_levels = done_units or {}, done_levels or {}
 
-    def group(rows, todo: set[str], joint: bool) -> Group:
+    def group(rows, todo: set[str], parent: tuple[str, ...] | None = None) -> Group:
         sub = Inputs(schema, schedule, frame.iloc[rows].reset_index(drop=True), inputs.data_path)
-        inside = lambda d: {k: v for k, v in d.items() if k in todo or joint}  # noqa: E731
-        return Group(sub, frozenset(todo), joint, inside(done_units), inside(done_levels))
+        inside = lambda d: {k: v for k, v in d.items() if k in todo or (  # noqa: E731
+            parent is not None and tuple(k.split("/"))[:len(parent)] == parent)}
+        return Group(sub, frozenset(todo), parent is not None, inside(done_units), inside(done_levels))
 
     if coupled:
         top = min(coupled, key=schema.geography.index)
         depth = schema.geography.index(top) + 1
         for geo, rows in units_of(frame, schema, top):
-            sub_failing = {k for k in failing if tuple(k.split("/"))[:depth] == geo}
-            yield group(rows, sub_failing, True)
+            yield group(rows, {k for k in failing if tuple(k.split("/"))[:depth] == geo}, geo)
         return
     for level in schedule.levels:
         for geo, rows in units_of(frame, schema, level):
             if geo_key(geo) in failing:
-                yield group(rows, {geo_key(geo)}, False)
+                yield group(rows, {geo_key(geo)})
 
 
 def count_groups(inputs: Inputs, failing: set[str]) -> tuple[int, int]:
