@@ -37,7 +37,7 @@ def _run(inputs, options, rules, out: Path, pool) -> dict:
     from audit.protection.protect import protect
 
     start, cpu = time.perf_counter(), _cpu()
-    report = protect(inputs, options, rules, out, pool=pool)
+    report = protect(inputs, options, rules, out, pool=pool, progress=True)
     wall, cpu = time.perf_counter() - start, _cpu() - cpu
     units = list(report.get("units", ())) + list(report.get("levels", ()))
     cells = report.get("totals", {}).get("cells_suppressed") or 0
@@ -112,8 +112,10 @@ def main(argv: list[str] | None = None) -> int:
                   f"{r['per_s']:.1f} | {r['rss']:.0f} ({r['worker_rss']:.0f}) |")
         if total and runs[0][1]["blocks"] < total:
             r = runs[0][1]
-            print(f"| {name} | extrapolated to {total} blocks | | | {r['cells'] * total / r['blocks']:.0f} | | | | | "
-                  f"{r['wall'] * total / r['blocks'] / 60:.1f} min | {r['cpu'] * total / r['blocks'] / 60:.1f} min | | |")
+            scale = total / r["blocks"]
+            print(f"| {name} | extrapolated to {total} blocks (wall: CPU / {args.workers} workers) | | | "
+                  f"{r['cells'] * scale:.0f} | | | | | {r['cpu'] * scale / args.workers / 60:.1f} min | "
+                  f"{r['cpu'] * scale / 60:.1f} min | | |")
     return 0
 
 
