@@ -99,3 +99,30 @@ def test_ctrl_c_on_the_pool_keeps_the_finished_tasks_and_resume_gives_the_same_p
     assert not (tmp_path / "out" / "protected.yaml").exists()
     resumed = protect(inputs, options, rules, tmp_path / "out", resume=True, pool=ProtectPool(workers=2))
     assert _pattern(resumed) == _pattern(fresh)
+
+
+def test_a_unit_with_the_persons_of_one_searched_before_takes_its_search(tmp_path):
+    """Blocks b1 of t1 and of t2 hold the same persons in the same order (t2's b1 here): the second
+    search is the first's, under its own geography, and the pattern is the one searching both gives."""
+    from audit.protection import group as group_module
+
+    _, rules = _two_tracts(tmp_path, tract_table=False)
+    frame = pd.read_csv(tmp_path / "data.csv", dtype=str)
+    t1 = frame[frame.tract == "t1"]
+    pd.concat([t1, t1.assign(tract="t2")]).to_csv(tmp_path / "data.csv", index=False)
+    inputs = load_inputs(tmp_path / "data.csv", tmp_path / "schema.yaml", tmp_path / "tables.yaml")
+    options = ProtectOptions(exact=ExactOptions(explain="none"))
+    group_module._alike.clear()
+    calls = []
+    real = group_module.suppress_unit
+    group_module.suppress_unit = lambda *a, **k: calls.append(a[0].geo) or real(*a, **k)
+    try:
+        shared = protect(inputs, options, rules, tmp_path / "shared")
+    finally:
+        group_module.suppress_unit = real
+    assert calls == [("t1", "b1")]  # t2/b1 took t1/b1's search
+    group_module._alike.clear()
+    alone = protect(inputs, options, rules, tmp_path / "alone", pool=ProtectPool(workers=2))  # one per worker
+    assert _pattern(shared) == _pattern(alone)
+    cells = {d["geo"]: d["cells"] for d in shared["units"]}
+    assert cells["t1/b1"] == cells["t2/b1"] and cells["t1/b1"]

@@ -21,11 +21,37 @@ from .unit import UnitContext, UnitProtection, information_loss, suppress_unit
 
 @dataclass(frozen=True)
 class Search:
-    """What every task of one run shares: the policy, the options and the rules (for the units' failing rules)."""
+    """What every task of one run shares: the policy, the options and the rules (for the units' failing rules);
+    ``run``: a digest of the run's inputs, options and rules, under which a process keeps the searches of
+    units alike (:func:`searched`); empty: none kept."""
 
     policy: Policy
     options: ProtectOptions
     rules: Any
+    run: str = ""
+
+
+ALIKE = 4096  # searches kept per process for units alike (a fifth of the extract's blocks repeat another's persons)
+_alike: dict[tuple, UnitProtection] = {}
+
+
+def searched(ctx: UnitContext, search: Search, log: Callable[[str], None] | None = None) -> UnitProtection:
+    """:func:`~audit.protection.unit.suppress_unit`, or the search of a unit alike already made in this process:
+    the same level, cells already hidden and persons in the same order (the geography aside) make the same
+    problem, so the search is the same wherever and whenever it runs; kept only for a protected or passing
+    unit (an unfixable one's explanations name its geography)."""
+    geo = set(ctx.inputs.schema.geography)
+    key = (search.run, ctx.level, ctx.already, tuple(ctx.frame[[c for c in ctx.frame.columns if c not in geo]]
+                                                     .itertuples(index=False, name=None)))
+    found = _alike.get(key) if search.run else None
+    if found is not None:
+        return replace(found, geo=ctx.geo, seconds=0.0)
+    out = suppress_unit(ctx, search.policy, search.options, log)
+    if search.run and out.status in ("protected", "pass") and not out.undefeatable:
+        if len(_alike) >= ALIKE:
+            _alike.pop(next(iter(_alike)))
+        _alike[key] = out
+    return out
 
 
 @dataclass(frozen=True)
@@ -103,7 +129,7 @@ def protect_group(group: Group, search: Search, log: Callable[[str], None] | Non
         key, done = geo_key(geo), group.done_units.get(geo_key(geo))
         if log:
             log(f"unit {key}: " + ("protecting" if done is None else f"finished by the interrupted run ({done['status']})"))
-        units.append(suppress_unit(ctx, policy, options, log) if done is None else UnitProtection.from_dict(done))
+        units.append(searched(ctx, search, log) if done is None else UnitProtection.from_dict(done))
         partial["units"].append(units[-1].to_dict())
         contexts[key] = ctx
     entries = [u.to_dict() for u in units]

@@ -144,7 +144,7 @@ def protect(inputs: Inputs, options: ProtectOptions, rules, out: Path,
                         for d in result["units"] + result["levels"]:
                             log(f"{d['level']} {d['geo']}: {d['status']}, {len(d['cells'])} cells")
                     bar.update(note=", ".join(d["geo"] for d in result["units"][:1]))
-                search = Search(policy, options, rules)
+                search = Search(policy, options, rules, content_digest(key))
                 if pool is None:
                     for i, g in enumerate(tasks):
                         current: dict = {"units": [], "levels": []}
