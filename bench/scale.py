@@ -31,9 +31,34 @@ _FILE = Path("shared", "data", "recon_replication", "extract", "rhdf_bt_0solvar_
 EXTRACT = next((p / _FILE for p in ROOT.parents[:2] if (p / _FILE).exists()), ROOT.parent / _FILE)
 
 
-def main(argv: list[str] | None = None) -> int:
+def extract_subset(source, blocks: int | None, out: Path) -> tuple[Path, int]:
+    """The extract converted (samples/sf1/convert.py) to ``out/data.csv``, every k-th block kept when
+    ``blocks`` is given (about that many: the same size mix as the whole file); (path, blocks in the file)."""
     from convert import convert
 
+    data = convert(pd.read_csv(source, dtype=str, keep_default_na=False))
+    key = data["state"] + data["county"] + data["tract"] + data["block"]
+    every = key.drop_duplicates().tolist()
+    if blocks and blocks < len(every):
+        step = len(every) / blocks
+        data = data[key.isin({every[int(i * step)] for i in range(blocks)})]
+    path = out / "data.csv"
+    data.to_csv(path, index=False)
+    return path, len(every)
+
+
+def tract_tables(source, out: Path) -> Path:
+    """The SF1 tables with the tract tables (``samples/sf1/make_tables.py --tract``), written to ``out``."""
+    from make_tables import main as make_tables
+
+    layouts = Path(source).resolve().parents[1] / "layouts"
+    tables = out / "tables_tract.yaml"
+    make_tables([str(layouts / "sf1_vars_race_binaries.csv"), "--descriptors",
+                 str(layouts / "DATA_FIELD_DESCRIPTORS_classified.csv"), "--tract", "-o", str(tables)])
+    return tables
+
+
+def main(argv: list[str] | None = None) -> int:
     from audit.attacks.exact import ExactOptions
     from audit.scale.runner import ScaleOptions, run_scaled
     from audit.specs.schedule import load_schedule
@@ -53,27 +78,9 @@ def main(argv: list[str] | None = None) -> int:
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    data = convert(pd.read_csv(args.source, dtype=str, keep_default_na=False))
-    key = data["state"] + data["county"] + data["tract"] + data["block"]
-    blocks = key.drop_duplicates().tolist()
-    total_blocks = len(blocks)
-    if args.blocks and args.blocks < total_blocks:
-        step = total_blocks / args.blocks
-        keep = {blocks[int(i * step)] for i in range(args.blocks)}
-        data = data[key.isin(keep)]
-    path = out / "data.csv"
-    data.to_csv(path, index=False)
-    del data, key
-
+    path, total_blocks = extract_subset(args.source, args.blocks, out)
     schema = load_schema(ROOT / "samples" / "sf1" / "schema.yaml")
-    tables = ROOT / "samples" / "sf1" / "tables.yaml"
-    if args.tract:
-        from make_tables import main as make_tables
-
-        layouts = Path(args.source).resolve().parents[1] / "layouts"
-        tables = out / "tables_tract.yaml"
-        make_tables([str(layouts / "sf1_vars_race_binaries.csv"), "--descriptors",
-                     str(layouts / "DATA_FIELD_DESCRIPTORS_classified.csv"), "--tract", "-o", str(tables)])
+    tables = tract_tables(args.source, out) if args.tract else ROOT / "samples" / "sf1" / "tables.yaml"
     schedule = load_schedule(tables, schema)
     options = ExactOptions(explain=args.explain, unit_seconds=args.unit_seconds)
     if args.tracemalloc:

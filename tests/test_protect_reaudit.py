@@ -15,7 +15,7 @@ from _oracle import all_datasets, consistent_worlds, to_atoms, verified_claims
 from audit.cli import run as cli
 from audit.inputs import load_inputs
 from audit.outputs.sections import protection_section
-from audit.protection import protect as protect_module
+from audit.protection import group as group_module
 from audit.protection.unit import unit_contexts
 from audit.release.constraints import SUPPRESSED
 
@@ -164,7 +164,7 @@ def _no_claim_the_rules_forbid(inputs, geo) -> None:
 def test_a_unit_the_reaudit_fails_is_never_printed_protected(tmp_path, capsys, monkeypatch):
     """Without the pinning (the heuristic rerun over protect's pattern, as before), the re-audit fails
     block 3: the printout and protection.json take its status from the re-audit, and no recommendation."""
-    monkeypatch.setattr(protect_module, "pin", lambda frame, schema, schedule, suppress: suppress)
+    monkeypatch.setattr(group_module, "pin", lambda frame, schema, schedule, suppress: suppress)
     tables = [{"id": "B1", "geography": "block", "by": ["a", "b"], "margins": True},
               {"id": "B2", "geography": "block", "by": ["b", "c"], "margins": False}]
     frame = pd.DataFrame([{"tract": "t1", "block": b, "a": a, "b": bb, "c": c} for b, a, bb, c in TRACT])

@@ -546,14 +546,27 @@ def _classes(flats: np.ndarray, bounds: np.ndarray) -> tuple[np.ndarray, np.ndar
     classes' column bounds, and per column the atoms of each class."""
     members, cbounds, first = [], [0], []
     for col in range(len(bounds) - 1):
-        _, start, inverse = np.unique(flats[:, bounds[col]:bounds[col + 1]].T, axis=0, return_index=True,
-                                      return_inverse=True)
-        inverse = np.asarray(inverse).ravel()
-        members.append([np.flatnonzero(inverse == k) for k in range(len(start))])
-        first.append(bounds[col] + start)
-        cbounds.append(cbounds[-1] + len(start))
+        groups = _unique_columns(flats[:, bounds[col]:bounds[col + 1]])
+        members.append(groups)
+        first.append(bounds[col] + np.array([g[0] for g in groups], dtype=np.int64))
+        cbounds.append(cbounds[-1] + len(groups))
     compact = np.concatenate([flats[:, f] for f in first], axis=1)
     return compact, np.array(cbounds), members
+
+
+def _unique_columns(block: np.ndarray) -> list[np.ndarray]:
+    """The distinct columns of ``block``, as the ascending indices of the columns equal to each, in the
+    order of ``np.unique(block.T, axis=0)`` (lexicographic); a stable lexsort, without the structured
+    dtype that made ``np.unique(axis=0)`` most of the sparse proofs' time."""
+    n = block.shape[1]
+    if n == 0:
+        return []
+    if block.shape[0] == 0:
+        return [np.arange(n)]
+    order = np.lexsort(block[::-1])
+    ordered = block[:, order]
+    cuts = np.flatnonzero((ordered[:, 1:] != ordered[:, :-1]).any(axis=0)) + 1
+    return np.split(order, cuts)
 
 
 class _TooLarge(Exception):

@@ -18,6 +18,7 @@ from ..policy.checks import pinned_words, too_narrow, unit_intervals
 from ..protection.release_files import clear_release, protection_levels, write_pattern_release
 from ..protection.remedies import remedies, remedy_lines
 from ..policy.rules import load_rules
+from ..scale.protect import ProtectPool
 from ..outputs.terminal import echo
 from ..outputs.words import plural
 from . import DataArg, OutOpt, QuietOpt, SchemaOpt, SeedOpt, TablesOpt, inputs_from, named_file, output_folder
@@ -51,6 +52,9 @@ def register(app: typer.Typer) -> None:
         pattern_status: Annotated[Optional[str], typer.Option("--pattern-status", help="The pattern's status column (default: the first known one: status, sdcStatus, suppressed, CONF_STATUS, tau_argus, ...).")] = None,
         pattern_table: Annotated[Optional[str], typer.Option("--pattern-table", help="The table the pattern's rows belong to (default: every table whose columns it has; a headerless tau-Argus file: its name).")] = None,
         resume: Annotated[bool, typer.Option("--resume", help="Suppress: continue the run Ctrl-C or SIGTERM stopped in OUT (its protection.partial.json; the same inputs, options and rules): the units it finished are kept.")] = False,
+        workers: Annotated[int, typer.Option("--workers", min=1, help="Units (a parent unit with its child units as one) in parallel on a local process pool, for the audits and the search; the pattern is the same with any number.")] = 1,
+        scheduler: Annotated[Optional[str], typer.Option("--scheduler", help="Run them on a Dask cluster at this address (needs the 'cluster' extra).")] = None,
+        memory_mb: Annotated[Optional[int], typer.Option("--memory-mb", help="Memory per worker process (MB), capped there (RLIMIT_AS); a search task past it is undecided. Default: no cap, and with one worker everything runs in this process.")] = None,
         quiet: QuietOpt = False,
     ) -> None:
         """Recommend the least protection that makes the release pass the rules, and prove it by re-auditing."""
@@ -58,19 +62,20 @@ def register(app: typer.Typer) -> None:
             raise AuditError("--pattern is audited, not protected", "--pattern", "add --audit-only")
         output_folder(out, inputs={"DATA": data, "--schema": schema, "--tables": tables,
                                    "--rules": named_file(rules), "--pattern": pattern}, writes=WRITES)
+        pool = ProtectPool.of(workers, scheduler, memory_mb)
         inputs = inputs_from(data, schema, tables)
         policy = load_rules(rules)
         exact = ExactOptions(max_columns=max_columns, seed=seed, conflicts=conflicts, unit_seconds=unit_seconds,
                              unit_work=unit_work, max_rows=max_rows, explain_budget=PROTECT_EXPLAIN_BUDGET)
         if audit_only:
             given = None if pattern is None else read_pattern(pattern, inputs, pattern_status, pattern_table)
-            _audit_only(inputs if given is None else with_pattern(inputs, given), exact, policy, out, quiet, given)
+            _audit_only(inputs if given is None else with_pattern(inputs, given), exact, policy, out, quiet, given, pool)
             return
         options = ProtectOptions(strategy=strategy, exact=exact, hitting=hitting, exact_rounds=exact_rounds, cost=cost,
                                  primary=primary, complementary=complementary, alpha=alpha, rank=rank)
         log = None if quiet else (lambda msg: echo(msg, err=True))
         try:
-            report = run_protect(inputs, options, policy, out, log, progress=not quiet, resume=resume)
+            report = run_protect(inputs, options, policy, out, log, progress=not quiet, resume=resume, pool=pool)
         except ProtectInterrupted as exc:  # Ctrl-C or SIGTERM: exit 130 or 143 (audit.cli)
             raise Halted(str(exc)) from None
         rec = report["recommendation"]
@@ -156,12 +161,12 @@ def _joint_note(entry: dict) -> str:
             + (f"; after: {failed(entry['after'])}" if entry.get("after") else ""))
 
 
-def _audit_only(inputs, exact, policy, out: Path, quiet: bool, pattern=None) -> None:
+def _audit_only(inputs, exact, policy, out: Path, quiet: bool, pattern=None, pool=None) -> None:
     """Print each unit's hidden cells with their intervals and the failing rules; exit 1 on fail. With
     another tool's ``pattern``: mark the cells it leaves pinned or narrow, list the claims the published
     cells prove, and write the release and review sheet in every form (:mod:`audit.peers.release`)."""
     clear_release(out)  # an earlier protect's release must not pass for this audit's
-    doc = audit_pattern(inputs, exact, policy, out, progress=not quiet)
+    doc = audit_pattern(inputs, exact, policy, out, progress=not quiet, pool=pool)
     levels = protection_levels(policy)
     if pattern is not None:
         write_pattern_release(inputs, pattern, doc, out, policy)

@@ -129,6 +129,38 @@ def undefeatable(floor: Attempt, final: Attempt, problem: Problem, schema, hidde
     return out
 
 
+class Floor:
+    """What fails whatever is hidden: the unit attacked with every cell the search may hide hidden
+    (``attack``), made once, when the search first finds a failure no pattern meets; ``hidden``: the
+    cells every pattern hides (their too narrow intervals are set aside too). One piece of code for the
+    unit loop (:mod:`audit.protection.unit`) and the joint search (:mod:`audit.protection.secondary`)."""
+
+    def __init__(self, attack: Callable[[], "Attempt"], hidden: frozenset = frozenset()):
+        self.attack, self.hidden, self.attempt = attack, hidden, None
+
+    def __call__(self, raw: "Attempt") -> "Attempt":
+        """``raw`` less what the floor fails too (``raw`` itself before the floor is made)."""
+        return raw.without(self.attempt, self.hidden)
+
+    def made(self) -> bool:
+        return self.attempt is not None
+
+    def make(self, raw: "Attempt") -> "Attempt":
+        """Attack the floor (once) and return ``raw`` less what it fails too."""
+        if self.attempt is None:
+            self.attempt = self.attack()
+        return self(raw)
+
+    def settle(self, out, raw: "Attempt", seen: "Attempt", problem: Problem, schema, threshold: bool = False) -> None:
+        """A finished unit (``out``: its UnitProtection) whose last pattern passes but for the floor's failures
+        (``raw``, and ``seen`` less those): what no suppression defeats, why, and the unit's reason."""
+        if self.attempt is not None and seen.passes and not raw.passes:
+            out.undefeatable = undefeatable(self.attempt, raw, problem, schema, self.hidden, threshold)
+        if out.undefeatable:
+            out.reason = (f"{len(out.undefeatable)} failures no suppression defeats (the rest are defeated by the "
+                          "cells listed); see undefeatable")
+
+
 def twins(problem: Problem) -> dict[tuple, list[str]]:
     """Claim (assignment, m) -> every published exact count cell that states it directly."""
     out: dict[tuple, list[str]] = {}

@@ -30,7 +30,7 @@ from ..release.constraints import UnitRelease
 from ..release.tabulate import tabulate, units_of
 from ..specs.apriori import Apriori
 from .options import Policy, ProtectOptions, geo_key, kept
-from .protected import pinned, protected_schedule
+from .protected import pinned, protected_schedule, reruns
 from .claims import REMEDY
 from .secondary import suppress_unit as joint
 
@@ -51,7 +51,7 @@ class CoupledContext:
         self.frame = inputs.frame.iloc[rows]
         self.schedule = replace(inputs.schedule, suppress={})
         self.base = {k: frozenset(v) for k, v in suppress.items() if self._inside(k)}
-        for r in tabulate(self.frame, inputs.schema, replace(self.schedule, suppress=self.base)):
+        for r in tabulate(self.frame, inputs.schema, replace(self.schedule, suppress=self.base)) if reruns(self.schedule) else ():
             if self._inside(geo_key(r.geo)) and pinned(r):  # the heuristic's own cells stay hidden under any pattern
                 self.base[geo_key(r.geo)] = self.base.get(geo_key(r.geo), frozenset()) | pinned(r)
         self.already = frozenset(self.key(k, cell) for k, cells in self.base.items() for cell in cells

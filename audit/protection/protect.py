@@ -32,7 +32,7 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any, Callable
 
-from ..attacks.exact import ExactOptions, audit_unit
+from ..attacks.exact import ExactOptions
 from ..inputs import Inputs, load_inputs
 from ..paths import clear_outputs
 from ..attacks.reidentify import with_attacker
@@ -42,41 +42,40 @@ from ..findings.document import cell_labels, run_exact
 from ..findings.files import write_json
 from ..findings.provenance import content_digest
 from ..outputs.progress import Progress
-from ..release.constraints import pinned_counts
 from ..outputs.words import plural
-from ..release.tabulate import units_of
-from .claims import rules_failed
-from .levels import protect_levels
-from .options import Policy, ProtectOptions, geo_key, kept
-from .protected import pin, protected_schedule, write_schedule_yaml
+from ..problem.coupled import coupled_levels
+from .group import Search, count_groups, groups, protect_group
+from .options import Policy, ProtectOptions, kept
+from .protected import protected_schedule, write_schedule_yaml
 from .release_files import WRITES as RELEASE_WRITES, clear_release, reasons, write_release
 from .resume import PARTIAL, finished, run_key
 from .sweeps import _noise, _round_sweep, _sweep_failing
-from .unit import UnitContext, UnitProtection, information_loss, suppress_unit, unit_contexts
 
 OUTPUTS = ("protected.yaml", "protection.json", PARTIAL, "findings.json", CERTIFICATES_FILE)  # what a run writes: an earlier run's are removed first
 WRITES = (*OUTPUTS, *RELEASE_WRITES, STORE_FILE, "noisy_release.csv", "rank.json", "rank.svg", "*.tmp")  # all it may write
 
 
 def audited(inputs: Inputs, exact: ExactOptions, rules, label: str, progress: bool = False,
-            out: Path | None = None) -> dict:
-    """``run_exact`` with units done / total shown under ``label`` (claim store in ``out`` if given)."""
+            out: Path | None = None, pool=None) -> dict:
+    """``run_exact`` with units done / total shown under ``label`` (claim store in ``out`` if given); with
+    ``pool`` (see :func:`protect`), its units on the pool's workers."""
     with Progress(label, quiet=not progress) as bar:
-        return run_exact(inputs, exact, lambda u: bar.update(note=u["geo"], key=(u["level"], u["geo"])), rules, out=out, on_total=bar.total)
+        return run_exact(inputs, exact, lambda u: bar.update(note=u["geo"], key=(u["level"], u["geo"])), rules, out=out,
+                         on_total=bar.total, run_units=pool.audit(exact) if pool is not None else None)
 
 
 def reaudit(data: str, schema_path: str, schedule_path: Path, exact: ExactOptions, rules, progress: bool = False,
-            out: Path | None = None) -> dict:
+            out: Path | None = None, pool=None) -> dict:
     """``audit run`` on the protected schedule: the findings document, with the rules' verdict."""
     inputs = load_inputs(data, schema_path, schedule_path)
-    return audited(inputs, exact, rules, "re-audit: units", progress, out)
+    return audited(inputs, exact, rules, "re-audit: units", progress, out, pool)
 
 
-def audit_pattern(inputs: Inputs, exact: ExactOptions, rules, out: Path, progress: bool = False) -> dict:
+def audit_pattern(inputs: Inputs, exact: ExactOptions, rules, out: Path, progress: bool = False, pool=None) -> dict:
     """``audit protect --audit-only``: the schedule's own suppression pattern audited as it stands (the
     peers' "Audit"): no new suppression is searched for. Writes findings.json and the claim store to
     ``out``; the document carries every hidden count's feasibility interval and the rules' verdict."""
-    doc = audited(inputs, with_attacker(exact, inputs.schema, rules), rules, "audit: units", progress, out)
+    doc = audited(inputs, with_attacker(exact, inputs.schema, rules), rules, "audit: units", progress, out, pool)
     write_json(doc, out / "findings.json")
     return doc
 
@@ -85,34 +84,19 @@ def _failing_units(doc: dict) -> list[str]:
     return sorted({c["unit"] for c in doc.get("checks", ()) if c["outcome"] == "fail"})
 
 
-def _still_failing(ctx: UnitContext, cells, options: ProtectOptions, rules) -> list[str]:
-    """The rules a unit still fails with these cells suppressed (where the search stopped)."""
-    problem, release = ctx.problem(set(cells))
-    return rules_failed(audit_unit(problem, replace(options.exact, explain="none")), release, rules)
-
-
-def _persons_hidden(inputs: Inputs, suppress: dict[str, list[str]], units: list) -> int:
-    """Persons in a suppressed cell of their unit, summed over units, under the whole pattern: a unit's own
-    search's cells and the cells the coupled step added to it (a tract's, or a block that passed alone)."""
-    found = {geo_key(u.geo): u for u in units}
-    total = 0
-    for level in inputs.schedule.levels:
-        for geo, rows in units_of(inputs.frame, inputs.schema, level):
-            cells, u = set(suppress.get(geo_key(geo), ())), found.get(geo_key(geo))
-            if u is not None and set(u.cells) == cells:
-                total += u.loss.get("persons_in_suppressed_cells", 0)
-            elif cells:
-                problem, _ = UnitContext(inputs, level, geo, rows).problem()
-                total += information_loss(problem, sorted(cells), {})["persons_in_suppressed_cells"]
-    return total
-
-
 def protect(inputs: Inputs, options: ProtectOptions, rules, out: Path,
-            log: Callable[[str], None] | None = None, progress: bool = False, resume: bool = False) -> dict:
+            log: Callable[[str], None] | None = None, progress: bool = False, resume: bool = False,
+            pool=None) -> dict:
     """Attack, protect and re-audit; write protected.yaml, protection.json, findings.json and
     claims.csv.gz to ``out``; with ``progress``, show units done / total of each stage on stderr. With
     ``resume``, the units and parent units an interrupted run of the same inputs, options and rules
-    finished (its ``protection.partial.json``) are taken as they are."""
+    finished (its ``protection.partial.json``) are taken as they are.
+
+    ``pool`` (:class:`audit.scale.protect.ProtectPool`; None: everything in this process) runs the audits'
+    units (``pool.audit(exact)``: a ``run_units`` for :func:`~audit.findings.document.run_exact`) and the
+    search's tasks (``pool.search(tasks, search, record)``: :func:`~audit.protection.group.protect_group` on
+    each (group, None, index), ``record(result, index)`` as each finishes). The pattern does not depend on
+    it: every task is searched alone and the results are put in the tasks' order."""
     start = time.perf_counter()
     policy = Policy.from_rules(rules)
     options = replace(options, exact=with_attacker(options.exact, inputs.schema, rules))
@@ -124,7 +108,7 @@ def protect(inputs: Inputs, options: ProtectOptions, rules, out: Path,
         log(f"--resume: no interrupted run of these inputs, options and rules in {out}; starting afresh")
     clear_outputs(out, OUTPUTS)  # nothing from an earlier run may pass for this one's
     clear_release(out)
-    before = audited(inputs, options.exact, rules, "audit: units", progress)
+    before = audited(inputs, options.exact, rules, "audit: units", progress, pool=pool)
     failing_units = set(_failing_units(before))
     report: dict[str, Any] = {
         "strategy": options.strategy,
@@ -140,50 +124,64 @@ def protect(inputs: Inputs, options: ProtectOptions, rules, out: Path,
     }
     sched_path = out / "protected.yaml"
     if options.strategy == "suppress":
-        units, contexts, levels = [], {}, []
-        todo = [ctx for ctx in unit_contexts(inputs) if geo_key(ctx.geo) in failing_units]
+        units, levels, results = [], [], {}
+        tasks = groups(inputs, failing_units, units_done, levels_done)  # made as the workers take them
+        (n_tasks, todo), coupled = count_groups(inputs, failing_units), bool(coupled_levels(inputs.schema, inputs.schedule))
 
         def interrupted(stage: str) -> ProtectInterrupted:
             partial = out / PARTIAL
-            kept = {"resume_key": key, "units": [u.to_dict() for u in units], "levels": levels}
-            write_json({**report, "interrupted": True, "stage": stage, "units_total": len(todo), **kept,
+            kept = {"resume_key": key, "units": units, "levels": levels}
+            write_json({**report, "interrupted": True, "stage": stage, "units_total": todo, **kept,
                         "resume_sum": content_digest(kept)}, partial)
-            return ProtectInterrupted(len(units), len(todo), partial, len(levels))
+            return ProtectInterrupted(len(units), todo, partial, len(levels))
         try:
             with Progress("protect: units", quiet=not progress) as bar:
-                bar.total(len(todo))
-                for ctx in todo:
-                    done = units_done.get(geo_key(ctx.geo))
-                    if log:
-                        log(f"unit {geo_key(ctx.geo)}: " + ("protecting" if done is None else
-                                                            f"finished by the interrupted run ({done['status']})"))
-                    units.append(suppress_unit(ctx, policy, options, log) if done is None else UnitProtection.from_dict(done))
-                    contexts[geo_key(ctx.geo)] = ctx
-                    bar.update(note=geo_key(ctx.geo))
-            suppress = {geo_key(u.geo): u.cells for u in units if u.cells and kept(u.status, u.undefeatable)}
-            report["units"] = [u.to_dict() for u in units]
-            for u, d in zip(units, report["units"]):
-                if u.status not in ("protected", "pass"):  # where the search stopped, by the ordinary path
-                    d["failing_rules"] = _still_failing(contexts[d["geo"]], u.cells, options, rules)
-            report["failing_units"] = {d["geo"]: d["failing_rules"] for d in report["units"]
-                                       if not kept(d["status"], d.get("undefeatable"))}
-            if not report["failing_units"]:  # a tract table can prove a block's claim or give its hidden cell away
-                levels += protect_levels(inputs, suppress, policy, options, log, levels_done)
-                report["levels"] = levels
-                report["failing_units"] = {d["geo"]: [f"{r} (coupled with its child units)" for r in d["failing_rules"]]
-                                           for d in report["levels"] if not kept(d["status"], d.get("undefeatable"))}
-            report["undefeatable"] = {d["geo"]: {k: d.get(k) for k in ("level", "failing_rules", "undefeatable", "remedy")}
-                                      for d in report["units"] + levels if d.get("undefeatable")}
+                bar.total(n_tasks)
+
+                def record(result: dict, index: int) -> None:
+                    results[index] = result
+                    units.extend(result["units"])
+                    levels.extend(result["levels"])
+                    if log and pool is not None:  # the workers' own lines stay in the workers
+                        for d in result["units"] + result["levels"]:
+                            log(f"{d['level']} {d['geo']}: {d['status']}, {len(d['cells'])} cells")
+                    bar.update(note=", ".join(d["geo"] for d in result["units"][:1]))
+                search = Search(policy, options, rules, content_digest(key))
+                if pool is None:
+                    for i, g in enumerate(tasks):
+                        current: dict = {"units": [], "levels": []}
+                        try:
+                            result = protect_group(g, search, log, current)
+                        except KeyboardInterrupt:  # keep what the task finished
+                            units.extend(current["units"])
+                            levels.extend(current["levels"])
+                            raise
+                        record(result, i)
+                else:
+                    pool.search(((g, None, i) for i, g in enumerate(tasks)), search, record)
         except KeyboardInterrupt:
             raise interrupted("search") from None
-        added = suppress
-        report["pinned_by_rule"] = _pinned_listed(contexts, added)
-        report["suppress"] = suppress = pin(inputs.frame, inputs.schema, inputs.schedule, suppress)
+        ordered = [results[i] for i in sorted(results)]  # the tasks' order, whatever order they finished in
+        units = [d for r in ordered for d in r["units"]]
+        levels = [d for r in ordered for d in r["levels"]]
+        report["units"] = units
+        if levels:
+            report["levels"] = levels
+        elif coupled:
+            report["levels"] = []
+        report["failing_units"] = {d["geo"]: d["failing_rules"] for d in units
+                                   if not kept(d["status"], d.get("undefeatable"))}
+        report["failing_units"].update({d["geo"]: [f"{r} (coupled with its child units)" for r in d["failing_rules"]]
+                                        for d in levels if not kept(d["status"], d.get("undefeatable"))})
+        report["undefeatable"] = {d["geo"]: {k: d.get(k) for k in ("level", "failing_rules", "undefeatable", "remedy")}
+                                  for d in units + levels if d.get("undefeatable")}
+        report["pinned_by_rule"] = {k: v for r in ordered for k, v in r["pinned_by_rule"].items()}
+        report["suppress"] = suppress = {k: v for r in ordered for k, v in r["suppress"].items()}
         labels = cell_labels(inputs.schedule)
         report["cell_labels"] = {k: labels.get(k, k) for cells in suppress.values() for k in cells}
         if report["failing_units"]:
             report["reason"] = (f"the search found no passing pattern in {len(report['failing_units'])} of "
-                                f"{len(units) + len(report.get('levels', ()))} units")
+                                f"{len(units) + len(levels)} units")
         else:
             header = (f"Protected by `audit protect --strategy suppress` from {inputs.schedule.source}.\n"
                       "suppress: cells hidden in one geographic unit only (the attacker sees them as [0, N]);\n"
@@ -192,11 +190,10 @@ def protect(inputs: Inputs, options: ProtectOptions, rules, out: Path,
                                 for geo in report["undefeatable"]))
             write_schedule_yaml(inputs.schedule.source, sched_path, suppress, header=header)
         report["totals"] = {
-            "units_protected": sum(u.status == "protected" for u in units),
-            "units_not_protected": [geo_key(u.geo) for u in units if u.status not in ("protected", "pass")]
-            + [d["geo"] for d in report.get("levels", ()) if d["status"] not in ("protected", "pass")],
-            "cells_suppressed": sum(len(u.cells) for u in units) + sum(len(d["cells"]) for d in report.get("levels", ())),
-            "persons_in_suppressed_cells": _persons_hidden(inputs, added, units),
+            "units_protected": sum(d["status"] == "protected" for d in units),
+            "units_not_protected": [d["geo"] for d in units + levels if d["status"] not in ("protected", "pass")],
+            "cells_suppressed": sum(len(d["cells"]) for d in units + levels),
+            "persons_in_suppressed_cells": sum(r["persons"] for r in ordered),
         }
     elif options.strategy == "round":
         report["sweep"], base = _round_sweep(inputs, options, policy, failing_units, log, rules)
@@ -217,7 +214,7 @@ def protect(inputs: Inputs, options: ProtectOptions, rules, out: Path,
                                        "noise scale in protection.json (noise is not a schedule option).")
     if options.strategy in ("suppress", "round") and sched_path.exists():
         try:
-            after = reaudit(inputs.data_path, inputs.schema.source, sched_path, options.exact, rules, progress, out)
+            after = reaudit(inputs.data_path, inputs.schema.source, sched_path, options.exact, rules, progress, out, pool)
         except KeyboardInterrupt:  # a protected.yaml not re-audited is no recommendation
             sched_path.unlink(missing_ok=True)
             if options.strategy == "suppress":
@@ -261,18 +258,6 @@ PINNED_NOTE = ("these cells are suppressed by the schedule's threshold, but the 
                "(suppress_below: 2 hides only 1s), so to the attacker they are published: the recommendation lists "
                "them (a listed cell is [0, N]); or change the rule so that it hides more than one value "
                "(suppress_below: 3 or more, or protect_zeros: true) or add complementary: true")
-
-
-def _pinned_listed(contexts: dict, suppress: dict[str, list[str]]) -> dict[str, dict[str, int]]:
-    """Per unit searched, the cells the recommendation lists that the schedule's threshold suppresses but
-    pins (:func:`~audit.release.constraints.pinned_counts`): cell -> the count the rule gives away."""
-    out = {}
-    for geo, cells in suppress.items():
-        if geo in contexts:
-            hits = {k: n for k, n in pinned_counts(contexts[geo].release()).items() if k in cells}
-            if hits:
-                out[geo] = hits
-    return out
 
 
 def _reaudited(report: dict, after: dict) -> bool:

@@ -22,7 +22,7 @@ def pin(frame, schema, schedule: Schedule, suppress: dict[str, list[str]]) -> di
     """Each unit's cells (``suppress``: geo key -> cells protect adds) with every cell its release then
     hides in tables that rerun the heuristic (:func:`pinned`), as protected.yaml lists them. The
     searches held each unit's own such cells hidden, so they are added before tabulating."""
-    if not any(_reruns(t.protection) for t in schedule.tables):
+    if not reruns(schedule):
         return suppress
     original = {"/".join(r.geo): pinned(r) for r in tabulate(frame, schema, schedule)}
     held = {k: frozenset(v) | original.get(k, frozenset()) for k, v in suppress.items() if v}
@@ -31,6 +31,11 @@ def pin(frame, schema, schedule: Schedule, suppress: dict[str, list[str]]) -> di
         if "/".join(r.geo) in held:
             out["/".join(r.geo)] = sorted(held["/".join(r.geo)] | pinned(r))
     return out
+
+
+def reruns(schedule: Schedule) -> bool:
+    """Whether a table of the schedule reruns complementary suppression on every tabulation (:func:`pinned`)."""
+    return any(_reruns(t.protection) for t in schedule.tables)
 
 
 def _reruns(protection: Protection) -> bool:

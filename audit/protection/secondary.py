@@ -35,7 +35,7 @@ from ..attacks.intervals import Interval, feasibility_intervals, hidden_cells
 from ..problem.build import Problem
 from ..release.constraints import PUBLISHED, SUPPRESSED, UnitRelease, pinned_counts
 from ..policy.checks import protection_needed
-from .claims import Attempt, Explanations, claim_clauses, twins, undefeatable
+from .claims import Attempt, Explanations, Floor, claim_clauses, twins
 from .options import geo_key
 from .rounds import Rounds, prune
 from .unit import UnitProtection, cell_counts, forced_cells, information_loss, widen
@@ -273,15 +273,16 @@ def suppress_unit(ctx, policy, options, log: Callable[[str], None] | None = None
     explanations = Explanations(options)
     chosen = set(out.primary)
     rounds = Rounds(options.exact_rounds, sum(cost.get(k, 1.0) for k in chosen), stall)
-    floor: Attempt | None = None  # every cell hidden: made once no pattern meets the constraints
+    attack = lambda cells: _attempt(ctx.problem(set(cells))[0], policy, exact, claims, levels)  # noqa: E731
     aims: list[tuple] = []  # the (cell, sense) each cut is for
     always = frozenset(out.primary) | frozenset(ctx.already) | {v.cell.key for v in release.values if v.status == SUPPRESSED}
+    floor = Floor(lambda: attack(set(variables) - never), always)  # made once no pattern meets the constraints
     while True:
         out.iterations += 1
         seen = _attempt(ctx.problem(chosen)[0] if chosen else problem, policy, exact, claims, levels)
         if not out.before:
             out.before = seen.summary
-        raw, seen = seen, seen.without(floor, always)
+        raw, seen = seen, floor(seen)
         result, bad, recon, short, summary = seen.result, seen.bad, seen.recon, seen.short, seen.summary
         if seen.reason:
             out.status, out.reason = "undecided", seen.reason
@@ -311,9 +312,8 @@ def suppress_unit(ctx, policy, options, log: Callable[[str], None] | None = None
         elif picked is not None and rounds.monotone:
             picked |= widen([(pos - never, neg) for pos, neg in new], picked, rounds.widening - len(picked - chosen),
                             cost, tie)
-        if picked is None and floor is None:  # set aside what fails whatever is hidden; protect the rest
-            floor = _attempt(ctx.problem(set(variables) - never)[0], policy, exact, claims, levels)
-            seen = raw.without(floor, always)
+        if picked is None and not floor.made():  # set aside what fails whatever is hidden; protect the rest
+            seen = floor.make(raw)
             if seen.passes:
                 out.status = "unfixable"
                 break
@@ -341,22 +341,19 @@ def suppress_unit(ctx, policy, options, log: Callable[[str], None] | None = None
         if log:
             log(f"unit {geo_key(ctx.geo)}: iteration {out.iterations}, {len(bad)} failing claims, {len(short)} "
                 f"intervals too narrow, {len(clauses)} clauses and {len(cuts)} cuts, trying {len(chosen)} cells")
-    if out.status == "protected" and not rounds.minimal(out.status, sum(cost.get(k, 1.0) for k in chosen)):
-        kept, seen = prune(frozenset(chosen), [{k} for k in reversed(rounds.added)],
-                           lambda cells: _attempt(ctx.problem(set(cells))[0], policy, exact, claims, levels),
-                           lambda a: a.passes, seen)
-        out.pruned, chosen, summary = len(chosen) - len(kept), set(kept), seen.summary
+    if (out.status == "protected" or seen.passes) and not rounds.minimal(out.status, sum(cost.get(k, 1.0) for k in chosen)):
+        # the completion's needless cells (of a unit set aside in part too: what it fails is the floor's)
+        kept, raw = prune(frozenset(chosen), [{k} for k in reversed(rounds.added)], attack,
+                          lambda a: floor(a).passes, raw)
+        out.pruned, chosen, seen = len(chosen) - len(kept), set(kept), floor(raw)
+        summary = seen.summary
     out.clauses = len(clauses) + len(cuts)
     out.complementary = sorted(chosen - set(out.primary))
     out.lower_bound = rounds.lower_bound
     out.minimal = rounds.minimal(out.status, sum(cost.get(k, 1.0) for k in chosen))
     out.after = summary
-    if floor is not None and seen.passes and not raw.passes:  # all it fails, no suppression removes
-        out.undefeatable = undefeatable(floor, raw, problem, ctx.inputs.schema, always, threshold=any(
-            p.suppress_below and not p.complementary for p in release.protection.values()))
-    if out.undefeatable:
-        out.reason = (f"{len(out.undefeatable)} failures no suppression removes (the rest are removed by the cells "
-                      "listed); see undefeatable")
+    floor.settle(out, raw, seen, problem, ctx.inputs.schema, threshold=any(
+        p.suppress_below and not p.complementary for p in release.protection.values()))
     out.loss = information_loss(problem, out.cells, cell_counts(problem))
     out.seconds = time.perf_counter() - start
     return out

@@ -19,7 +19,7 @@ from ..release.constraints import PUBLISHED, SUPPRESSED, UnitRelease, pinned_cou
 from ..specs.apriori import Apriori
 from ..specs.schedule import Schedule
 from ..release.tabulate import tabulate, units_of
-from .claims import REMEDY, Attempt, Explanations, claim_clauses, twins, undefeatable
+from .claims import REMEDY, Attempt, Explanations, Floor, claim_clauses, twins
 from .options import Policy, ProtectOptions, cell_of, geo_key
 from .protected import pinned
 from .rounds import Rounds, prune
@@ -81,7 +81,15 @@ class UnitContext:
         base = dict(getattr(inputs.schedule, "suppress", {}) or {})
         self.already = frozenset(base.get(geo_key(geo), frozenset()))
         self.schedule = replace(inputs.schedule, tables=tables, suppress={})
-        self.already |= pinned(self.release())  # the heuristic's own cells stay hidden under any pattern
+        # tabulated once here only where a threshold can hide (or pin) a cell
+        self._first = self.release() if any(t.protection.suppress_below is not None for t in tables) else None
+        if self._first is not None:
+            self.already |= pinned(self._first)  # the heuristic's own cells stay hidden under any pattern
+
+    def pinned_counts(self) -> dict[str, int]:
+        """The cells the schedule's threshold suppresses but pins (:func:`pinned_counts`), from the set-up's
+        tabulation (listing the heuristic's own cells, in tables that rerun it, changes no pinned cell)."""
+        return {} if self._first is None else pinned_counts(self._first)
 
     @property
     def apriori(self) -> Apriori:
@@ -230,13 +238,14 @@ def suppress_unit(ctx: UnitContext, policy: Policy, options: ProtectOptions,
     chosen: set[str] = set(forced)
     exact_hitting = options.hitting == "exact"
     rounds = Rounds(options.exact_rounds, len(forced) if exact_hitting else None)
-    floor: Attempt | None = None  # every cell hidden: made once a failing claim needs no published cell
+    attack = lambda cells: Attempt.of(audit_unit(ctx.problem(set(cells))[0], exact), policy)  # noqa: E731
+    floor = Floor(lambda: attack(ctx.every_cell()))  # made once a failing claim needs no published cell
     while True:
         out.iterations += 1
         pulse.during(f"protect round {out.iterations}", geo_key(ctx.geo))  # shown with the round's attack of the unit
         if chosen:
             seen = Attempt.of(audit_unit(ctx.problem(chosen)[0], exact), policy)
-        raw, seen = seen, seen.without(floor)
+        raw, seen = seen, floor(seen)
         result, bad, recon = seen.result, seen.bad, seen.recon
         if seen.reason:
             out.status, out.reason = "undecided", seen.reason
@@ -251,14 +260,13 @@ def suppress_unit(ctx: UnitContext, policy: Policy, options: ProtectOptions,
         new = claim_clauses(result, bad, recon, chosen | set(ctx.already), direct_of, options, cheapest,
                              explanations)
         stuck = lambda clauses: any(not pos and not (neg - forced) for pos, neg in clauses)  # noqa: E731
-        if stuck(new) and floor is None:  # set aside what fails whatever is hidden; protect the rest
-            floor = Attempt.of(audit_unit(ctx.problem(ctx.every_cell())[0], exact), policy)
-            seen = raw.without(floor)
+        if stuck(new) and not floor.made():  # set aside what fails whatever is hidden; protect the rest
+            seen = floor.make(raw)
             if seen.passes:
                 out.status = "unfixable"
                 break
-            new = claim_clauses(result, seen.bad, seen.recon, chosen | set(ctx.already), direct_of, options,
-                                cheapest, explanations)
+            bad, recon = seen.bad, seen.recon  # what the round's log line reports, as in the joint search
+            new = claim_clauses(result, bad, recon, chosen | set(ctx.already), direct_of, options, cheapest, explanations)
         if stuck(new):
             out.status = "unfixable"
             out.reason = "a failing claim follows from the population and the structural edits alone"
@@ -279,21 +287,17 @@ def suppress_unit(ctx: UnitContext, policy: Policy, options: ProtectOptions,
                 f"{len(clauses)} explanations, trying {len(chosen)} cells"
                 + (f" (adding to the last pattern; at least {rounds.lower_bound} needed)" if rounds.monotone else ""))
     pulse.during("")
-    if out.status == "protected" and not rounds.minimal(out.status, len(chosen)):  # the completion's needless cells
-        kept, seen = prune(frozenset(chosen), [expand({r}) for r in reversed(rounds.added)],
-                           lambda cells: Attempt.of(audit_unit(ctx.problem(set(cells))[0], exact), policy),
-                           lambda a: a.passes, seen)
-        out.pruned, chosen = len(chosen) - len(kept), set(kept)
+    if (out.status == "protected" or seen.passes) and not rounds.minimal(out.status, len(chosen)):
+        # the completion's needless cells (of a unit set aside in part too: what it fails is the floor's)
+        kept, raw = prune(frozenset(chosen), [expand({r}) for r in reversed(rounds.added)], attack,
+                          lambda a: floor(a).passes, raw)
+        out.pruned, chosen, seen = len(chosen) - len(kept), set(kept), floor(raw)
     out.clauses = len(clauses)
     out.reconstruction = sorted(chosen - forced)
     out.lower_bound = rounds.lower_bound
     out.minimal = rounds.minimal(out.status, len(out.cells))
     out.after = seen.summary
-    if floor is not None and seen.passes and not raw.passes:  # all it fails, no suppression defeats
-        out.undefeatable = undefeatable(floor, raw, problem, ctx.inputs.schema)
-    if out.undefeatable:
-        out.reason = (f"{len(out.undefeatable)} failing claims no suppression defeats (the rest are defeated by "
-                      "the cells listed); see undefeatable")
+    floor.settle(out, raw, seen, problem, ctx.inputs.schema)
     out.loss = information_loss(problem, out.cells, counts)
     out.seconds = time.perf_counter() - start
     return out

@@ -54,7 +54,7 @@ from ..release.tabulate import tabulate
 from ..specs.schedule import Schedule, load_schedule
 from ..specs.schema import Schema, load_schema
 from .parts import PartWriter, damaged, finished_units, fingerprint, merge
-from .worker import Limits, audit_task, error_unit, failed_unit, fewer_collections, init_worker
+from .worker import Limits, audit_task, failed_unit, fewer_collections, init_worker
 
 PIECE_UNITS = 16  # units whose problems are built together
 HARD_GRACE = 30.0  # seconds past the hard limit before the parent kills a worker that has not answered
@@ -72,6 +72,8 @@ class ScaleOptions:
     memory_mb: int | None = None
     hard_seconds: float | None = None  # default: hard_limit()
     task: Callable | None = None  # the per-unit function (tests substitute one); default audit_task
+    failed: Callable | None = None  # (item, options, status, reason, limits) -> what a unit whose worker failed
+    # becomes; default :func:`audit.scale.worker.failed_unit` (an item's first element is the task's first argument)
 
     def __post_init__(self):
         if self.workers < 1:
@@ -186,14 +188,7 @@ def run_scaled(source, schema: Schema, schedule: Schedule, options: ExactOptions
 
     with fewer_collections():
         try:
-            if scale.scheduler is not None:
-                _run_dask(tasks, options, limits, scale, record)
-            elif scale.workers == 1 and not scale.memory_mb:
-                task = scale.task or audit_task
-                for problem, prior, cells in tasks:
-                    record(task(problem, options, prior, limits), cells)
-            else:
-                _run_pool(tasks, options, limits, scale, record)
+            run_units(tasks, options, limits, scale, record)
         except KeyboardInterrupt:  # Ctrl-C, or SIGTERM (audit.signals)
             writer.close()
             raise Interrupted(finished, total, parts) from None
@@ -205,6 +200,20 @@ def run_scaled(source, schema: Schema, schedule: Schedule, options: ExactOptions
             raise Interrupted(finished, total, parts) from None
 
 
+def run_units(tasks, options, limits: Limits, scale: ScaleOptions, record) -> None:
+    """Run ``scale.task`` (default :func:`audit_task`) on every (first argument, prior, extra) of ``tasks`` and
+    ``record(result, extra)`` as each finishes: on Dask with a scheduler, here with one worker and no memory
+    bound, else on a bounded local pool. At most twice as many tasks as workers are in flight."""
+    if scale.scheduler is not None:
+        _run_dask(tasks, options, limits, scale, record)
+    elif scale.workers == 1 and not scale.memory_mb:
+        task = scale.task or audit_task
+        for first, prior, extra in tasks:
+            record(task(first, options, prior, limits), extra)
+    else:
+        _run_pool(tasks, options, limits, scale, record)
+
+
 def hard_limit(options: ExactOptions) -> float:
     """The default hard wall-clock limit per unit: well past ``unit_seconds`` or what ``unit_work`` takes on a
     busy machine (the attack keeps both itself), so that the load does not decide a unit's verdict."""
@@ -212,18 +221,27 @@ def hard_limit(options: ExactOptions) -> float:
     return 2 * solving + 2 * options.explain_budget / WORK_PER_SECOND + 60
 
 
-def bounded_runner(options: ExactOptions, memory_mb: int | None):
-    """A unit runner for :func:`audit.findings.document.run_exact` (``audit run`` without scale options), started
-    at once: every unit in one worker process, under ``RLIMIT_AS`` of ``memory_mb`` and the hard time limit, since
-    neither can be imposed on the process that holds the run. An input error (an inconsistent
-    release) still stops the run, as in this process."""
+def bounded_runner(options: ExactOptions, memory_mb: int | None, workers: int = 1, scheduler: Any = None):
+    """A unit runner for :func:`audit.findings.document.run_exact` (``audit run`` without scale options, ``audit
+    protect``'s audits), started at once: every unit in ``workers`` worker processes (or on Dask with a
+    ``scheduler``), under ``RLIMIT_AS`` of ``memory_mb`` and the hard time limit, since neither can be imposed
+    on the process that holds the run. An input error (an inconsistent release) still stops the run, as in
+    this process."""
     limits = Limits(memory_mb, hard_limit(options), os.getpid(), None, input_errors=True)
-    scale = ScaleOptions(workers=1, memory_mb=memory_mb)
-    pool = _new_pool(1, limits)
-    pool.submit(int)  # start the worker now: its imports overlap the caller's loading and tabulating
+    scale = ScaleOptions(workers=workers, memory_mb=memory_mb, scheduler=scheduler)
+    pool = None
+    if scheduler is None:
+        pool = _new_pool(workers, limits)
+        pool.submit(int)  # start a worker now: its imports overlap the caller's loading and tabulating
 
     def run(tasks, unit_options: ExactOptions, record, header: tuple[str, ...] | None, cap: int | None) -> None:
-        _run_pool(tasks, unit_options, replace(limits, header=header or (), claims_cap=cap), scale, record, pool)
+        nonlocal pool
+        bounded = replace(limits, header=header or (), claims_cap=cap)
+        if scheduler is not None:
+            _run_dask(tasks, unit_options, bounded, scale, record)
+            return
+        _run_pool(tasks, unit_options, bounded, scale, record, pool or _new_pool(workers, limits))
+        pool = None  # _run_pool shut it down; a second call starts another
     return run
 
 
@@ -246,7 +264,7 @@ def _run_pool(tasks, options: ExactOptions, limits: Limits, scale: ScaleOptions,
     in the solver's C code, where the alarm cannot reach it), takes the pool down; every unit then in
     flight is rerun alone to find the one to blame.
     """
-    task = scale.task or audit_task
+    task, failed = scale.task or audit_task, scale.failed or failed_unit
     workers = scale.workers
     stuck_after = (limits.hard_seconds or float("inf")) + HARD_GRACE
 
@@ -290,7 +308,7 @@ def _run_pool(tasks, options: ExactOptions, limits: Limits, scale: ScaleOptions,
                 running.clear()
                 _kill(pool)
                 for problem, prior, extra in suspects:
-                    record(_isolated(new_pool, task, problem, options, prior, limits, stuck_after), extra)
+                    record(_isolated(new_pool, task, failed, problem, options, prior, limits, stuck_after), extra)
                 pool = new_pool(workers)
     except BaseException:  # Ctrl-C, or an input error raised by a task: no worker outlives the run
         _kill(pool)
@@ -298,18 +316,18 @@ def _run_pool(tasks, options: ExactOptions, limits: Limits, scale: ScaleOptions,
     pool.shutdown(wait=True)
 
 
-def _isolated(new_pool, task, problem: Problem, options: ExactOptions, prior, limits: Limits,
+def _isolated(new_pool, task, failed, problem: Problem, options: ExactOptions, prior, limits: Limits,
               stuck_after: float) -> dict:
     solo = new_pool(1)
     try:
         return solo.submit(task, problem, options, prior, limits).result(timeout=stuck_after)
     except BrokenProcessPool:
-        return failed_unit(problem, options, "error",
-                           "the worker process died on this unit (killed for memory, or a crash in the solver)",
-                           limits=limits)
+        return failed(problem, options, "error",
+                      "the worker process died on this unit (killed for memory, or a crash in the solver)",
+                      limits=limits)
     except FutureTimeout:
-        return failed_unit(problem, options, "timeout", f"hard time limit of {limits.hard_seconds:g} s per unit "
-                           "reached (the worker did not answer and was killed)", limits=limits)
+        return failed(problem, options, "timeout", f"hard time limit of {limits.hard_seconds:g} s per unit "
+                      "reached (the worker did not answer and was killed)", limits=limits)
     finally:
         _kill(solo)
 
@@ -330,7 +348,7 @@ def _run_dask(tasks, options: ExactOptions, limits: Limits, scale: ScaleOptions,
         from distributed import Client, as_completed
     except ImportError:
         raise OptionalDependencyMissing("dask[distributed]", "cluster") from None
-    task = scale.task or audit_task
+    task, failed = scale.task or audit_task, scale.failed or failed_unit
     own = not isinstance(scale.scheduler, Client)
     client = Client(scale.scheduler) if own else scale.scheduler
     try:
@@ -359,7 +377,7 @@ def _run_dask(tasks, options: ExactOptions, limits: Limits, scale: ScaleOptions,
             except InternalError:
                 raise
             except Exception as exc:  # noqa: BLE001 -- e.g. KilledWorker: the unit is an error, the run goes on
-                unit = error_unit(problem, options, exc, limits=limits)
+                unit = failed(problem, options, "error", described(exc), limits=limits)
             fut.release()
             record(unit, cells)
             top_up()

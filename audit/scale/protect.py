@@ -1,0 +1,52 @@
+"""``audit protect`` on the workers of ``audit run``: its audits' units and its search's tasks
+(:mod:`audit.protection.group`) on the same bounded local pool or Dask cluster (:func:`audit.scale.runner.run_units`)."""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from ..attacks.exact import ExactOptions
+from ..protection.group import Group, Search, failed_group, protect_group
+from .runner import ScaleOptions, bounded_runner, run_units
+from .worker import Limits, _apply_limits
+
+
+@dataclass(frozen=True)
+class ProtectPool:
+    """Where ``audit protect`` runs its units: ``workers`` local processes (each under ``RLIMIT_AS`` of
+    ``memory_mb``), or a Dask ``scheduler``. With one worker, no scheduler and no memory bound, pass None
+    to :func:`audit.protection.protect.protect` instead (everything in its process)."""
+
+    workers: int = 1
+    scheduler: Any = None
+    memory_mb: int | None = None
+
+    def __post_init__(self):
+        ScaleOptions(workers=self.workers, memory_mb=self.memory_mb)  # the same checks, with the options' names
+
+    @classmethod
+    def of(cls, workers: int = 1, scheduler: Any = None, memory_mb: int | None = None) -> "ProtectPool | None":
+        """The pool the options ask for; None where they ask for none (one process, unbounded)."""
+        pool = cls(workers, scheduler, memory_mb)
+        return None if workers == 1 and scheduler is None and not memory_mb else pool
+
+    def audit(self, exact: ExactOptions) -> Callable:
+        """A ``run_units`` for :func:`audit.findings.document.run_exact` on this pool (``audit run``'s own)."""
+        return bounded_runner(exact, self.memory_mb, self.workers, self.scheduler)
+
+    def search(self, tasks, search: Search, record: Callable[[dict, int], None]) -> None:
+        """:func:`protect_task` on every (group, None, index) of ``tasks``; ``record(result, index)`` as each finishes."""
+        scale = ScaleOptions(workers=self.workers, scheduler=self.scheduler, memory_mb=self.memory_mb,
+                             task=protect_task, failed=failed_group)
+        run_units(tasks, search, Limits(self.memory_mb, None, os.getpid()), scale, record)
+
+
+def protect_task(group: Group, search: Search, prior: None, limits: Limits) -> dict:
+    """One task of the search in a worker (:func:`~audit.protection.group.protect_group`); past the worker's
+    memory bound, every unit of it undecided. No hard time limit: each of its attacks keeps ``unit_seconds``."""
+    _apply_limits(limits)
+    try:
+        return protect_group(group, search)
+    except MemoryError:
+        return failed_group(group, search, "out-of-memory", f"memory limit of {limits.memory_mb} MB per worker reached")
