@@ -20,6 +20,8 @@ from audit.scale.runner import ScaleOptions, run_scaled
 from audit.specs.schedule import load_schedule
 from audit.specs.schema import load_schema
 
+pytestmark = pytest.mark.serial  # wall-clock bounds or processes of their own: run alone, not beside -n workers
+
 pytest.importorskip("distributed")
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -202,6 +202,7 @@ def test_sf1_sample_findings_stay_small(tmp_path):
     assert doc["claim_store"]["claims"] == s["verified"] + s["undecided"] + s["refuted"] > 70_000
 
 
+@pytest.mark.serial  # "a fast run": its wall time must stay under the first progress tick
 def test_progress_lines_in_a_non_terminal_stderr(tmp_path):
     folder = ROOT / "tests" / "data" / "protected"
     args = [sys.executable, "-c", "from audit.cli import main; main()", "run", str(folder / "data.csv"), "-s", str(folder / "schema.yaml"),

@@ -14,6 +14,8 @@ from audit.inputs import inputs_from
 from audit.outputs.progress import Progress
 from audit.scale.runner import bounded_runner
 
+pytestmark = pytest.mark.serial  # wall-clock bounds or processes of their own: run alone, not beside -n workers
+
 ROOT = Path(__file__).resolve().parents[1]
 HOUSEHOLDS = ROOT / "samples" / "households"
 

@@ -20,6 +20,8 @@ import yaml
 
 from audit.cli import run as cli
 
+pytestmark = pytest.mark.serial  # wall-clock bounds or processes of their own: run alone, not beside -n workers
+
 ROOT = Path(__file__).resolve().parents[1]
 BLOCK7 = ROOT / "samples" / "block7"
 BLOCKS = 8

@@ -13,6 +13,8 @@ from audit.errors import AuditError
 from audit.inputs import load_inputs
 from test_bounds import BLOCK7, resampled
 
+pytestmark = pytest.mark.serial  # wall-clock bounds or processes of their own: run alone, not beside -n workers
+
 
 def _verdicts(result) -> tuple:
     return (result.status, result.reason, result.refuted,
