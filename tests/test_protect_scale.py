@@ -88,8 +88,8 @@ def test_ctrl_c_on_the_pool_keeps_the_finished_tasks_and_resume_gives_the_same_p
     fresh = protect(inputs, options, rules, tmp_path / "fresh")
 
     class StopAfterOne(protect_module.Progress):  # Ctrl-C once the first task is recorded
-        def update(self, done=None, note=""):
-            super().update(done, note)
+        def update(self, done=None, note="", key=None):
+            super().update(done, note, key)
             if self.label == "protect: units":
                 raise KeyboardInterrupt
     monkeypatch.setattr(protect_module, "Progress", StopAfterOne)
