@@ -143,7 +143,9 @@ def test_a_unit_with_many_columns_is_too_large_without_listing_its_subsets(tmp_p
     rng = np.random.default_rng(columns)
     (tmp_path / "schema.yaml").write_text("unit: person\ngeography: [block]\ncolumns:\n" + "".join(
         f"  c{i}: {{type: categorical, values: [a, b]}}\n" for i in range(columns)))
-    (tmp_path / "tables.yaml").write_text("tables:\n  - {id: T, geography: block, by: [c0, c1]}\n")
+    # every column published (one table each): a column no cell tells apart is named by no claim
+    (tmp_path / "tables.yaml").write_text("tables:\n" + "".join(
+        f"  - {{id: T{i}, geography: block, by: [c{i}]}}\n" for i in range(columns)))
     rows = ["block," + ",".join(f"c{i}" for i in range(columns))]
     rows += ["0001," + ",".join(rng.choice(["a", "b"], columns)) for _ in range(8)]
     (tmp_path / "data.csv").write_text("\n".join(rows) + "\n")

@@ -566,7 +566,7 @@ def test_a_new_users_report_reads_well(tmp_path):
     html = (out / "report.html").read_text(encoding="utf-8")
     text = " ".join(visible_text(html).split())
     assert "native-countrys" not in text and "2 native-country units" in text
-    assert "Worst native-country: Cuba (2 persons: 0 rebuilt in full, 8 derived singleton claims)." in text
+    assert "Worst native-country: Cuba (2 persons: 0 rebuilt in full, 4 derived singleton claims)." in text
     assert "Hours: Adults (mean(hours-per-week)) 36.5 36.5 36.5 exact" in text  # 146/4 = 36.5, not 36.50
     assert "Hours: Adults (mean(hours-per-week)) 1 99 26.5 exact" in text  # Cuba's hidden mean: (40 + 13) / 2
     doc = json.loads((out / "findings.json").read_text())

@@ -85,7 +85,9 @@ def compare(result, persons: pd.DataFrame, schema: Schema) -> dict:
     rows = unit_rows(problem, persons, schema)
     labels = [e.label or str(e.forbid.as_dict()) for e in schema.edits]
     breaks = [labels[int(k[5:])] if k.startswith("edit:") else k for k in problem.violations(rows)]
-    full = tuple(c for c, name in enumerate(problem.names) if problem.attributes[c] == name)  # no view column
+    # every column a claim can name (no view column; a column of one atom is named by none: it holds for all)
+    # (audit.problem.claims.claimable: sizes past one atom; that stage sits above this one)
+    full = tuple(c for c, size in enumerate(problem.sizes) if size > 1 and problem.attributes[c] == problem.names[c])
     agree, differ = 0, []
     for v in result.verified:
         if v.claim.columns == full:
