@@ -345,3 +345,24 @@ def test_a_malformed_tab_line_is_one_error_naming_the_file_line_and_fix(tmp_path
     assert run(["import", "tauargus", str(folder / "TestTable.arb"), "-o", str(tmp_path / "out")]) == 2
     expected = f"{folder / 'pp.tab'}:20: " + message.format(rda=folder / "pp.rda")
     assert capsys.readouterr().err == f"error: {expected}\n" and not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("column, row, text, words", [
+    ("top", 0, "1 x", "are not whole numbers"),
+    ("contributors", 0, "1", "2 non-zero top contributions but 1 contributors"),
+    ("top", "count", "5 1", "is not a published sum"),
+])
+def test_a_release_s_contributors_are_checked(tmp_path, capsys, column, row, text, words):
+    """The release's contributors and top columns (which the .tab import writes) are read strictly."""
+    out = tmp_path / "out"
+    assert run(["import", "tauargus", str(TAU / "tableinput" / "TestTable.arb"), "-o", str(out)]) == 0
+    release = pd.read_csv(out / "release.csv", dtype=str, keep_default_na=False)
+    i = int(release.index[release.statistic == "count"][0] if row == "count"
+            else release.index[release.statistic == "sum(Var2)"][row])
+    release.loc[i, column] = text
+    release.to_csv(out / "release.csv", index=False)
+    capsys.readouterr()
+    assert run(["run", "--published", str(out / "release.csv"), "-s", str(out / "schema.yaml"), "-t",
+                str(out / "tables.yaml"), "-o", str(tmp_path / "run"), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "release.csv" in err and words in err and "-- fix:" in err and "Traceback" not in err
