@@ -125,7 +125,8 @@ def import_tab(batch: Batch, meta: Metadata) -> Imported:
                           "top contributors given")
     if tops and not rules:
         imported.note(f"{spec.where}: the top contributors ({', '.join(v.name for v in tops)}) are not judged: "
-                      "no magnitude rule (NK or P in <SAFETYRULE>) they can decide")
+                      + ("a <freq> table has no values" if value is None
+                         else "no magnitude rule (NK or P in <SAFETYRULE>) they can decide"))
     if (lower is None) != (upper is None):
         imported.note(f"{meta.path}: only one of <LOWERPL> and <UPPERPL> is declared: protection levels are not mapped")
     return imported
