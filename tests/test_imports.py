@@ -257,3 +257,113 @@ def test_names_in_front_skips_the_header_line(tmp_path):
     (tmp_path / "microdata.csv").write_text("Sex;Age;HighIncome;Savings;Weigt;Key\n" + data)
     assert run(["import", "tauargus", str(tmp_path / "b.arb"), "-o", str(tmp_path / "out")]) == 0
     assert len(pd.read_csv(tmp_path / "out" / "data.csv")) == len(data.splitlines()) == 4580
+
+
+def _tab_rows(path: Path) -> list[list[str]]:
+    return [[f.strip().strip('"').strip() for f in line.split(";")] for line in path.read_text().splitlines()]
+
+
+def _hundredths(text: str) -> int:
+    whole, _, cents = text.partition(",")
+    return int(whole) * 100 + int(cents.ljust(2, "0"))
+
+
+def test_a_tab_s_values_costs_and_levels_are_imported_as_the_file_gives_them(tmp_path):
+    """pp.tab's Var2 (2 decimals) becomes sum(Var2) in hundredths beside the counts, hidden where the status is
+    U; its Var2_Cost the schedule's apriori cost and its protection levels apriori levels (in the sum's units),
+    cell by cell as the file gives them; the published sums carry their frequency and Top1, Top2."""
+    folder = TAU / "tableinput"
+    out = tmp_path / "out"
+    assert run(["import", "tauargus", str(folder / "TestTable.arb"), "-o", str(out)]) == 0
+    release = pd.read_csv(out / "release.csv", dtype=str, keep_default_na=False)
+    sums = release[release.statistic == "sum(Var2)"].set_index("cell")
+    apriori = _doc(out / "tables.yaml")["apriori"]["all"]
+    rows = [r for r in _tab_rows(folder / "pp.tab") if r[1] != "99"]  # Region 99: no code of region2.hrc
+    assert len(rows) == len(sums) == 153
+    for size, region, value, freq, _, cost, top1, top2, status, lower, upper in rows:
+        cell = ",".join("*" if c == "Total" else c for c in (size, region))
+        got = sums.loc[cell]
+        if status == "U":
+            assert (got.value, got.status, got.top) == ("(D)", "suppressed", "")
+        else:
+            assert (got.value, got.status, got.contributors) == (str(_hundredths(value)), "published", freq)
+            assert got.top == f"{_hundredths(top1)} {_hundredths(top2)}"
+        assert apriori["cost"][f"T1:{cell}"] == _hundredths(cost) / 100
+        assert apriori["levels"][f"T1:{cell}"] == [_hundredths(lower), _hundredths(upper)]
+    schema = _doc(out / "schema.yaml")
+    assert schema["columns"]["Var2"] == {"type": "integer", "min": 0,
+                                         "max": max(_hundredths(r[6]) for r in rows)}
+    assert _doc(out / "rules.yaml")["dominance"] is False  # TestTable.arb has no <SAFETYRULE>
+
+
+def test_a_tab_s_top_contributors_are_judged_by_the_batch_file_s_dominance_rule(tmp_path, capsys):
+    """With NK(1,30) added to TestTable.arb, the cells whose Top1 is over 30% of the value (computed here from
+    pp.tab) are sensitive: the hidden ones become the schedule's suppress list, each published one is named by
+    the import, and audit run --published fails dominance on exactly those published sums."""
+    folder = tmp_path / "tab"
+    shutil.copytree(TAU / "tableinput", folder)
+    arb = folder / "TestTable.arb"
+    arb.write_text(arb.read_text().replace("<READTABLE>", "<SAFETYRULE> NK(1,30)\n<READTABLE>"))
+    out = tmp_path / "out"
+    assert run(["import", "tauargus", str(arb), "-o", str(out)]) == 0
+    err = capsys.readouterr().err
+    sensitive = {}
+    for size, region, value, _, _, _, top1, _, status, _, _ in _tab_rows(folder / "pp.tab"):
+        if _hundredths(value) and 100 * _hundredths(top1) > 30 * _hundredths(value):
+            sensitive[",".join("*" if c == "Total" else c for c in (size, region))] = status
+    published = {c for c, s in sensitive.items() if s != "U"}
+    assert published == {"2,Os", "4,Zd", "4,11"}
+    assert _doc(out / "tables.yaml")["suppress"]["all"] == [f"T1:{c}" for c, s in sensitive.items() if s == "U"]
+    for cell in published:
+        assert f"T1:{cell} is sensitive (dominance: largest contributor 33.3% of the total > k=30%) yet the .tab " \
+               "publishes it (status S)" in err
+    assert _doc(out / "rules.yaml")["dominance"] == {"n": 1, "k": 30, "action": "fail"}
+    assert run(["run", "--published", str(out / "release.csv"), "-s", str(out / "schema.yaml"), "-t",
+                str(out / "tables.yaml"), "-r", str(out / "rules.yaml"), "-o", str(tmp_path / "run"), "--quiet"]) == 1
+    check, = [c for c in json.loads((tmp_path / "run" / "findings.json").read_text())["checks"]
+              if c["rule"] == "dominance"]
+    assert check["outcome"] == "fail" and set(check["cells"]) == {f"T1:{c}:sum(Var2)" for c in published}
+
+
+@pytest.mark.parametrize("old, new, message", [
+    ("5,00;6;5,00", "5,0x;6;5,00", "'Var2' is '5,0x', not a number -- fix: give numbers (a decimal point or comma)"),
+    ("5,00;6;5,00", "5,001;6;5,00", "'Var2' is 5,001, more decimals than <DECIMALS> 2 -- fix: round it, or raise "
+     "<DECIMALS> for Var2"),
+    ("5,00;6;5,00", "5,00;6.5;5,00", "frequency '6.5' is not a count -- fix: give whole numbers 0 or more"),
+    (";U;", ";X;", "'X' is not a tab status code -- fix: use one of ['S', 'P', 'U', 'M', 'E']"),
+    ("U;0,75;0,75", "U;-0,75;0,75", "'LowerProtLevel' is -0,75, below 0 -- fix: give costs and protection levels "
+     "0 or more"),
+    ("U;0,75;0,75", "U;0,75", "10 fields split at ';', the metadata lists 11 variables -- fix: give one field per "
+     "variable of {rda}"),
+])
+def test_a_malformed_tab_line_is_one_error_naming_the_file_line_and_fix(tmp_path, capsys, old, new, message):
+    folder = tmp_path / "tab"
+    shutil.copytree(TAU / "tableinput", folder)
+    lines = (folder / "pp.tab").read_text().splitlines(keepends=True)
+    assert lines[19].startswith('" 2";"Nr";5,00;6;') and old in lines[19]
+    lines[19] = lines[19].replace(old, new)
+    (folder / "pp.tab").write_text("".join(lines))
+    assert run(["import", "tauargus", str(folder / "TestTable.arb"), "-o", str(tmp_path / "out")]) == 2
+    expected = f"{folder / 'pp.tab'}:20: " + message.format(rda=folder / "pp.rda")
+    assert capsys.readouterr().err == f"error: {expected}\n" and not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("column, row, text, words", [
+    ("top", 0, "1 x", "are not whole numbers"),
+    ("contributors", 0, "1", "2 non-zero top contributions but 1 contributors"),
+    ("top", "count", "5 1", "is not a published sum"),
+])
+def test_a_release_s_contributors_are_checked(tmp_path, capsys, column, row, text, words):
+    """The release's contributors and top columns (which the .tab import writes) are read strictly."""
+    out = tmp_path / "out"
+    assert run(["import", "tauargus", str(TAU / "tableinput" / "TestTable.arb"), "-o", str(out)]) == 0
+    release = pd.read_csv(out / "release.csv", dtype=str, keep_default_na=False)
+    i = int(release.index[release.statistic == "count"][0] if row == "count"
+            else release.index[release.statistic == "sum(Var2)"][row])
+    release.loc[i, column] = text
+    release.to_csv(out / "release.csv", index=False)
+    capsys.readouterr()
+    assert run(["run", "--published", str(out / "release.csv"), "-s", str(out / "schema.yaml"), "-t",
+                str(out / "tables.yaml"), "-o", str(tmp_path / "run"), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "release.csv" in err and words in err and "-- fix:" in err and "Traceback" not in err

@@ -3,7 +3,6 @@ format) and a-priori files (``.hst``) as our schema, table schedule and policy: 
 say, mapped as far as our rules reach, and a note for each thing that is not."""
 from __future__ import annotations
 
-from fractions import Fraction
 from pathlib import Path
 
 import pandas as pd
@@ -11,7 +10,7 @@ import pandas as pd
 from ..errors import AuditError
 from ..specs.schema_types import Column
 from .tauargus_files import (Metadata, TableSpec, Variable, beside, hierarchy_file, read_arb, read_hst, read_rda,
-                             read_text)
+                             read_text, scaled)
 from .tauargus_rules import policy, table_rules
 from .written import GEOGRAPHY, UNIT, Imported, default_rules, hierarchy
 
@@ -186,19 +185,8 @@ def _codelist(path: Path, imported: Imported) -> dict[str, str]:
 def _integer(var: Variable, values: pd.Series, imported: Imported) -> tuple[dict, list] | None:
     """An integer column (the response in units of its last decimal), or None when its range is too wide."""
     scale = 10 ** var.decimals
-    out = []
-    for row, text in enumerate(values):
-        try:
-            value = Fraction(text.replace(",", ".")) * scale
-        except (ValueError, ZeroDivisionError):
-            raise AuditError(f"'{var.name}' is '{text}', not a number",
-                             f"{values.attrs.get('path', 'microdata')} record {row + 1}",
-                             "give numbers (a decimal point or comma)") from None
-        if value.denominator != 1:
-            raise AuditError(f"'{var.name}' is {text}, more decimals than <DECIMALS> {var.decimals}",
-                             f"{values.attrs.get('path', 'microdata')} record {row + 1}",
-                             f"round it, or raise <DECIMALS> for {var.name}")
-        out.append(int(value))
+    out = [scaled(text, var.name, var.decimals, f"{values.attrs.get('path', 'microdata')} record {row + 1}")
+           for row, text in enumerate(values)]
     lo, hi = min(out), max(out)
     try:
         Column.integer(var.name, lo, hi)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from fractions import Fraction
 from pathlib import Path
 
 from ..errors import AuditError
@@ -15,6 +16,18 @@ TOTAL = "Total"  # tau-Argus's default total code
 # .hst commands: S safe, U unsafe (primary), P protected (never suppressed), M / ML secondary (hidden),
 # C / W cost, PL protection levels, AB a-priori bounds
 HST_STATUS = {"S": "safe", "U": "unsafe", "P": "protected", "M": "secondary", "ML": "secondary"}
+
+
+def scaled(text: str, name: str, decimals: int, where: str) -> int:
+    """A number of a tau-Argus file (a decimal point or comma) in units of its last of ``decimals``."""
+    try:
+        value = Fraction(text.replace(",", ".")) * 10 ** decimals
+    except (ValueError, ZeroDivisionError):
+        raise AuditError(f"'{name}' is '{text}', not a number", where, "give numbers (a decimal point or comma)") from None
+    if value.denominator != 1:
+        raise AuditError(f"'{name}' is {text}, more decimals than <DECIMALS> {decimals}", where,
+                         f"round it, or raise <DECIMALS> for {name}")
+    return int(value)
 
 
 def read_text(path: Path, what: str) -> list[str]:

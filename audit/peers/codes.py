@@ -43,6 +43,9 @@ TAU_ARGUS_READ = {0: None, 1: PUBLISHED, 2: PUBLISHED, 3: PRIMARY, 4: PRIMARY, 5
                   8: PRIMARY, 9: PRIMARY, 10: PUBLISHED, 11: SECONDARY, 12: SECONDARY, 13: PUBLISHED, 14: STRUCTURAL}
 SBS_READ = {"V": PUBLISHED, "A": PRIMARY, "B": PRIMARY, "C": PRIMARY, "F": PRIMARY, "D": SECONDARY, "-": STRUCTURAL}
 SDCTABLE_READ = {"s": PUBLISHED, "z": PUBLISHED, "u": PRIMARY, "x": SECONDARY, "w": SECONDARY}
+# a pre-tabulated table's (.tab, <STATUS> column) letters: S safe, P protected (forced to publish), U unsafe,
+# M secondary by hand, E empty (an empty cell publishes 0: structural here)
+TAB_READ = {"S": PUBLISHED, "P": PUBLISHED, "U": PRIMARY, "M": SECONDARY, "E": STRUCTURAL}
 SDMX_READ = {"F": PUBLISHED, "A": PRIMARY, "C": PRIMARY, "G": PRIMARY, "M": PRIMARY, "O": PRIMARY, "T": PRIMARY,
              "D": SECONDARY, "S": SECONDARY, "N": SECONDARY, "E": SECONDARY, "X": SECONDARY}
 
@@ -81,11 +84,11 @@ def read(value: str, system: str, where: str) -> str:
         flags = [_flag(primary, where), _flag(suppressed, where)]
         found = (PRIMARY if flags[0] else SECONDARY) if flags[1] else PUBLISHED
     else:
-        table = {"sbs": SBS_READ, "sdctable": SDCTABLE_READ, "sdmx": SDMX_READ}[system]
-        found = table.get(text.upper() if system in ("sbs", "sdmx") else text.lower())
+        table = {"sbs": SBS_READ, "tab": TAB_READ, "sdctable": SDCTABLE_READ, "sdmx": SDMX_READ}[system]
+        found = table.get(text.upper() if system in ("sbs", "tab", "sdmx") else text.lower())
     if found is None:
         known = {"status": STATUSES, "tau_argus": [k for k, v in TAU_ARGUS_READ.items() if v], "sbs": list(SBS_READ),
-                 "sdctable": list(SDCTABLE_READ), "sdmx": list(SDMX_READ), "gauss": ["TRUE", "FALSE"]}[system]
+                 "tab": list(TAB_READ), "sdctable": list(SDCTABLE_READ), "sdmx": list(SDMX_READ), "gauss": ["TRUE", "FALSE"]}[system]
         raise AuditError(f"'{text}' is not a {system} status code", where, f"use one of {list(known)}")
     return found
 
@@ -100,6 +103,7 @@ def _flag(text: str, where: str) -> bool:
 
 
 NAMES = {"status": "status", "tau_argus": "tau-Argus status", "sbs": "tau-Argus SBS status",
+         "tab": "tau-Argus .tab status",
          "sdctable": "sdcTable sdcStatus", "sdmx": "SDMX CONF_STATUS", "gauss": "GaussSuppression primary, suppressed"}
 
 

@@ -43,6 +43,14 @@ class Contributions:
         absolute = np.sort(np.abs(values))[::-1]
         return cls(int(absolute.sum()), len(absolute), tuple(int(x) for x in absolute[:TOP]))
 
+    @classmethod
+    def given(cls, total: int, contributors: int, top) -> "Contributions":
+        """From a published sum ``total``, its count and its largest contributions (as a pre-tabulated table
+        gives them): the absolute total is ``|total|``, or the top's sum where negative contributions make
+        that larger (a smaller total judges the cell no safer than the true one)."""
+        largest = sorted((abs(int(x)) for x in top), reverse=True)
+        return cls(max(abs(int(total)), sum(largest)), int(contributors), tuple(largest[:TOP]))
+
     def to_json(self) -> dict:
         return {"total": self.total, "contributors": self.contributors, "top": list(self.top)}
 

@@ -17,6 +17,7 @@ from ..specs.schedule import MARGIN, Schedule
 from ..specs.schema import Schema
 from . import census_lp, census_lp_reader
 from .constraints import EMPTY, PUBLISHED, STRUCTURAL, SUPPRESSED, UnitRelease, Value
+from .magnitude import Contributions
 from .tabulate import _hide
 
 STATUSES = (PUBLISHED, SUPPRESSED, EMPTY, STRUCTURAL)
@@ -48,8 +49,10 @@ def releases_from_frame(frame: pd.DataFrame, schema: Schema, schedule: Schedule,
     """Check a release table against the schedule and rebuild every unit's published values (and notes).
 
     Columns: ``table``, ``cell``, ``value``, the geography columns each table's level needs, and
-    optionally ``statistic`` (needed when a cell publishes several), ``status`` and ``level``. A value
-    suppressed where no rule of the schedule suppresses it is read as withheld: 0 to N.
+    optionally ``statistic`` (needed when a cell publishes several), ``status`` and ``level``, and for a
+    published sum ``contributors`` and ``top`` (its largest contributions, largest first, space-separated),
+    which the magnitude rules judge. A value suppressed where no rule of the schedule suppresses it is read
+    as withheld: 0 to N.
     """
     missing = [c for c in ("table", "cell", "value") if c not in frame.columns]
     if missing:
@@ -63,9 +66,10 @@ def releases_from_frame(frame: pd.DataFrame, schema: Schema, schedule: Schedule,
     depth = {lv: geo.index(lv) + 1 for lv in schedule.levels}
     absent = [g for g in geo[: max(depth.values())] if g not in frame.columns]
     text = {c: frame[c].where(frame[c].notna(), "").astype(str).tolist() for c in frame.columns
-            if c in ("table", "cell", "value", "statistic", "status", "level") or c in geo}
+            if c in ("table", "cell", "value", "statistic", "status", "level", "contributors", "top") or c in geo}
     found: dict[tuple, Value] = {}
     lines: dict[tuple, int] = {}
+    magnitude: dict[tuple, dict] = {}
     for i in range(len(frame)):
         table = tables.get(text["table"][i].strip())
         if table is None:
@@ -104,7 +108,11 @@ def releases_from_frame(frame: pd.DataFrame, schema: Schema, schedule: Schedule,
                              f"{lines[key] + 2})", "keep one row per published value")
         lines[key] = i
         found[key] = value
-    releases, withheld = _units(found, lines, schedule, name)
+        top = text.get("top", [""] * len(frame))[i].strip()
+        if top or text.get("contributors", [""] * len(frame))[i].strip():
+            magnitude.setdefault((table.level, codes), {})[value.key] = _contributions(
+                value, text.get("contributors", [""] * len(frame))[i], top, name, i)
+    releases, withheld = _units(found, lines, schedule, name, magnitude)
     return releases, ([f"{withheld} values suppressed where no rule of the schedule suppresses them: read as "
                        "withheld (0 to N)"] if withheld else [])
 
@@ -177,9 +185,27 @@ def _value(cell, stat, raw: str, status: str, table, name: str, i: int) -> Value
     return Value(cell, stat, PUBLISHED, value)
 
 
-def _units(found: dict, lines: dict, schedule: Schedule, name: str) -> tuple[list[UnitRelease], int]:
-    """Every unit's values in the schedule's order, and how many are withheld with no rule of the
-    schedule to explain them; a unit lacking a value of its level is an error."""
+def _contributions(value: Value, count: str, top: str, name: str, i: int) -> Contributions:
+    """A published sum's ``contributors`` and ``top`` columns as its contributions (``Contributions.given``)."""
+    if value.stat.kind != "sum" or value.status != PUBLISHED:
+        raise _row_error(name, i, f"contributors are given for {value.key}, which is not a published sum",
+                         "give contributors and top only on published sum rows")
+    try:
+        n, largest = int(count), [int(x) for x in top.split()]
+    except ValueError:
+        raise _row_error(name, i, f"contributors {count!r} and top {top!r} are not whole numbers",
+                         "give the number of contributors and the largest contributions, space-separated") from None
+    if n < sum(x > 0 for x in largest):
+        raise _row_error(name, i, f"{sum(x > 0 for x in largest)} non-zero top contributions but {n} contributors",
+                         "check the contributors and top columns")
+    return Contributions.given(value.value, n, largest)
+
+
+def _units(found: dict, lines: dict, schedule: Schedule, name: str, magnitude: dict | None = None
+           ) -> tuple[list[UnitRelease], int]:
+    """Every unit's values in the schedule's order (with its published sums' contributions from
+    ``magnitude``), and how many are withheld with no rule of the schedule to explain them; a unit lacking
+    a value of its level is an error."""
     units = sorted({(lv, codes) for lv, codes, _, _ in found}, key=lambda u: (schedule.levels.index(u[0]), u[1]))
     per_unit = getattr(schedule, "suppress", None) or {}
     known = {"/".join(codes) for _, codes in units}
@@ -213,7 +239,8 @@ def _units(found: dict, lines: dict, schedule: Schedule, name: str) -> tuple[lis
                     else:
                         value = replace(value, cell=cell)
                     values.append(value)
-        out.append(UnitRelease(level, codes, tuple(values), {t.id: t.protection for t in tables}))
+        out.append(UnitRelease(level, codes, tuple(values), {t.id: t.protection for t in tables},
+                               (magnitude or {}).get((level, codes), {})))
     return out, withheld
 
 
