@@ -69,12 +69,18 @@ def as_values(problem: Problem, names: tuple[str, ...], prior_rows=None):
 
 def boxes(problem: Problem) -> list[Predicate] | None:
     """The value classes of ``problem``: per column, its atoms grouped by the value cells' clauses, and
-    their product; None past :data:`MAX_BOXES`."""
+    their product; None past :data:`MAX_BOXES`. A bracket of a wide column whose values are published
+    (income bands, :attr:`~audit.problem.build.Domain.source`) is split atom by atom: the true values a
+    class hands its rows then lie in the bracket those rows have."""
     sets: dict[str, list[frozenset]] = {}
     for c in problem.values:
         for name, atoms in c.predicate.clauses:
             if atoms not in sets.setdefault(name, []):
                 sets[name].append(atoms)
+    published = {c.statistic.column for c in problem.values}
+    for d in problem.domains:
+        if d.source and d.source in published:
+            sets[d.name] = [frozenset([a]) for a in range(len(d))]
     parts = []
     for name, clauses in sets.items():
         blocks: dict[tuple, list[int]] = {}
