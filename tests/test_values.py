@@ -299,3 +299,88 @@ def test_value_classes_must_split_the_brackets():
         twin = strict(wide, classes) or replace(wide, values=())
         broken += any(problem.violations(banded(rows, problem, wide, classes)) for rows in all_datasets(twin))
     assert broken
+
+
+BRACKETS = """\
+  incgrp:
+    from: income
+    bins:
+      - {code: "<10k", max: 9999, label: "Under $10,000"}
+      - {code: 10k-50k, min: 10000, max: 49999}
+      - {code: 50k+, min: 50000}
+  incgrp2: {from: incgrp, map: {low: ["<10k"], high: [10k-50k, 50k+]}}
+"""
+BRACKET_TABLES = """\
+protection: {suppress_below: 5, complementary: true}
+tables:
+  - {id: SEXAGE, geography: puma, by: [sex, agegrp]}
+  - {id: INCBR, geography: puma, by: [incgrp, sex, agegrp]}
+  - {id: INCOME, geography: puma, by: [incgrp, sex], stats: [count, mean(income), median(income)], decimals: 0}
+  - {id: EMPBR, geography: puma, by: [employed, incgrp2], universe: {incgrp: [10k-50k, 50k+]}}
+"""
+
+
+def _brackets(tmp_path: Path) -> tuple[Path, Path, Path, pd.DataFrame]:
+    """PUMA 1107, the Fulton schema with income brackets (and a map recode grouping them), and tables of them."""
+    frame = pd.read_csv(FULTON / "data.csv")
+    puma = frame[frame.puma == 1107]
+    puma.to_csv(tmp_path / "puma1107.csv", index=False)
+    (tmp_path / "schema.yaml").write_text((FULTON / "schema.yaml").read_text() + BRACKETS)
+    (tmp_path / "tables.yaml").write_text(BRACKET_TABLES)
+    return tmp_path / "puma1107.csv", tmp_path / "schema.yaml", tmp_path / "tables.yaml", puma
+
+
+@pytest.mark.filterwarnings("ignore:.*no table publishes")
+def test_income_brackets_are_tabulated_from_dollars(tmp_path):
+    """A bins recode of a wide column is a categorical column of the problem, computed from the dollars."""
+    from audit.inputs import load_inputs
+    data, schema, tables, puma = _brackets(tmp_path)
+    inputs = load_inputs(data, schema, tables)
+    (release,) = inputs.release()
+    values = {v.key: v.value for v in release.values}
+    rich = puma[puma.income >= 50_000]
+    assert values["INCOME:50k+,1:count"] == (rich.sex == 1).sum()
+    assert values["INCOME:50k+,1:mean(income)"] == round(rich[rich.sex == 1].income.mean())
+    assert values["INCOME:<10k,*:median(income)"] == puma[puma.income < 10_000].income.median()
+    assert values["EMPBR:1,high:count"] == ((puma.employed == 1) & (puma.income >= 10_000)).sum()
+    (problem,) = inputs.problems()
+    band = problem.domains[problem.index("incgrp")]
+    assert "income" not in problem.names and band.source == "income" and len(band) == 3
+    assert any("incgrp" in b.columns for b in boxes(problem))
+
+
+def test_a_fulton_puma_publishes_income_brackets(tmp_path):
+    """`audit run` on a PUMA with income-bracket tables (counts, and means and medians in dollars by bracket):
+    done, nothing undecided, claims naming the brackets."""
+    data, schema, tables, _ = _brackets(tmp_path)
+    done = subprocess.run([sys.executable, "-m", "audit", "run", str(data), "-s", str(schema), "-t", str(tables),
+                           "-o", str(tmp_path / "out")], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert done.returncode in (0, 1), done.stderr
+    (unit,) = json.loads((tmp_path / "out" / "findings.json").read_text())["units"]
+    assert (unit["rows"], unit["status"], unit["summary"]["undecided"]) == (2983, "done", 0)
+    claims = pd.read_csv(tmp_path / "out" / "claims.csv.gz", dtype=str)
+    assert claims.incgrp.isin(["<10k", "10k-50k", "50k+"]).any() and claims.income.isna().all()
+
+
+@pytest.mark.parametrize("bins, message", [
+    ("[{code: a, max: 9999}, {code: b, min: 10001}]", "bin 'b' starts at 10,001, not 10,000: the bins of a wide "
+     "column must cover -19,999..9,999,999 in ascending order, without gaps or overlaps"),
+    ("[{code: a, max: 9999}, {code: b, min: 10000, max: 50000}]", "the last bin ends at 50,000, not at the end of "
+     "'income' (9,999,999): every row must fall in a bin"),
+    ("[{code: a, max: 9999}, {code: a, min: 10000}]", "code 'a' is listed twice"),
+])
+def test_income_brackets_must_cover_the_column(tmp_path, bins, message):
+    from audit.specs.schema import load_schema
+    (tmp_path / "schema.yaml").write_text((FULTON / "schema.yaml").read_text() + f"  incgrp: {{from: income, bins: {bins}}}\n")
+    with pytest.raises(AuditError) as err:
+        load_schema(tmp_path / "schema.yaml")
+    assert message in err.value.message
+
+
+def test_one_bins_recode_per_wide_column(tmp_path):
+    from audit.specs.schema import load_schema
+    (tmp_path / "schema.yaml").write_text((FULTON / "schema.yaml").read_text() + BRACKETS
+                                          + "  inc2: {from: income, bins: [{code: a, max: 0}, {code: b, min: 1}]}\n")
+    with pytest.raises(AuditError, match="'incgrp' already bins the wide column 'income'") as err:
+        load_schema(tmp_path / "schema.yaml")
+    assert "map recode from 'incgrp'" in err.value.fix
