@@ -13,6 +13,10 @@ boxes of the atoms their predicates tell apart, every such cell's rows a union o
   the problem's with each box's count fixed to the truth's (:func:`strict`);
 * anything else is undecided.
 
+Brackets of a wide column (a ``bins`` recode from it, :attr:`~audit.problem.build.Domain.source`) are a
+categorical column of the count model; :func:`boxes` splits them atom by atom when their column's values
+are published, so a class's true values lie in the brackets of the rows they are handed.
+
 The counts alone decide the unit in histogram space at any number of persons; the existing
 row-slot encoding of numeric cells stays for columns of up to 10,000 values, where it is exact.
 """
