@@ -148,7 +148,7 @@ class Schema:
                              f"over {MAX_INTEGER_VALUES:,} values can only be summed, averaged or its median "
                              "published (stats), not selected on", where,
                              f"select on a bins recode of '{name}' (brackets, e.g. {name}grp: {{from: {name}, bins: "
-                             f"[{{code: low, max: 9999}}, {{code: high, min: 10000}}]}}), or give '{name}' at most "
+                             f"[{{code: low, max: 9999}}, {{code: high, min: 10000}}]}}), or narrow '{name}' to at most "
                              f"{MAX_INTEGER_VALUES:,} values (e.g. in thousands of dollars)")
         if isinstance(spec, Mapping):
             if col.kind != "integer" or not set(spec) <= {"min", "max"}:
