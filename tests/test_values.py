@@ -253,7 +253,8 @@ def test_bracket_verdicts_are_sound_against_brute_force(seed):
     (ages within their bands) reproducing the whole release; none refuted there is verified by the oracle."""
     problem = bracket_problem(seed)
     age = len(problem.domains) - 1
-    exact = {c for c in verified_claims(problem, all_datasets(problem)) if age not in c.columns}
+    datasets = all_datasets(problem)
+    exact = {c for c in verified_claims(problem, datasets) if age not in c.columns}
     wide = bracketed(problem)
     result = audit_unit(wide, ExactOptions(samples=4, explain="none"))
     verified, undecided = {v.claim for v in result.verified}, {v.claim for v in result.undecided}
@@ -261,6 +262,12 @@ def test_bracket_verdicts_are_sound_against_brute_force(seed):
     refuted = set(ClaimTable.of_truth(wide.truth, list(wide.sizes)).claims) - verified - undecided
     assert len(refuted) == result.refuted
     assert not refuted & exact, "refuted only where some dataset reproducing the whole release differs"
+    cells = {c.key: c for c in problem.constraints}
+    for key, iv in (result.intervals or {}).items():  # outer bounds; exact where certified
+        cell = cells.get(key) or cells[f"{key}:{iv.stat or 'count'}"]
+        seen = [problem.value(d, cell) for d in datasets]
+        assert iv.lo <= min(seen) and max(seen) <= iv.hi
+        assert not iv.certified or (iv.lo, iv.hi) == (min(seen), max(seen))
 
 
 @pytest.mark.parametrize("seed", range(40))
