@@ -18,6 +18,7 @@ from audit.attacks.values import boxes, strict
 from audit.errors import AuditError
 from audit.problem.build import Domain, Problem
 from audit.problem.claims import ClaimTable
+from audit.specs.query import Predicate
 from audit.specs.schema_types import MAX_INTEGER_VALUES, Column
 
 from _oracle import _random_predicate, all_datasets, published, verified_claims
@@ -215,3 +216,178 @@ def test_a_published_release_refutes_nothing_through_its_counts(seed):
     result = attack_unit(replace(widened(problem), truth=None), ExactOptions(samples=4, explain="none"))
     assert result.refuted == 0
     assert all(v.claim.count(d) == v.claim.m for v in result.verified for d in datasets)
+
+
+def bracket_problem(seed: int) -> Problem:
+    """Categorical columns, a bracket column ``band`` binning ``age`` (last; bands kept by edits), cells
+    selecting on the categorical columns and ``band`` only, each publishing a count and some of sum, mean
+    and median of ``age``, from a random truth of up to 4 rows."""
+    rng = np.random.default_rng(9000 + seed)
+    domains = [Domain(f"c{i}", (frozenset([0]), frozenset([1])), ("0", "1")) for i in range(int(rng.integers(1, 3)))]
+    start = int(rng.integers(-3, 4))
+    ages = list(range(start, start + int(rng.integers(3, 5))))
+    cuts = sorted(rng.choice(np.arange(1, len(ages)), size=int(rng.integers(1, min(3, len(ages)))), replace=False))
+    bands = [ages[a:b] for a, b in zip([0, *cuts], [*cuts, len(ages)])]
+    domains.append(Domain("band", tuple(frozenset([b]) for b in range(len(bands))), tuple(map(str, range(len(bands))))))
+    domains.append(Domain("age", tuple(frozenset([v]) for v in ages), tuple(map(str, ages)), True))
+    edits = tuple(Predicate.of({"band": {b}, "age": {i for i, v in enumerate(ages) if v not in band}})
+                  for b, band in enumerate(bands))
+    n = int(rng.integers(1, 5))
+    truth = np.column_stack([rng.integers(0, len(d), size=n) for d in domains]).astype(np.int64)
+    truth[:, -2] = [next(b for b, band in enumerate(bands) if ages[a] in band) for a in truth[:, -1]]
+    shell = Problem("block", ("1",), tuple(domains), (n, n), (), edits)
+    cons = [c for cell in range(int(rng.integers(2, 5)))
+            for c in published(rng, shell, truth, _random_predicate(rng, domains[:-1]), f"T:{cell}", True)]
+    return Problem("block", ("1",), tuple(domains), (n, n), tuple(cons), edits, truth)
+
+
+def bracketed(problem: Problem, source: str = "age") -> Problem:
+    """``problem`` with ``age`` wide and ``band`` its bracket column (computed from it: no edit needed)."""
+    wide = replace(widened(problem), edits=())
+    return replace(wide, domains=tuple(replace(d, source=source) if d.name == "band" else d for d in wide.domains))
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_bracket_verdicts_are_sound_against_brute_force(seed):
+    """Income brackets of a wide column: every claim verified through the counts holds in every dataset
+    (ages within their bands) reproducing the whole release; none refuted there is verified by the oracle."""
+    problem = bracket_problem(seed)
+    age = len(problem.domains) - 1
+    datasets = all_datasets(problem)
+    exact = {c for c in verified_claims(problem, datasets) if age not in c.columns}
+    wide = bracketed(problem)
+    result = audit_unit(wide, ExactOptions(samples=4, explain="none"))
+    verified, undecided = {v.claim for v in result.verified}, {v.claim for v in result.undecided}
+    assert verified <= exact
+    refuted = set(ClaimTable.of_truth(wide.truth, list(wide.sizes)).claims) - verified - undecided
+    assert len(refuted) == result.refuted
+    assert not refuted & exact, "refuted only where some dataset reproducing the whole release differs"
+    cells = {c.key: c for c in problem.constraints}
+    for key, iv in (result.intervals or {}).items():  # outer bounds; exact where certified
+        cell = cells.get(key) or cells[f"{key}:{iv.stat or 'count'}"]
+        seen = [problem.value(d, cell) for d in datasets]
+        assert iv.lo <= min(seen) and max(seen) <= iv.hi
+        assert not iv.certified or (iv.lo, iv.hi) == (min(seen), max(seen))
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_bracket_value_classes_complete_to_the_release(seed):
+    """Split band by band, every value class hands its rows true ages within their band: each dataset of the
+    strict count problem so completed keeps every edit (band = bin of age) and reproduces the release."""
+    problem = bracket_problem(seed)
+    wide = bracketed(problem)
+    classes = boxes(wide)
+    twin = strict(wide, classes) or replace(wide, values=())
+    for rows in all_datasets(twin):
+        assert problem.violations(banded(rows, problem, wide, classes)) == []
+
+
+def banded(rows: np.ndarray, problem: Problem, wide: Problem, classes) -> np.ndarray:
+    """A count dataset completed: with no published ages, each row the least age of its band; else
+    :func:`completed` (the true ages value class by value class)."""
+    if wide.values:
+        return completed(rows, problem, classes)
+    band, age = len(problem.domains) - 2, problem.domains[-1]
+    def allowed(b: int, i: int) -> bool:
+        return not any(problem.row_mask(np.array([[*[0] * band, b, i]]), e).any() for e in problem.edits)
+
+    least = [min(i for i in range(len(age)) if allowed(b, i)) for b in range(problem.sizes[band])]
+    return np.column_stack([rows, np.array([least[b] for b in rows[:, band]], dtype=np.int64).reshape(len(rows))])
+
+
+def test_value_classes_must_split_the_brackets():
+    """Without the band-by-band split some strict dataset takes ages outside its rows' bands: the split is
+    what makes the refutations sound (a guard that the bracket's source reaches the value classes)."""
+    broken = 0
+    for seed in range(40):
+        problem = bracket_problem(seed)
+        wide = bracketed(problem, source="")
+        classes = boxes(wide)
+        twin = strict(wide, classes) or replace(wide, values=())
+        broken += any(problem.violations(banded(rows, problem, wide, classes)) for rows in all_datasets(twin))
+    assert broken
+
+
+BRACKETS = """\
+  incgrp:
+    from: income
+    bins:
+      - {code: "<10k", max: 9999, label: "Under $10,000"}
+      - {code: 10k-50k, min: 10000, max: 49999}
+      - {code: 50k+, min: 50000}
+  incgrp2: {from: incgrp, map: {low: ["<10k"], high: [10k-50k, 50k+]}}
+"""
+BRACKET_TABLES = """\
+protection: {suppress_below: 5, complementary: true}
+tables:
+  - {id: SEXAGE, geography: puma, by: [sex, agegrp]}
+  - {id: INCBR, geography: puma, by: [incgrp, sex, agegrp]}
+  - {id: INCOME, geography: puma, by: [incgrp, sex], stats: [count, mean(income), median(income)], decimals: 0}
+  - {id: EMPBR, geography: puma, by: [employed, incgrp2], universe: {incgrp: [10k-50k, 50k+]}}
+"""
+
+
+def _brackets(tmp_path: Path) -> tuple[Path, Path, Path, pd.DataFrame]:
+    """PUMA 1107, the Fulton schema with income brackets (and a map recode grouping them), and tables of them."""
+    frame = pd.read_csv(FULTON / "data.csv")
+    puma = frame[frame.puma == 1107]
+    puma.to_csv(tmp_path / "puma1107.csv", index=False)
+    (tmp_path / "schema.yaml").write_text((FULTON / "schema.yaml").read_text() + BRACKETS)
+    (tmp_path / "tables.yaml").write_text(BRACKET_TABLES)
+    return tmp_path / "puma1107.csv", tmp_path / "schema.yaml", tmp_path / "tables.yaml", puma
+
+
+@pytest.mark.filterwarnings("ignore:.*no table publishes")
+def test_income_brackets_are_tabulated_from_dollars(tmp_path):
+    """A bins recode of a wide column is a categorical column of the problem, computed from the dollars."""
+    from audit.inputs import load_inputs
+    data, schema, tables, puma = _brackets(tmp_path)
+    inputs = load_inputs(data, schema, tables)
+    (release,) = inputs.release()
+    values = {v.key: v.value for v in release.values}
+    rich = puma[puma.income >= 50_000]
+    assert values["INCOME:50k+,1:count"] == (rich.sex == 1).sum()
+    assert values["INCOME:50k+,1:mean(income)"] == round(rich[rich.sex == 1].income.mean())
+    assert values["INCOME:<10k,*:median(income)"] == puma[puma.income < 10_000].income.median()
+    assert values["EMPBR:1,high:count"] == ((puma.employed == 1) & (puma.income >= 10_000)).sum()
+    (problem,) = inputs.problems()
+    band = problem.domains[problem.index("incgrp")]
+    assert "income" not in problem.names and band.source == "income" and len(band) == 3
+    assert any("incgrp" in b.columns for b in boxes(problem))
+
+
+def test_a_fulton_puma_publishes_income_brackets(tmp_path):
+    """`audit run` on a PUMA with income-bracket tables (counts, and means and medians in dollars by bracket):
+    done, nothing undecided, claims naming the brackets."""
+    data, schema, tables, _ = _brackets(tmp_path)
+    done = subprocess.run([sys.executable, "-m", "audit", "run", str(data), "-s", str(schema), "-t", str(tables),
+                           "-o", str(tmp_path / "out")], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert done.returncode in (0, 1), done.stderr
+    (unit,) = json.loads((tmp_path / "out" / "findings.json").read_text())["units"]
+    assert (unit["rows"], unit["status"], unit["summary"]["undecided"]) == (2983, "done", 0)
+    claims = pd.read_csv(tmp_path / "out" / "claims.csv.gz", dtype=str)
+    assert claims.incgrp.isin(["<10k", "10k-50k", "50k+"]).any() and claims.income.isna().all()
+
+
+@pytest.mark.parametrize("bins, message", [
+    ("[{code: a, max: 9999}, {code: b, min: 10001}]", "bin 'b' starts at 10,001, not 10,000: the bins of a wide "
+     "column must cover -19,999..9,999,999 in ascending order, without gaps or overlaps"),
+    ("[{code: a, max: 9999}, {code: b, min: 10000, max: 50000}]", "the last bin ends at 50,000, not at the end of "
+     "'income' (9,999,999): every row must fall in a bin"),
+    ("[{code: a, max: 9999}, {code: a, min: 10000}]", "code 'a' is listed twice"),
+])
+def test_income_brackets_must_cover_the_column(tmp_path, bins, message):
+    from audit.specs.schema import load_schema
+    (tmp_path / "schema.yaml").write_text((FULTON / "schema.yaml").read_text() + f"  incgrp: {{from: income, bins: {bins}}}\n")
+    with pytest.raises(AuditError) as err:
+        load_schema(tmp_path / "schema.yaml")
+    assert message in err.value.message
+
+
+def test_one_bins_recode_per_wide_column(tmp_path):
+    from audit.specs.schema import load_schema
+    (tmp_path / "schema.yaml").write_text((FULTON / "schema.yaml").read_text() + BRACKETS
+                                          + "  inc2: {from: income, bins: [{code: a, max: 0}, {code: b, min: 1}]}\n")
+    with pytest.raises(AuditError, match="'incgrp' already bins the wide column 'income'") as err:
+        load_schema(tmp_path / "schema.yaml")
+    assert "map recode from 'incgrp'" in err.value.fix

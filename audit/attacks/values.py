@@ -13,6 +13,10 @@ boxes of the atoms their predicates tell apart, every such cell's rows a union o
   the problem's with each box's count fixed to the truth's (:func:`strict`);
 * anything else is undecided.
 
+Brackets of a wide column (a ``bins`` recode from it, :attr:`~audit.problem.build.Domain.source`) are a
+categorical column of the count model; :func:`boxes` splits them atom by atom when their column's values
+are published, so a class's true values lie in the brackets of the rows they are handed.
+
 The counts alone decide the unit in histogram space at any number of persons; the existing
 row-slot encoding of numeric cells stays for columns of up to 10,000 values, where it is exact.
 """
@@ -69,12 +73,18 @@ def as_values(problem: Problem, names: tuple[str, ...], prior_rows=None):
 
 def boxes(problem: Problem) -> list[Predicate] | None:
     """The value classes of ``problem``: per column, its atoms grouped by the value cells' clauses, and
-    their product; None past :data:`MAX_BOXES`."""
+    their product; None past :data:`MAX_BOXES`. A bracket of a wide column whose values are published
+    (income bands, :attr:`~audit.problem.build.Domain.source`) is split atom by atom: the true values a
+    class hands its rows then lie in the bracket those rows have."""
     sets: dict[str, list[frozenset]] = {}
     for c in problem.values:
         for name, atoms in c.predicate.clauses:
             if atoms not in sets.setdefault(name, []):
                 sets[name].append(atoms)
+    published = {c.statistic.column for c in problem.values}
+    for d in problem.domains:
+        if d.source and d.source in published:
+            sets[d.name] = [frozenset([a]) for a in range(len(d))]
     parts = []
     for name, clauses in sets.items():
         blocks: dict[tuple, list[int]] = {}

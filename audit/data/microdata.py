@@ -94,7 +94,8 @@ def load_microdata(path: str | Path, schema: Schema) -> pd.DataFrame:
 
 def validate(frame: pd.DataFrame, schema: Schema, name: str = "<data>") -> pd.DataFrame:
     """Check columns and domains; the error names the first bad row (1-based data row and file line)."""
-    needed = list(schema.geography) + list(schema.names) + ([schema.contributor] if schema.contributor else [])
+    needed = (list(schema.geography) + [c.name for c in schema.columns if not c.source]
+              + ([schema.contributor] if schema.contributor else []))
     missing = [c for c in needed if c not in frame.columns]
     if missing:
         raise AuditError(f"missing column(s) {missing}; the file has {list(frame.columns)}", name,
@@ -114,6 +115,8 @@ def validate(frame: pd.DataFrame, schema: Schema, name: str = "<data>") -> pd.Da
     if schema.contributor:  # ids only group a contributor's rows for the magnitude rules; any text will do
         out[schema.contributor] = frame[schema.contributor].astype(str).to_numpy()
     for col in schema.columns:
+        if col.source:  # a bracket of a wide column: computed from it below, never read
+            continue
         raw = frame[col.name]
         if col.kind == "integer":
             values = pd.to_numeric(raw, errors="coerce")
@@ -130,6 +133,9 @@ def validate(frame: pd.DataFrame, schema: Schema, name: str = "<data>") -> pd.Da
                              f"correct the value, or widen '{col.name}' in {schema.source}"
                              + (f" ({int(bad.sum())} rows affected)" if bad.sum() > 1 else ""))
         out[col.name] = values.astype(int).to_numpy() if col.kind == "integer" else values.to_numpy()
+    for col in schema.columns:
+        if col.source:
+            out[col.name] = col.bracket(out[col.source].to_numpy())
     _check_edits(out, schema, name)
     return out
 

@@ -25,6 +25,7 @@ class Domain:
     atoms: tuple[frozenset, ...]
     labels: tuple[str, ...]
     numeric: bool = False
+    source: str = ""  # a bracket column's wide column (:attr:`~audit.specs.schema_types.Column.source`)
 
     def __post_init__(self):
         if len(self.atoms) != len(self.labels) or not self.atoms:
@@ -78,7 +79,7 @@ def domains_for(schema: Schema, predicates: list[Predicate], numeric: set[str]) 
         for c in col.codes:
             blocks.setdefault(signature[c], []).append(c)
         atoms = tuple(frozenset(b) for b in blocks.values())
-        out.append(Domain(col.name, atoms, tuple(_atom_label(a, col.codes) for a in atoms)))
+        out.append(Domain(col.name, atoms, tuple(_atom_label(a, col.codes) for a in atoms), source=col.source))
     return tuple(out)
 
 
@@ -87,7 +88,7 @@ _DOMAINS: dict = {}
 
 def _domains_cached(schema: Schema, predicates: list[Predicate], numeric: set[str]) -> tuple[Domain, ...]:
     """:func:`domains_for`, remembered: a streamed run builds problems piece by piece with one schedule."""
-    key = (tuple((c.name, c.codes) for c in schema.columns), tuple(predicates), frozenset(numeric))
+    key = (tuple((c.name, c.codes, c.source) for c in schema.columns), tuple(predicates), frozenset(numeric))
     if key not in _DOMAINS:
         if len(_DOMAINS) > 64:
             _DOMAINS.clear()

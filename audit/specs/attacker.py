@@ -111,7 +111,7 @@ def attribute(schema, name: str) -> Attribute:
     if col.wide:
         raise AuditError(f"'{name}' has {len(col.codes):,} values: an attacker model cannot name a column that "
                          "is only summed, averaged or its median published", name,
-                         f"name a recode of a narrower column, or give '{name}' at most 10,000 values")
+                         f"name a bins recode of it (its brackets), or give '{name}' at most 10,000 values")
     return Attribute(name, name, tuple(str(c) for c in col.codes), tuple((c,) for c in col.codes))
 
 

@@ -136,6 +136,7 @@ def _warn_unpublished(schema: Schema, tables: list[Table], source: str) -> None:
              for col in (*c.predicate.columns, *(s.column for s in c.stats if s.column))}
     if schema.attacker is not None:
         named |= {a.column for a in (*schema.attacker.quasi_identifiers, *schema.attacker.sensitive)}
+    named |= {c.source for c in schema.columns if c.name in named and c.source}  # a bracket publishes its column
     idle = [name for name in schema.names if name not in named]
     if idle:
         warnings.warn(f"{source}: no table publishes the schema column(s) {', '.join(idle)} (in by, where, "

@@ -53,8 +53,14 @@ def load_schema(path: str | Path) -> Schema:
     if not isinstance(recodes, Mapping):
         raise doc.error("recodes must map a new column name to {from, bins or map}", "recodes",
                         fix="e.g. recodes: {agegrp: {from: age, bins: [{code: child, min: 0, max: 17}]}}")
-    recodes = [_load_recode(doc, schema, doc.code(name, "recodes", name, key=True), spec, name)
-               for name, spec in recodes.items()]
+    loaded = []
+    for name, spec in recodes.items():  # a bins recode of a wide column is a column of its own (a bracket)
+        got = _load_recode(doc, schema, doc.code(name, "recodes", name, key=True), spec, name)
+        if isinstance(got, Column):
+            schema = replace(schema, columns=schema.columns + (got,))
+        else:
+            loaded.append(got)
+    columns, recodes = list(schema.columns), loaded
     hierarchies = data.get("hierarchies") or {}
     if not isinstance(hierarchies, Mapping):
         raise doc.error("hierarchies must map a name to {from: COLUMN, children: {node: [codes]}} or {from, hrc}",
@@ -171,7 +177,8 @@ def _load_domain(doc: Located, name: str, spec: Mapping, here: tuple) -> Column:
     return Column(name, "categorical", tuple(codes), {c: str(label) for c, label in pairs})
 
 
-def _load_recode(doc: Located, schema: Schema, name: str, spec: Any, key: Any) -> Recode:
+def _load_recode(doc: Located, schema: Schema, name: str, spec: Any, key: Any) -> Recode | Column:
+    """A recode; a bins recode of a wide column: a bracket column (:func:`_load_brackets`)."""
     here = ("recodes", key)
     if not isinstance(spec, Mapping) or "from" not in spec or ("bins" in spec) == ("map" in spec):
         raise doc.error("a recode needs 'from: COLUMN' and either 'bins:' or 'map:'", *here,
@@ -180,6 +187,8 @@ def _load_recode(doc: Located, schema: Schema, name: str, spec: Any, key: Any) -
     if source not in schema.names:
         raise doc.error(f"unknown column '{source}'", *here, "from", fix=f"use one of {list(schema.names)}")
     col = schema.column(source)
+    if col.wide and "bins" in spec:
+        return _load_brackets(doc, schema, name, col, spec["bins"], here)
     groups: dict[str, frozenset] = {}
     labels: dict[str, str] = {}
     if "bins" in spec:
@@ -215,6 +224,44 @@ def _load_recode(doc: Located, schema: Schema, name: str, spec: Any, key: Any) -
             raise doc.error(f"code '{code}' overlaps an earlier one", *here, fix="recode groups must not overlap")
         seen |= values
     return Recode(name, source, groups, labels)
+
+
+def _load_brackets(doc: Located, schema: Schema, name: str, col: Column, bins: Any, here: tuple) -> Column:
+    """Brackets of a wide column (income bands): a categorical column computed from it row by row, its
+    bins in ascending order covering the whole domain (every row falls in one); one per wide column."""
+    fix = (f"e.g. bins: [{{code: low, max: 9999}}, {{code: mid, min: 10000, max: 49999}}, {{code: high, min: 50000}}] "
+           f"(the first bin's min and the last one's max default to the ends of '{col.name}')")
+    if not isinstance(bins, list) or not bins:
+        raise doc.error("bins need a list of {code, min, max}", *here, "bins", fix=fix)
+    if name in schema.names or name in schema.geography:
+        raise doc.error(f"'{name}' is defined twice", *here, fix="rename the recode")
+    other = next((c.name for c in schema.columns if c.source == col.name), None)
+    if other:
+        raise doc.error(f"'{other}' already bins the wide column '{col.name}'; one bins recode per wide column",
+                        *here, "from", fix=f"group the brackets further with a map recode from '{other}'")
+    codes, bounds, labels = [], [], {}
+    for i, b in enumerate(bins):
+        if not isinstance(b, Mapping) or "code" not in b or set(b) - {"code", "min", "max", "label"}:
+            raise doc.error("each bin needs a code, and min and max except at the ends", *here, "bins", i, fix=fix)
+        code = doc.code(b["code"], *here, "bins", i, "code")
+        lo, hi = b.get("min", col.codes[0] if i == 0 else None), b.get("max", col.codes[-1] if i == len(bins) - 1 else None)
+        expected = col.codes[0] if i == 0 else bounds[-1][1] + 1
+        if not is_int(lo) or not is_int(hi) or lo > hi:
+            raise doc.error(f"bin '{code}' needs integer min <= max (only the first bin may leave out min, the last max)",
+                            *here, "bins", i, fix=fix)
+        if lo != expected:
+            raise doc.error(f"bin '{code}' starts at {lo:,}, not {expected:,}: the bins of a wide column must cover "
+                            f"{col.codes[0]:,}..{col.codes[-1]:,} in ascending order, without gaps or overlaps",
+                            *here, "bins", i, "min", fix=f"give bin '{code}' min: {expected}, or add a bin before it")
+        if code in codes:
+            raise doc.error(f"code '{code}' is listed twice", *here, "bins", i, "code", fix="give each bin its own code")
+        codes.append(code)
+        bounds.append((lo, hi))
+        labels[code] = str(b.get("label", code))
+    if bounds[-1][1] != col.codes[-1]:
+        raise doc.error(f"the last bin ends at {bounds[-1][1]:,}, not at the end of '{col.name}' ({col.codes[-1]:,}): "
+                        "every row must fall in a bin", *here, "bins", len(bins) - 1, fix="leave out its max")
+    return Column(name, "categorical", tuple(codes), labels, source=col.name, bounds=tuple(bounds))
 
 
 def infer_schema(frame: pd.DataFrame, geography: list[str], unit: str = "person") -> Schema:

@@ -24,12 +24,27 @@ class Column:
     codes: tuple | range = ()  # a wide integer column's codes are a range, never enumerated
     labels: Mapping[Any, str] = field(default_factory=dict)
     title: str = ""  # how reports name the column ("Age"); empty: the labels speak for themselves
+    source: str = ""  # a bracket column: the wide column whose values its codes bin (computed, not read)
+    bounds: tuple[tuple[int, int], ...] = ()  # a bracket column: each code's min and max of ``source``
 
     def __post_init__(self):
         if self.kind not in ("categorical", "integer"):
             raise ValueError(f"column {self.name}: kind must be categorical or integer")
         if not self.codes:
             raise ValueError(f"column {self.name}: empty domain")
+        if bool(self.source) != bool(self.bounds) or (self.source and (
+                self.kind != "categorical" or len(self.bounds) != len(self.codes)
+                or any(lo > hi for lo, hi in self.bounds)
+                or any(a[1] + 1 != b[0] for a, b in zip(self.bounds, self.bounds[1:])))):
+            raise ValueError(f"column {self.name}: a bracket column needs one (min, max) per code, ascending and adjacent")
+
+    def bracket(self, values) -> "np.ndarray":
+        """The code of each value of :attr:`source` (a bracket column; every value within some bin)."""
+        import numpy as np
+
+        values = np.asarray(values, dtype=np.int64)
+        at = np.searchsorted(np.array([lo for lo, _ in self.bounds], dtype=np.int64), values, side="right") - 1
+        return np.asarray(self.codes, dtype=object)[at]
 
     @classmethod
     def integer(cls, name: str, lo: int, hi: int, where: str | None = None) -> "Column":
@@ -132,7 +147,8 @@ class Schema:
             raise AuditError(f"'{name}' has {len(col.codes):,} values ({col.codes[0]}..{col.codes[-1]}): a column "
                              f"over {MAX_INTEGER_VALUES:,} values can only be summed, averaged or its median "
                              "published (stats), not selected on", where,
-                             f"select on a recode of a narrower column, or give '{name}' at most "
+                             f"select on a bins recode of '{name}' (brackets, e.g. {name}grp: {{from: {name}, bins: "
+                             f"[{{code: low, max: 9999}}, {{code: high, min: 10000}}]}}), or narrow '{name}' to at most "
                              f"{MAX_INTEGER_VALUES:,} values (e.g. in thousands of dollars)")
         if isinstance(spec, Mapping):
             if col.kind != "integer" or not set(spec) <= {"min", "max"}:
