@@ -38,7 +38,7 @@ class Column:
                 or any(a[1] + 1 != b[0] for a, b in zip(self.bounds, self.bounds[1:])))):
             raise ValueError(f"column {self.name}: a bracket column needs one (min, max) per code, ascending and adjacent")
 
-    def bracket(self, values) -> "np.ndarray":
+    def bracket(self, values):
         """The code of each value of :attr:`source` (a bracket column; every value within some bin)."""
         import numpy as np
 
