@@ -91,6 +91,9 @@ def test_audit_run_with_the_defaults_on_the_import(cellkey, tmp_path):
     assert share <= 0.85
     for rule in ("dominance", "p_percent"):
         assert checks[rule]["outcome"] == "pass" and "(44 published sums)" in checks[rule]["message"]
+    # T2 publishes only sums: the counts they imply are constraints, not hidden cells judged by protection_levels
+    assert checks["protection_levels"]["outcome"] == "pass"
+    assert not any(k.startswith("T2:") and k.count(":") == 1 for u in doc["units"] for k in u.get("intervals", {}))
 
 
 def test_an_import_never_overwrites_without_force_nor_writes_over_an_input(cellkey, tmp_path, capsys):

@@ -151,3 +151,26 @@ def test_a_bound_search_out_of_queries_keeps_a_proved_outer_bound():
         assert not short.certified or (short.lo, short.hi) == (lo, hi)
         open_ += not short.certified
     assert open_
+
+
+def test_a_sum_only_tables_implied_counts_are_constraints_not_hidden_cells(tmp_path):
+    """A table that publishes only sum(x) by sex (suppress_below 3) lets the attacker infer each cell's
+    count (at least 3 where the sum is published, 1 or 2 where it is suppressed) and keeps that in the problem,
+    but the release neither publishes nor hides those counts: the hidden cells are the suppressed sum and
+    the suppressed count of the table that lists counts, nothing else."""
+    columns = {"sex": {"type": "categorical", "values": {"F": "Female", "M": "Male", "X": "Other"}},
+               "x": {"type": "integer", "min": 0, "max": 2}}
+    protection = {"suppress_below": 3}
+    tables = {"tables": [{"id": "N", "cells": [{"id": "all", "where": {}}]},
+                         {"id": "C", "by": ["sex"], "protection": protection},
+                         {"id": "S", "by": ["sex"], "stats": ["sum(x)"], "protection": protection}]}
+    rows = [{"sex": "F", "x": 1}, {"sex": "F", "x": 2}, {"sex": "F", "x": 2}, {"sex": "M", "x": 0}]
+    schema = {"unit": "person", "geography": ["block"], "columns": columns}
+    _, problem, worlds, _, _ = _truth(_load(schema, tables, rows, tmp_path))
+    implied = {c.key for c in problem.constraints if c.implied}
+    assert implied == {"S:*:count", "S:F:count", "S:M:count"}  # the attacker's knowledge stays in the problem
+    assert set(hidden_cells(problem)) == {"C:M", "S:M:sum(x)"}
+    result = audit_unit(problem, ExactOptions(explain="none", samples=2, solution_cap=8))
+    assert set(result.intervals) == {"C:M", "S:M:sum(x)"}
+    for key, cons in hidden_cells(problem).items():
+        assert (result.intervals[key].lo, result.intervals[key].hi) == _extremes(problem, worlds, cons), key

@@ -83,3 +83,23 @@ def test_a_protect_round_is_shown_between_its_attacks():
         pulse.during("")
         pulse.done()
     assert pulse.notes() == []
+
+
+def test_workers_without_a_display_leave_no_notes_folder(tmp_path):
+    """A run on worker processes with no progress display (as ``audit protect``'s searches) removes the
+    folder its workers wrote their notes in when it ends, and when it stops on an error."""
+    import os
+
+    inputs = inputs_from(HOUSEHOLDS / "data.csv", HOUSEHOLDS / "schema.yaml", HOUSEHOLDS / "tables.yaml")
+    inputs = replace(inputs, frame=inputs.frame[inputs.frame["block"].astype(str).str.endswith("1001")])
+    options, where, seen = ExactOptions(), pulse.folder(os.getpid()), []
+
+    def record(unit):
+        seen.append(where.is_dir())  # a worker's notes went there while the unit ran
+        raise RuntimeError("stop")
+
+    doc = run_exact(inputs, options, lambda u: None, run_units=bounded_runner(options, 4096))
+    assert doc.summary.units >= 1 and not where.exists()
+    with pytest.raises(RuntimeError, match="stop"):
+        run_exact(inputs, options, record, run_units=bounded_runner(options, 4096))
+    assert seen == [True] and not where.exists()

@@ -109,10 +109,11 @@ def _number(v) -> int | float:
 
 def hidden_cells(problem: Problem) -> dict[str, Constraint]:
     """The cells the unit does not publish exactly (suppressed, rounded, published as a range): counts
-    keyed ``TABLE:CELL``, sums, means and medians ``TABLE:CELL:stat``."""
+    keyed ``TABLE:CELL``, sums, means and medians ``TABLE:CELL:stat``. A count only implied by a sum's
+    status (a table that lists no counts) is none: the release neither publishes nor hides it."""
     out: dict[str, Constraint] = {}
     for c in problem.constraints:
-        if not c.exact:
+        if not c.exact and not c.implied:
             out.setdefault(c.key.rsplit(":", 1)[0] if c.statistic.kind == "count" else c.key, c)
     for c in problem.hidden:
         out.setdefault(c.key, c)

@@ -108,6 +108,11 @@ def notes(parent_pid: int | None = None) -> list[Note]:
 
 
 def forget(parent_pid: int | None = None) -> None:
-    """Remove the notes of ``parent_pid``'s workers (the run ended)."""
+    """Remove this process's note and those of ``parent_pid``'s workers (the run ended)."""
     _mine.clear()
-    shutil.rmtree(folder(os.getpid() if parent_pid is None else parent_pid), ignore_errors=True)
+    sweep(os.getpid() if parent_pid is None else parent_pid)
+
+
+def sweep(parent_pid: int) -> None:
+    """Remove the folder of ``parent_pid``'s workers' notes (their pool ended, shown or not)."""
+    shutil.rmtree(folder(parent_pid), ignore_errors=True)

@@ -1,7 +1,7 @@
 """Problems: what an attacker knows about one geographic unit, over compressed column domains."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property, lru_cache
 from fractions import Fraction
 
@@ -229,7 +229,7 @@ class Problem:
         # on arrival), which loads several times faster than the default pickle of ~800 dataclasses.
         preds: dict[Predicate, int] = {}
         rows = [[(c.key, preds.setdefault(c.predicate, len(preds)), (c.statistic.kind, c.statistic.column,
-                 c.statistic.decimals), _pair(c.lo), _pair(c.hi), c.lo_open, c.hi_open) for c in group]
+                 c.statistic.decimals), _pair(c.lo), _pair(c.hi), c.lo_open, c.hi_open, c.implied) for c in group]
                 for group in (self.constraints, self.hidden, self.values)]
         specs = tuple(tuple((name, tuple(sorted(atoms))) for name, atoms in p.clauses) for p in preds)
         return _restore, (self.level, self.geo, self.domains, self.n_rows, specs, rows[0], self.edits, self.truth,
@@ -274,8 +274,8 @@ def _restore(level, geo, domains, n_rows, specs, rows, edits, truth, notes, proo
              hidden=(), joint=None, child="", views=None, values=(), uncoupled=0) -> Problem:
     preds = [_interned(("pred", spec)) for spec in specs]
     cons, hide, wide = (tuple(Constraint(key, preds[i], _interned(("stat", stat)), None if lo is None else Fraction(*lo),
-                                   None if hi is None else Fraction(*hi), lo_open, hi_open)
-                        for key, i, stat, lo, hi, lo_open, hi_open in group) for group in (rows, hidden, values))
+                                   None if hi is None else Fraction(*hi), lo_open, hi_open, implied)
+                        for key, i, stat, lo, hi, lo_open, hi_open, implied in group) for group in (rows, hidden, values))
     return Problem(level, geo, domains, n_rows, cons, edits, truth, notes, proof, proof_cells, hide, joint, child, views,
                    wide, uncoupled)
 
@@ -357,7 +357,7 @@ def build_problems(frame: pd.DataFrame | None, schema: Schema, schedule: Schedul
                         if pred is None:
                             pred = atoms_of[c.predicate] = _to_atoms(c.predicate, by_name)
                         into = group if c.statistic.column not in wide else values if group is cons else []
-                        into.append(Constraint(c.key, pred, c.statistic, c.lo, c.hi, c.lo_open, c.hi_open))
+                        into.append(replace(c, predicate=pred))
             n_rows, notes = population(cons, known, f"unit {'/'.join(unit.geo)}", (populations or {}).get(unit.geo))
             if values:
                 notes += (f"{len(values)} published sum, mean and median values of {', '.join(sorted(wide))} "

@@ -98,7 +98,7 @@ def build_coupled_problems(frame: pd.DataFrame | None, schema: Schema, schedule:
                         pred = atoms_of.get((c.predicate, restrict))
                         if pred is None:
                             pred = atoms_of[(c.predicate, restrict)] = _to_atoms(c.predicate, by_name).conjoin(restrict)
-                        con = Constraint(prefix + c.key, pred, c.statistic, c.lo, c.hi, c.lo_open, c.hi_open)
+                        con = replace(c, key=prefix + c.key, predicate=pred)
                         if c.lo is None and c.hi is None:  # a suppressed sum, mean or median (hidden_value)
                             hidden.append(con)
                             continue

@@ -107,6 +107,9 @@ class Constraint:
     hi: Fraction | None
     lo_open: bool = False
     hi_open: bool = False
+    # a count the attacker infers from a sum, mean or median's status (:func:`_status_count`): a table that
+    # lists no counts neither publishes nor hides it, so it is no hidden cell (audit.attacks.intervals)
+    implied: bool = field(default=False, compare=False)
 
     def holds(self, value: Fraction | None) -> bool:
         if value is None:
@@ -193,8 +196,8 @@ def _status_count(value: Value, protection: Protection) -> list[Constraint]:
         if stat != cell.stats[0] or protection.complementary or cell.suppressed:
             return []
         return [Constraint(key, cell.predicate, Statistic(), Fraction(0 if protection.protect_zeros else 1),
-                           Fraction(t - 1))]
+                           Fraction(t - 1), implied=True)]
     carrier = next((s for s in cell.stats if s.rounded), cell.stats[0])  # one constraint per cell
     if stat != carrier or (not stat.rounded and value.value == 0 and not protection.protect_zeros):
         return []
-    return [Constraint(key, cell.predicate, Statistic(), Fraction(t), None)]
+    return [Constraint(key, cell.predicate, Statistic(), Fraction(t), None, implied=True)]

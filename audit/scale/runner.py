@@ -35,6 +35,7 @@ from typing import Any, Callable, Iterator
 import numpy as np
 import pandas as pd
 
+from ..attacks import pulse
 from ..attacks.engines._explain import WORK_PER_SECOND
 from ..attacks.exact import ExactOptions
 from ..attacks.joint import joint_proofs
@@ -310,10 +311,12 @@ def _run_pool(tasks, options: ExactOptions, limits: Limits, scale: ScaleOptions,
                 for problem, prior, extra in suspects:
                     record(_isolated(new_pool, task, failed, problem, options, prior, limits, stuck_after), extra)
                 pool = new_pool(workers)
+        pool.shutdown(wait=True)
     except BaseException:  # Ctrl-C, or an input error raised by a task: no worker outlives the run
         _kill(pool)
         raise
-    pool.shutdown(wait=True)
+    finally:  # the workers' notes folder, left when no progress display removes it
+        pulse.sweep(limits.parent_pid)
 
 
 def _isolated(new_pool, task, failed, problem: Problem, options: ExactOptions, prior, limits: Limits,
