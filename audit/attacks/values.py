@@ -57,7 +57,8 @@ def unenumerated(problem: Problem, options) -> tuple[str, ...]:
 
 def as_values(problem: Problem, names: tuple[str, ...], prior_rows=None):
     """``problem`` with the numeric columns ``names`` left out, their published cells kept apart as
-    :attr:`~audit.problem.build.Problem.values` (their hidden ones dropped), and ``prior_rows`` to match."""
+    :attr:`~audit.problem.build.Problem.values` (their hidden ones unbounded, noted as not judged), and
+    ``prior_rows`` to match."""
     keep = [i for i, d in enumerate(problem.domains) if d.name not in names]
     ours = [c for c in problem.constraints if c.statistic.column in names]
     note = (f"{len(ours)} published sum, mean and median values of {', '.join(names)} are decided through the "
@@ -67,8 +68,27 @@ def as_values(problem: Problem, names: tuple[str, ...], prior_rows=None):
                    truth=None if problem.truth is None else problem.truth[:, keep],
                    constraints=tuple(c for c in problem.constraints if c.statistic.column not in names),
                    hidden=tuple(c for c in problem.hidden if c.statistic.column not in names),
-                   values=tuple(ours), notes=problem.notes + (note,))
+                   values=tuple(ours) + tuple(c for c in problem.hidden if c.statistic.column in names),
+                   notes=problem.notes + (note,))
     return unit, None if prior_rows is None or not len(prior_rows) else np.asarray(prior_rows)[:, keep]
+
+
+def published_values(problem: Problem) -> list:
+    """The unit's published wide values (its suppressed ones are kept unbounded, for the note that says
+    they get no interval)."""
+    return [c for c in problem.values if not (c.lo is None and c.hi is None)]
+
+
+def unjudged(problem: Problem) -> str:
+    """Why the unit's suppressed wide values have no feasibility interval ('' when it has none): they are
+    not judged by the protection_levels rule, which then says so instead of passing."""
+    keys = [c.key for c in problem.values if c.lo is None and c.hi is None]
+    if not keys:
+        return ""
+    many = len(keys) > 1
+    return (f"{len(keys)} suppressed sum, mean or median value{'s' if many else ''} of a wide column "
+            f"({', '.join(keys[:3])}{', ...' if len(keys) > 3 else ''}) {'get' if many else 'gets'} no feasibility "
+            "interval: not judged")
 
 
 def boxes(problem: Problem) -> list[Predicate] | None:
@@ -77,11 +97,11 @@ def boxes(problem: Problem) -> list[Predicate] | None:
     (income bands, :attr:`~audit.problem.build.Domain.source`) is split atom by atom: the true values a
     class hands its rows then lie in the bracket those rows have."""
     sets: dict[str, list[frozenset]] = {}
-    for c in problem.values:
+    for c in published_values(problem):
         for name, atoms in c.predicate.clauses:
             if atoms not in sets.setdefault(name, []):
                 sets[name].append(atoms)
-    published = {c.statistic.column for c in problem.values}
+    published = {c.statistic.column for c in published_values(problem)}
     for d in problem.domains:
         if d.source and d.source in published:
             sets[d.name] = [frozenset([a]) for a in range(len(d))]
@@ -124,6 +144,8 @@ def audit_values(problem: Problem, options, prior_rows, run: Callable, completes
     so nothing is refuted."""
     result = run(replace(problem, values=()), options, prior_rows)
     result.problem = problem
+    if note := unjudged(problem):
+        result.intervals_note = f"{result.intervals_note}; {note}" if result.intervals_note else note
     classes = boxes(problem) if completes and problem.truth is not None else None
     twin = strict(problem, classes) if classes is not None else problem
     if twin is None:

@@ -356,11 +356,11 @@ def build_problems(frame: pd.DataFrame | None, schema: Schema, schedule: Schedul
                         pred = atoms_of.get(c.predicate)
                         if pred is None:
                             pred = atoms_of[c.predicate] = _to_atoms(c.predicate, by_name)
-                        into = group if c.statistic.column not in wide else values if group is cons else []
+                        into = group if c.statistic.column not in wide else values  # a hidden one unbounded: noted, not judged
                         into.append(replace(c, predicate=pred))
             n_rows, notes = population(cons, known, f"unit {'/'.join(unit.geo)}", (populations or {}).get(unit.geo))
             if values:
-                notes += (f"{len(values)} published sum, mean and median values of {', '.join(sorted(wide))} "
+                notes += (f"{sum(c.lo is not None or c.hi is not None for c in values)} published sum, mean and median values of {', '.join(sorted(wide))} "
                           "(too many values to enumerate) are decided through the counts of the groups they "
                           "are published for (audit.attacks.values)",)
             problems.append(Problem(level, unit.geo, domains, n_rows, tuple(cons), edits, truth, notes,
