@@ -40,6 +40,16 @@ def sf1(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def sf1_spec():
+    """The sf1 sample's schema and block schedule, loaded once."""
+    from audit.specs.schedule import load_schedule
+    from audit.specs.schema import load_schema
+
+    schema = load_schema(SF1 / "schema.yaml")
+    return schema, load_schedule(SF1 / "tables.yaml", schema)
+
+
+@pytest.fixture(scope="session")
 def small(tmp_path_factory) -> Path:
     """The sf1 sample's blocks of at most 9 persons, as a CSV: small, cheap units."""
     data = pd.read_csv(SF1 / "data.csv", dtype=str)

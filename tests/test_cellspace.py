@@ -179,40 +179,18 @@ def test_the_extracts_blocks_over_200_persons_are_measured_and_match_the_bureaus
         assert u["reidentification"]["unique_with_sensitive"] == int(mine["BSAbER Unique"].eq("TRUE").sum())
 
 
-def _check_coupled_run(folder, tables, rows, max_rows):
-    """:func:`test_joint_groups._check_run` with ``--max-rows``: each verified claim holds in every
-    consistent dataset; the provable singletons over either level's groupings no unit verified or left
-    undecided (missed), and the run's document."""
-    from test_joint_groups import _count, _flagged, _missed, _write, audited_claims, consistent_worlds, provable_singletons
-
-    from audit.inputs import load_inputs
-    from audit.pipeline import AuditOptions, run_audit
-
-    paths = _write(folder, tables, rows)
-    inputs = load_inputs(*paths)
-    worlds = consistent_worlds(inputs)
-    doc = run_audit(*paths, folder / "out", AuditOptions(explain="none", rules="strict", report=False, max_rows=max_rows))
-    claims = audited_claims(folder / "out")
-    verified = claims[claims["status"] == "verified"]
-    for key, m in zip(verified["key"], verified["m"].astype(int)):
-        if key[1]:
-            assert all(_count(w, key[0], key[1]) == m for w in worlds), (tables, rows, key, m)
-    provable = provable_singletons(inputs, worlds)
-    return provable, _missed(provable, _flagged(claims), len(worlds[0])), doc
-
-
 def test_a_tract_past_max_rows_keeps_its_cross_level_claims(tmp_path):
     """Random tracts of 2-3 blocks, race grouped at random at each level, every tract past --max-rows 1:
     it is coupled with its blocks in cell space (or its cross-level claims are undecided), so every
     verified claim holds in every consistent dataset and no provable singleton over a block with the
     tract's detail is missed."""
-    from test_joint_groups import random_tract
+    from test_joint_groups import _check_run, random_tract
 
     rng = np.random.default_rng(31)
     mixed = 0
     for trial in range(24):
         tables, rows = random_tract(rng)
-        provable, missed, doc = _check_coupled_run(tmp_path / str(trial), tables, rows, max_rows=1)
+        provable, missed, doc = _check_run(tmp_path / str(trial), tables, rows, max_rows=1)
         assert not missed, (tables, rows, missed)
         tract = next(u for u in doc["units"] if u["level"] == "tract")
         assert tract["status"] == "done", tract.get("reason")

@@ -17,8 +17,6 @@ import pytest
 
 from audit.attacks.exact import ExactOptions
 from audit.scale.runner import ScaleOptions, run_scaled
-from audit.specs.schedule import load_schedule
-from audit.specs.schema import load_schema
 
 pytestmark = pytest.mark.serial  # wall-clock bounds or processes of their own: run alone, not beside -n workers
 
@@ -78,22 +76,17 @@ def _units(doc: dict) -> list[dict]:
     return [{k: v for k, v in u.items() if k not in ("seconds", "store")} for u in doc["units"]]
 
 
-@pytest.fixture(scope="module")
-def spec():
-    schema = load_schema(SF1 / "schema.yaml")
-    return schema, load_schedule(SF1 / "tables.yaml", schema)
-
 
 @pytest.fixture(scope="module")
-def pooled(spec, tmp_path_factory) -> dict:
-    schema, schedule = spec
+def pooled(sf1_spec, tmp_path_factory) -> dict:
+    schema, schedule = sf1_spec
     return run_scaled(SF1 / "data.csv", schema, schedule, OPTIONS, ScaleOptions(workers=2),
                       tmp_path_factory.mktemp("pool"))
 
 
-def test_cluster_in_separate_processes_equals_local_pool(cluster, spec, pooled, tmp_path):
+def test_cluster_in_separate_processes_equals_local_pool(cluster, sf1_spec, pooled, tmp_path):
     address, _ = cluster
-    schema, schedule = spec
+    schema, schedule = sf1_spec
     doc = run_scaled(SF1 / "data.csv", schema, schedule, OPTIONS, ScaleOptions(scheduler=address), tmp_path)
     assert _units(doc) == _units(pooled)
     assert doc["summary"] == pooled["summary"] and doc["verdict"] == pooled["verdict"]
@@ -113,9 +106,9 @@ def test_cli_scheduler_option_over_a_cluster(cluster, pooled, tmp_path):
     assert _units(doc) == _units(pooled)
 
 
-def test_a_worker_lost_mid_run_does_not_lose_the_run(cluster, spec, pooled, tmp_path):
+def test_a_worker_lost_mid_run_does_not_lose_the_run(cluster, sf1_spec, pooled, tmp_path):
     address, workers = cluster
-    schema, schedule = spec
+    schema, schedule = sf1_spec
     killed = []
 
     def on_unit(unit, done, total):

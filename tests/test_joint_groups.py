@@ -154,13 +154,16 @@ def _missed(provable: set[tuple], flagged: set[tuple], n_blocks: int) -> set[tup
             and not (b is None and any((k, c) in flagged for k in range(n_blocks)))}
 
 
-def _check_run(folder: Path, tables: dict, rows: list[dict]) -> tuple[set, set, object]:
-    """Audit the tract, then check (a) and (b) against every consistent dataset; the provable and missed claims."""
+def _check_run(folder: Path, tables: dict, rows: list[dict],
+               max_rows: int = AuditOptions.max_rows) -> tuple[set, set, object]:
+    """Audit the tract (``--max-rows``), then check (a) and (b) against every consistent dataset; the provable
+    and missed claims, and the run's document."""
     paths = _write(folder, tables, rows)
     inputs = load_inputs(*paths)
     worlds = consistent_worlds(inputs)
     assert worlds, "the truth reproduces its own release"
-    doc = run_audit(*paths, folder / "out", AuditOptions(explain="none", rules="strict", report=False))
+    doc = run_audit(*paths, folder / "out", AuditOptions(explain="none", rules="strict", report=False,
+                                                         max_rows=max_rows))
     claims = audited_claims(folder / "out")
     verified = claims[claims["status"] == "verified"]
     for key, m in zip(verified["key"], verified["m"].astype(int)):

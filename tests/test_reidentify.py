@@ -295,15 +295,20 @@ def test_ranking_measure_links_top_ranked_rows(tmp_path):
     assert results.to_dict()["precision"]["rate"] == 1.0 and results.units == 1
 
 
-def test_ranking_part_in_findings_from_the_rank_command(tmp_path):
-    pytest.importorskip("torch")
+def _ranked_findings(tmp_path: Path) -> dict:
+    """The 7-person block ranked (`audit rank`, 2 runs) and then audited into the same folder: its findings."""
     data, schema, tables = _block7(tmp_path)
     out = tmp_path / "out"
     assert run(["rank", str(data), "-s", str(schema), "-t", str(tables), "--runs", "2", "--steps", "20",
                 "--device", "cpu", "-o", str(out), "--quiet"]) == 0
     assert run(["run", str(data), "-s", str(schema), "-t", str(tables), "-o", str(out), "--explain", "none",
                 "--quiet", "--no-report"]) == 1
-    doc = json.loads((out / "findings.json").read_text())
+    return json.loads((out / "findings.json").read_text())
+
+
+def test_ranking_part_in_findings_from_the_rank_command(tmp_path):
+    pytest.importorskip("torch")
+    doc = _ranked_findings(tmp_path)
     ranking = doc["reidentification"]["ranking"]
     assert ranking["status"] == "run" and ranking["persons"] == 7
     assert 0 <= ranking["precision"]["ci"][0] <= ranking["precision"]["ci"][1] <= 1
@@ -428,13 +433,7 @@ def test_a_ranking_part_without_attributes_is_still_judged(tmp_path):
     from audit.policy.checks import evaluate
     from audit.policy.rules import load_rules
 
-    data, schema, tables = _block7(tmp_path)
-    out = tmp_path / "out"
-    assert run(["rank", str(data), "-s", str(schema), "-t", str(tables), "--runs", "2", "--steps", "20",
-                "--device", "cpu", "-o", str(out), "--quiet"]) == 0
-    assert run(["run", str(data), "-s", str(schema), "-t", str(tables), "-o", str(out), "--explain", "none",
-                "--quiet", "--no-report"]) == 1
-    doc = json.loads((out / "findings.json").read_text())
+    doc = _ranked_findings(tmp_path)
     ranking = doc["reidentification"]["ranking"]
     assert ranking["status"] == "run"
     ranking.pop("attributes", None)

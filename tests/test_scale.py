@@ -30,11 +30,6 @@ SF1 = Path(__file__).resolve().parents[1] / "samples" / "sf1"
 OPTIONS = ExactOptions(explain="none", max_columns=2)
 
 
-@pytest.fixture(scope="module")
-def spec():
-    schema = load_schema(SF1 / "schema.yaml")
-    return schema, load_schedule(SF1 / "tables.yaml", schema)
-
 
 @pytest.fixture(scope="module")
 def sequential(small, tmp_path_factory) -> dict:
@@ -58,8 +53,8 @@ def _same_claims(doc: dict, out: Path, sequential: dict) -> None:
     assert list(store.claims()) == list(sequential["_store"].claims())  # the file read as one CSV
 
 
-def test_chunks_give_the_same_problems_as_the_whole_frame(small, spec):
-    schema, schedule = spec
+def test_chunks_give_the_same_problems_as_the_whole_frame(small, sf1_spec):
+    schema, schedule = sf1_spec
     whole = load_inputs(small, SF1 / "schema.yaml", SF1 / "tables.yaml")
     expected = whole.problems()
     chunks = list(stream_chunks(small, schema, schedule, chunk_rows=5))
@@ -70,8 +65,8 @@ def test_chunks_give_the_same_problems_as_the_whole_frame(small, spec):
     assert count_units(small, schema, schedule) == {"block": len(expected)}
 
 
-def test_unsorted_csv_is_refused(tmp_path, spec):
-    schema, schedule = spec
+def test_unsorted_csv_is_refused(tmp_path, sf1_spec):
+    schema, schedule = sf1_spec
     data = pd.read_csv(SF1 / "data.csv", dtype=str)
     data = data.assign(tract=np.where(np.arange(len(data)) % 2, "000001", "000002"))
     data.to_csv(tmp_path / "unsorted.csv", index=False)
@@ -81,8 +76,8 @@ def test_unsorted_csv_is_refused(tmp_path, spec):
         list(stream_chunks(tmp_path / "unsorted.csv", schema, schedule, chunk_rows=10))
 
 
-def test_in_process_stream_equals_sequential(small, spec, sequential, tmp_path):
-    schema, schedule = spec
+def test_in_process_stream_equals_sequential(small, sf1_spec, sequential, tmp_path):
+    schema, schedule = sf1_spec
     doc = run_scaled(small, schema, schedule, OPTIONS, ScaleOptions(chunk_rows=3), tmp_path)
     assert _units(doc) == _units(sequential)
     _same_claims(doc, tmp_path, sequential)
@@ -91,24 +86,24 @@ def test_in_process_stream_equals_sequential(small, spec, sequential, tmp_path):
     assert doc["scale"]["units_by_status"] == {"done": len(sequential["units"])}
 
 
-def test_process_pool_equals_sequential(small, spec, sequential, tmp_path):
-    schema, schedule = spec
+def test_process_pool_equals_sequential(small, sf1_spec, sequential, tmp_path):
+    schema, schedule = sf1_spec
     doc = run_scaled(small, schema, schedule, OPTIONS, ScaleOptions(workers=2), tmp_path)
     assert _units(doc) == _units(sequential)
     _same_claims(doc, tmp_path, sequential)
 
 
-def test_dask_local_cluster_equals_sequential(small, spec, sequential, tmp_path):
+def test_dask_local_cluster_equals_sequential(small, sf1_spec, sequential, tmp_path):
     distributed = pytest.importorskip("distributed")
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
                                   dashboard_address=None) as cluster:
-        schema, schedule = spec
+        schema, schedule = sf1_spec
         doc = run_scaled(small, schema, schedule, OPTIONS, ScaleOptions(scheduler=cluster.scheduler_address), tmp_path)
     assert _units(doc) == _units(sequential)
 
 
-def test_resume_after_an_interrupted_run(small, spec, sequential, tmp_path):
-    schema, schedule = spec
+def test_resume_after_an_interrupted_run(small, sf1_spec, sequential, tmp_path):
+    schema, schedule = sf1_spec
     run_scaled(small, schema, schedule, OPTIONS, ScaleOptions(), tmp_path)
     parts = tmp_path / "parts"
     lines = (parts / "part-00000.jsonl").read_text().splitlines(keepends=True)
@@ -123,17 +118,17 @@ def test_resume_after_an_interrupted_run(small, spec, sequential, tmp_path):
     assert len({(u["level"], u["geo"]) for u in read_parts(parts)}) == len(lines)
 
 
-def test_resume_refuses_other_options(small, spec, tmp_path):
+def test_resume_refuses_other_options(small, sf1_spec, tmp_path):
     from audit.errors import AuditError
 
-    schema, schedule = spec
+    schema, schedule = sf1_spec
     run_scaled(small, schema, schedule, OPTIONS, ScaleOptions(), tmp_path)
     with pytest.raises(AuditError, match="cannot resume"):
         run_scaled(small, schema, schedule, ExactOptions(explain="none", max_columns=1), ScaleOptions(resume=True), tmp_path)
 
 
-def test_claims_cap_keeps_counts_and_every_claim_in_the_store(small, spec, sequential, tmp_path):
-    schema, schedule = spec
+def test_claims_cap_keeps_counts_and_every_claim_in_the_store(small, sf1_spec, sequential, tmp_path):
+    schema, schedule = sf1_spec
     doc = run_scaled(small, schema, schedule, OPTIONS, ScaleOptions(claims_cap=3), tmp_path)
     assert doc["summary"] == sequential["summary"]
     ncols = len(doc["schema"]["columns"])
@@ -154,10 +149,10 @@ def test_claims_cap_keeps_counts_and_every_claim_in_the_store(small, spec, seque
     assert all(parts[u["geo"]]["claims"] == u["claims"] for u in doc["units"])
 
 
-def test_units_over_the_bounds_are_undecided_and_the_run_goes_on(small, spec, tmp_path):
+def test_units_over_the_bounds_are_undecided_and_the_run_goes_on(small, sf1_spec, tmp_path):
     """A mean cell needs row slots: a block past --max-rows is too large, every claim undecided (a
     count-only block past it is attacked in histogram space: tests/test_cellspace.py)."""
-    schema, _ = spec
+    schema, _ = sf1_spec
     tables = yaml.safe_load((SF1 / "tables.yaml").read_text())
     tables["tables"].append({"id": "M", "geography": "block", "stats": ["mean(age)"], "decimals": 1,
                              "cells": [{"id": "F", "where": {"sex": ["F"]}}]})
@@ -181,8 +176,8 @@ def _crash_on_nine(problem, options, prior, limits):
     return audit_task(problem, options, prior, limits)
 
 
-def test_a_worker_crash_is_an_error_unit_not_a_dead_run(small, spec, sequential, tmp_path):
-    schema, schedule = spec
+def test_a_worker_crash_is_an_error_unit_not_a_dead_run(small, sf1_spec, sequential, tmp_path):
+    schema, schedule = sf1_spec
     doc = run_scaled(small, schema, schedule, OPTIONS, ScaleOptions(workers=2, task=_crash_on_nine), tmp_path)
     by_geo = {u["geo"]: u for u in doc["units"]}
     for u in _units(sequential):
@@ -194,8 +189,8 @@ def test_a_worker_crash_is_an_error_unit_not_a_dead_run(small, spec, sequential,
             assert got == u
 
 
-def test_hard_time_limit(small, spec, tmp_path):
-    schema, schedule = spec
+def test_hard_time_limit(small, sf1_spec, tmp_path):
+    schema, schedule = sf1_spec
     doc = run_scaled(small, schema, schedule, ExactOptions(explain="none"), ScaleOptions(workers=2, hard_seconds=0.01),
                      tmp_path)
     assert {u["status"] for u in doc["units"]} == {"timeout"}, [u["reason"] for u in doc["units"]]
