@@ -76,13 +76,13 @@ def as_values(problem: Problem, names: tuple[str, ...], prior_rows=None):
 def published_values(problem: Problem) -> list:
     """The unit's published wide values (its suppressed ones are kept unbounded, for the note that says
     they get no interval)."""
-    return [c for c in problem.values if not (c.lo is None and c.hi is None)]
+    return [c for c in problem.values if not c.unbounded]
 
 
 def unjudged(problem: Problem) -> str:
     """Why the unit's suppressed wide values have no feasibility interval ('' when it has none): they are
     not judged by the protection_levels rule, which then says so instead of passing."""
-    keys = [c.key for c in problem.values if c.lo is None and c.hi is None]
+    keys = [c.key for c in problem.values if c.unbounded]
     if not keys:
         return ""
     many = len(keys) > 1
@@ -97,11 +97,12 @@ def boxes(problem: Problem) -> list[Predicate] | None:
     (income bands, :attr:`~audit.problem.build.Domain.source`) is split atom by atom: the true values a
     class hands its rows then lie in the bracket those rows have."""
     sets: dict[str, list[frozenset]] = {}
-    for c in published_values(problem):
+    values = published_values(problem)
+    for c in values:
         for name, atoms in c.predicate.clauses:
             if atoms not in sets.setdefault(name, []):
                 sets[name].append(atoms)
-    published = {c.statistic.column for c in published_values(problem)}
+    published = {c.statistic.column for c in values}
     for d in problem.domains:
         if d.source and d.source in published:
             sets[d.name] = [frozenset([a]) for a in range(len(d))]

@@ -360,7 +360,7 @@ def build_problems(frame: pd.DataFrame | None, schema: Schema, schedule: Schedul
                         into.append(replace(c, predicate=pred))
             n_rows, notes = population(cons, known, f"unit {'/'.join(unit.geo)}", (populations or {}).get(unit.geo))
             if values:
-                notes += (f"{sum(c.lo is not None or c.hi is not None for c in values)} published sum, mean and median values of {', '.join(sorted(wide))} "
+                notes += (f"{sum(not c.unbounded for c in values)} published sum, mean and median values of {', '.join(sorted(wide))} "
                           "(too many values to enumerate) are decided through the counts of the groups they "
                           "are published for (audit.attacks.values)",)
             problems.append(Problem(level, unit.geo, domains, n_rows, tuple(cons), edits, truth, notes,

@@ -99,7 +99,7 @@ def build_coupled_problems(frame: pd.DataFrame | None, schema: Schema, schedule:
                         if pred is None:
                             pred = atoms_of[(c.predicate, restrict)] = _to_atoms(c.predicate, by_name).conjoin(restrict)
                         con = replace(c, key=prefix + c.key, predicate=pred)
-                        if c.lo is None and c.hi is None:  # a suppressed sum, mean or median (hidden_value)
+                        if c.unbounded:  # a suppressed sum, mean or median (hidden_value)
                             hidden.append(con)
                             continue
                         cons.append(con)

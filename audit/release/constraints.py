@@ -122,6 +122,11 @@ class Constraint:
     def exact(self) -> bool:
         return self.lo is not None and self.lo == self.hi and not (self.lo_open or self.hi_open)
 
+    @property
+    def unbounded(self) -> bool:
+        """The release says nothing of it (a suppressed sum, mean or median)."""
+        return self.lo is None and self.hi is None
+
 
 def constraints_of(value: Value, protection: Protection) -> list[Constraint]:
     """Translate one published value into the constraint an attacker who knows the rules derives.
