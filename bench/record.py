@@ -120,16 +120,22 @@ def render(found: list[Record], heading_level: int = 2) -> str:
             topic = rec.topic
             out += [f"{h} {HEADINGS[topic]}", ""]
         out += [f"{h}# {rec.title}", "",
-                f"| date | commit | machine | options |", "|---|---|---|---|",
-                f"| {_cell(rec.date)} | {_hashes(_cell(rec.commit))} | {_cell(rec.machine)} | {_cell(rec.options)} |",
-                "", f"Command: `{rec.command}`", "", rec.body, ""]
+                f"**Date** {_line(rec.date)} · **commit** {_hashes(_line(rec.commit))} · "
+                f"**machine** {_line(rec.machine)}  ",  # two spaces: a line break
+                f"**Command** {_code(rec.command)} · **options** {_line(rec.options)}", "", rec.body, ""]
         if rec.path is not None:
             out += [f"<small>Record: `{_rel(rec.path)}`</small>", ""]
     return "\n".join(out)
 
 
-def _cell(text: str) -> str:
-    return " ".join(text.split()).replace("|", "\\|")
+def _line(text: str) -> str:
+    """One line of text (a YAML value may wrap)."""
+    return " ".join(text.split())
+
+
+def _code(text: str) -> str:
+    """A command in code font, or as written where it marks its own code (a description of what ran)."""
+    return _line(text) if "`" in text else f"`{_line(text)}`"
 
 
 def _hashes(text: str) -> str:
