@@ -94,7 +94,8 @@ def main() -> None:
             print(f"{n:>4} {len(problems):>6} {row['median_s']:>9.3f} {row['max_s']:>7.2f} {row['claims_per_s']:>9.0f} "
                   f"{row['verified']:>9} {row['derived_singletons']:>7} {row['undecided']:>6} {row['unique']:>6} "
                   f"{old_s:>8} {old_u:>8} {ratio:>7} {same:>5} {ip_s:>8} {ip_ratio:>7}", flush=True)
-            rows.append([n, len(problems), f"{row['median_s']:.3f}", f"{row['max_s']:.2f}", f"{row['claims_per_s']:,.0f}",
+            rows.append([n, len(problems), f"{row['median_s']:.3f}", f"{row['max_s']:.2f}",
+                         f"{row['claims_per_s']:,.0f}",
                          f"{row['verified']:,}", f"{row['derived_singletons']:,}", row["undecided"], row["unique"],
                          old_s, old_u, ratio, same, ip_s, ip_ratio])
     record.write_from_args(

@@ -115,7 +115,8 @@ def main(argv: list[str] | None = None) -> int:
             r = runs[0][1]
             scale = total / r["blocks"]
             table.append([name, f"extrapolated to {total} blocks (wall: CPU / {args.workers} workers)", "", "",
-                          f"{r['cells'] * scale:.0f}", "", "", "", "", f"{r['cpu'] * scale / args.workers / 60:.1f} min",
+                          f"{r['cells'] * scale:.0f}", "", "", "", "",
+                          f"{r['cpu'] * scale / args.workers / 60:.1f} min",
                           f"{r['cpu'] * scale / 60:.1f} min", "", ""])
     print(f"workers: {args.workers}")
     print(record.table(header, table))

@@ -214,7 +214,8 @@ def write(path: Path, title: str, topic: str, header: list[str], rows: list[list
 def add_arguments(parser) -> None:
     """``--record PATH`` and ``--note TEXT`` on a bench script's parser."""
     parser.add_argument("--record", metavar="PATH",
-                        help="also write the figures as a record (bench/results/<topic>/<name>.md; see bench/README.md)")
+                        help="also write the figures as a record (bench/results/<topic>/<name>.md; "
+                             "see bench/README.md)")
     parser.add_argument("--note", help="with --record: the sentence saying what the figures show "
                                        "(default: a plain summary of the run)")
 
