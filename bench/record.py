@@ -49,7 +49,10 @@ class Record:
     def __post_init__(self):
         where = self.path or "record"
         for key in FIELDS:
-            if not isinstance(getattr(self, key), str) or not getattr(self, key).strip():
+            value = getattr(self, key)
+            if not isinstance(value, str):
+                raise RecordError(f"{where}: '{key}' is a {type(value).__name__}; give it as one line of text")
+            if not value.strip():
                 raise RecordError(f"{where}: '{key}' is missing or empty; give it in the front matter")
         if self.topic not in TOPICS:
             raise RecordError(f"{where}: topic '{self.topic}' is not one of {', '.join(TOPICS)}")

@@ -85,6 +85,7 @@ def test_a_record_keeps_its_values_as_written(tmp_path):
     (("commit: 0012345\n", ""), "'commit' is missing"),
     (("machine: 2 cores", "machine: ''"), "'machine' is missing or empty"),
     (("options: defaults", "options: defaults\ncpu: 3"), "unknown front-matter key(s) cpu"),
+    (("options: defaults", "options: [--workers, 2]"), "'options' is a list; give it as one line of text"),
     (("|---|---|\n", ""), "no Markdown table"),
     (("---\ntitle", "title"), "no YAML front matter"),
     (("title: A figure", "title: [A"), "the front matter is not YAML"),
