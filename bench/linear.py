@@ -1,7 +1,7 @@
 """`audit linear` on the cs208 Fulton persons: the packed query matrix against the old dense path (issues 6, 31).
 
     python bench/linear.py [--sizes 1000,5000,25766] [--methods lstsq,lp] [--dense-sizes 1000,5000,25766]
-                           [--memory-mb 4096] [--noise 0]
+                           [--memory-mb 4096] [--noise 0] [--record PATH [--note TEXT]]
 
 Rows: the first N persons of FultonPUMS5full.csv (25,766 in all, 13,634 distinct public records);
 secret ``uscitizen``, the notebook's 13 public columns, 2n random hashed queries, exact answers (or
@@ -39,9 +39,10 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "bench")]
 
 import numpy as np  # noqa: E402
+import record  # noqa: E402
 
 from audit.attacks.engines.linear import LinearReconstruction, round_secret  # noqa: E402
 from audit.attacks.engines.linear_mitigations import Mitigation, answer_queries  # noqa: E402
@@ -111,6 +112,7 @@ def main() -> None:
     ap.add_argument("--timeout", type=float, default=1800, help="seconds per measurement")
     ap.add_argument("--data", type=Path, default=_data())
     ap.add_argument("--one", help=argparse.SUPPRESS)
+    record.add_arguments(ap)
     args = ap.parse_args()
     if args.one:
         n, method, kind = args.one.split(",")
@@ -122,6 +124,7 @@ def main() -> None:
     header = f"{'rows':>6} {'distinct':>8} {'queries':>7} {'method':<6} {'path':<6} {'seconds':>8} {'CPU s':>8} {'peak MB':>8} {'accuracy':>8}"
     print(header)
     print("-" * len(header))
+    rows = []
     for n in (int(s) for s in args.sizes.split(",") if s.strip()):
         for method in args.methods.split(","):
             for kind in ("ours", "dense") if n in dense_sizes else ("ours",):
@@ -129,8 +132,16 @@ def main() -> None:
                 head = f"{n:>6} {r.get('distinct', ''):>8} {2 * n:>7} {method:<6} {kind:<6}"
                 if "seconds" in r:
                     print(f"{head} {r['seconds']:>8.2f} {r['cpu']:>8.2f} {r['peak_mb']:>8.0f} {r['accuracy']:>8.4f}", flush=True)
+                    rows.append([n, r["distinct"], 2 * n, method, kind, f"{r['seconds']:.2f}", f"{r['cpu']:.2f}",
+                                 f"{r['peak_mb']:.0f}", f"{r['accuracy']:.4f}"])
                 else:
                     print(f"{head} {r.get('refused') or r['failed']}", flush=True)
+                    rows.append([n, r.get("distinct", ""), 2 * n, method, kind, r.get("refused") or r["failed"],
+                                 "", "", ""])
+    record.write_from_args(ap, args, f"`audit linear` on the first {args.sizes} Fulton persons, ours against the dense "
+                           f"path", "linear", ["rows", "distinct", "queries", "method", "path", "wall s", "CPU s",
+                                               "peak MB", "accuracy"], rows,
+                           f"Each measurement in a fresh process capped at {args.memory_mb} MB; noise {args.noise:g}.")
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 
     python bench/peers.py [--tables z1 z2 simpleheuristic linked z3:100] [--cost cells]
                           [--exact-rounds 40] [--max-iterations 60] [--max-n-z3 5]
+                          [--record PATH [--note TEXT]]
 
 Tables (data and provenance in tests/data/peers/README.md; ``z3`` is the whole of SSBtools' z3
 and ``z3:100,400`` its regions of those kostragr): the peer's primary rule, then our suppression under
@@ -28,9 +29,10 @@ from pathlib import Path
 from typing import Callable
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "bench")]
 
 import pandas as pd  # noqa: E402
+import record  # noqa: E402
 
 from audit.attacks.exact import ExactOptions  # noqa: E402
 from audit.policy.rules import Rule, Rules  # noqa: E402
@@ -159,6 +161,7 @@ def main() -> None:
     ap.add_argument("--exact-rounds", type=int, default=ProtectOptions.exact_rounds)
     ap.add_argument("--max-iterations", type=int, default=ProtectOptions.max_iterations)
     ap.add_argument("--max-n-z3", type=int, default=5)
+    record.add_arguments(ap)
     args = ap.parse_args()
     names = args.tables
     options = ProtectOptions(exact=ExactOptions(explain="none"), cost=args.cost, exact_rounds=args.exact_rounds,
@@ -170,6 +173,7 @@ def main() -> None:
             f"{'min':>4} | {'peer: prim':>10} {'sec':>4} {'s':>5} {'revealed':>8}")
     print(head)
     print("-" * len(head))
+    rows = []
     for table in tables:
         r = measure(table, options, audited=lambda a: print(  # before a long protection: shown if it is stopped
             f"{table.name:<16} {a['cells']:>5} {a['primary']:>5} {'{}/{}'.format(*a['alone']):>7} | ", end="", flush=True))
@@ -178,9 +182,21 @@ def main() -> None:
         print(f"{r['secondary']:>9} {r['seconds']:>7.2f} {ours:>8} {'yes' if r['minimal'] else 'no':>4} | "
               f"{table.primary or '-':>10} {table.secondary or '-':>4} "
               f"{table.seconds if table.seconds is not None else '-':>5} {theirs:>8}", flush=True)
+        rows.append([table.name, table.peer, table.rule, r["cells"], r["primary"], "{}/{}".format(*r["alone"]),
+                     r["secondary"], f"{r['seconds']:.2f}", ours, "yes" if r["minimal"] else "no",
+                     table.primary or "-", table.secondary or "-",
+                     table.seconds if table.seconds is not None else "-", theirs])
     print()
     for t in tables:
         print(f"{t.name}: {t.peer}, {t.rule}; {t.source}")
+    record.write_from_args(
+        ap, args, f"Secondary suppression of the peers' tables ({', '.join(names)}) beside the peers' figures",
+        "peers", ["table", "peer", "primary rule", "cells", "primaries", "revealed by the primaries alone",
+                  "our secondaries", "our CPU s", "ours revealed", "proved minimal", "peer's primaries",
+                  "peer's secondaries", "peer's s", "peer's pattern revealed"], rows,
+        "Protection levels 1 below and 1 above; 'revealed' counts hidden cells our exact intervals pin at one "
+        "value / leave narrower than the levels. The peers' figures are their documentation's or tests' (R is "
+        "not run here): " + "; ".join(f"{t.name}: {t.source}" for t in tables) + ".")
 
 
 if __name__ == "__main__":

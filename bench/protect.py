@@ -1,7 +1,7 @@
 """``audit protect`` on the bundled samples, the peers' tables and the Census extract: cells, time, memory.
 
-Usage: ``python bench/protect.py [SAMPLE ...] [--tables FILE] [--out DIR] [--greedy]
-[--extract N] [--tract] [--workers W]``; SAMPLE is ``sf1`` (default), ``households``, ``block7`` or
+Usage: ``python bench/protect.py [SAMPLE ...] [--tables FILE] [--out DIR] [--greedy] [--extract N] [--tract]
+[--workers W] [--record PATH [--note TEXT]]``; SAMPLE is ``sf1`` (default), ``households``, ``block7`` or
 ``z3`` (GaussSuppression's z3 table with its ``maxN = 5`` primaries suppressed by the schedule,
 tests/test_peers.py's ``z3_context``). Runs :func:`audit.protection.protect.protect` with the default
 options and the default rules (the product's figure) on ``--workers`` processes
@@ -12,7 +12,7 @@ passes with nothing undecided, wall and CPU seconds (this process and its worker
 second, and peak memory (this process; the largest worker). ``--extract N``: about N blocks of the
 Bureau's extract (every k-th, bench/scale.py's subset; 0: all 8,530) with the SF1 block tables
 (``--tract``: with the tract tables), and the wall time extrapolated to every block.
-``--tables`` replaces a sample's schedule.
+``--tables`` replaces a sample's schedule. ``--record PATH`` also writes the table as a record (bench/README.md).
 """
 from __future__ import annotations
 
@@ -70,6 +70,7 @@ def _inputs(name: str, args, out: Path):
 
 
 def main(argv: list[str] | None = None) -> int:
+    import record
     from audit.policy.rules import load_rules
     from audit.protection.options import ProtectOptions
     from audit.scale.protect import ProtectPool
@@ -82,6 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--extract", type=int, help="about this many blocks of the extract (0: all)")
     ap.add_argument("--tract", action="store_true", help="with --extract: the tract tables too")
     ap.add_argument("--workers", type=int, default=1)
+    record.add_arguments(ap)
     args = ap.parse_args(argv)
     if set(args.samples) - {"sf1", "households", "block7", "z3"}:
         ap.error(f"unknown sample: {sorted(set(args.samples) - {'sf1', 'households', 'block7', 'z3'})}")
@@ -101,21 +103,27 @@ def main(argv: list[str] | None = None) -> int:
                                             out / name / "greedy", pool)))
             rows.append((name, runs, total))
             print(f"{name}: {runs}", file=sys.stderr, flush=True)
-    print(f"workers: {args.workers}")
-    print("| input | search | units | units protected | cells | proved minimal | pruned | re-audit | undecided "
-          "| wall s | CPU s | cells / CPU s | peak RSS MB (worker) |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    header = ["input", "search", "units", "units protected", "cells", "proved minimal", "pruned", "re-audit",
+              "undecided", "wall s", "CPU s", "cells / CPU s", "peak RSS MB (worker)"]
+    table = []
     for name, runs, total in rows:
         for label, r in runs:
-            print(f"| {name} | {label} | {r['blocks']} | {r['units']} | {r['cells']} | {r['minimal']} | {r['pruned']} | "
-                  f"{'pass' if r['passes'] else 'FAIL'} | {r['undecided']} | {r['wall']:.1f} | {r['cpu']:.1f} | "
-                  f"{r['per_s']:.1f} | {r['rss']:.0f} ({r['worker_rss']:.0f}) |")
+            table.append([name, label, r["blocks"], r["units"], r["cells"], r["minimal"], r["pruned"],
+                          "pass" if r["passes"] else "FAIL", r["undecided"], f"{r['wall']:.1f}", f"{r['cpu']:.1f}",
+                          f"{r['per_s']:.1f}", f"{r['rss']:.0f} ({r['worker_rss']:.0f})"])
         if total and runs[0][1]["blocks"] < total:
             r = runs[0][1]
             scale = total / r["blocks"]
-            print(f"| {name} | extrapolated to {total} blocks (wall: CPU / {args.workers} workers) | | | "
-                  f"{r['cells'] * scale:.0f} | | | | | {r['cpu'] * scale / args.workers / 60:.1f} min | "
-                  f"{r['cpu'] * scale / 60:.1f} min | | |")
+            table.append([name, f"extrapolated to {total} blocks (wall: CPU / {args.workers} workers)", "", "",
+                          f"{r['cells'] * scale:.0f}", "", "", "", "",
+                          f"{r['cpu'] * scale / args.workers / 60:.1f} min",
+                          f"{r['cpu'] * scale / 60:.1f} min", "", ""])
+    print(f"workers: {args.workers}")
+    print(record.table(header, table))
+    passes = all(r["passes"] for _, runs, _ in rows for _, r in runs)
+    record.write_from_args(ap, args, f"audit protect on {', '.join(names)}, {args.workers} worker(s)", "protect",
+                           header, table, f"The re-audit {'passes with nothing undecided' if passes else 'FAILS'} "
+                           f"on every input; CPU seconds are this process's and its workers' (getrusage).")
     return 0
 
 

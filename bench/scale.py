@@ -1,6 +1,7 @@
 """Scale benchmark (issue 9): the Bureau's 8,530 reconstructed blocks with the block-level SF1 tables.
 
-Usage: ``python bench/scale.py [--blocks N] [--workers 2] [--out DIR] [--explain records|none] [--tract]``.
+Usage: ``python bench/scale.py [--blocks N] [--workers 2] [--out DIR] [--explain records|none] [--tract]
+[--record PATH [--note TEXT]]``.
 Converts ``../shared/data/recon_replication/extract/rhdf_bt_0solvar_extract.csv`` with
 samples/sf1/convert.py, keeps every k-th block when ``--blocks`` is given (the same size mix as the
 whole file), and runs :func:`audit.scale.runner.run_scaled` on a process pool. Explanations are as in
@@ -10,7 +11,7 @@ so that each tract is solved jointly with its blocks (:mod:`audit.attacks.joint`
 Prints wall time, units per second, peak memory (parent: ru_maxrss and tracemalloc; workers:
 ru_maxrss of the largest child), the size of the claim store, the share of blocks uniquely
 reconstructed, the per-unit time distribution by block size, and the extrapolation to all 8,530
-blocks when a subset was run.
+blocks when a subset was run; ``--record PATH`` writes those figures as a record (bench/README.md).
 """
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "samples" / "sf1"))
+sys.path.insert(0, str(ROOT / "bench"))
 _FILE = Path("shared", "data", "recon_replication", "extract", "rhdf_bt_0solvar_extract.csv")
 # beside the checkout (../shared), or beside the folder of worktrees (../../shared)
 EXTRACT = next((p / _FILE for p in ROOT.parents[:2] if (p / _FILE).exists()), ROOT.parent / _FILE)
@@ -59,6 +61,7 @@ def tract_tables(source, out: Path) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
+    import record
     from audit.attacks.exact import ExactOptions
     from audit.scale.runner import ScaleOptions, run_scaled
     from audit.specs.schedule import load_schedule
@@ -74,6 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--resume", action="store_true")
     ap.add_argument("--tract", action="store_true", help="add the tract tables (PCT12): tracts solved jointly with their blocks")
     ap.add_argument("--tracemalloc", action="store_true", help="trace parent allocations (slows the parent)")
+    record.add_arguments(ap)
     args = ap.parse_args(argv)
 
     out = Path(args.out)
@@ -159,7 +163,15 @@ def main(argv: list[str] | None = None) -> int:
         lo, _, hi = b["rows"].rstrip("+").partition("-")
         hi = hi or (lo if not b["rows"].endswith("+") else 10**9)
         vals = [x for r, xs in secs.items() if int(lo) <= r <= int(hi) for x in xs]
-        print(f"  {b['rows']:>8}  {b['units']:>5}  {b['reconstructed']:>5}  {sum(vals) / max(len(vals), 1):.2f}")
+        mean = sum(vals) / max(len(vals), 1)
+        print(f"  {b['rows']:>8}  {b['units']:>5}  {b['reconstructed']:>5}  {mean:.2f}")
+        rows.append((f"blocks of {b['rows']} persons: units, reconstructed, mean unit s",
+                     f"{b['units']}, {b['reconstructed']}, {mean:.2f}"))
+    record.write_from_args(ap, args, f"audit run on {n} of the extract's {total_blocks} blocks"
+                           f"{' with the tract tables' if args.tract else ''}, {args.workers} workers", "scale",
+                           ["measure", "value"], rows,
+                           f"{n} blocks in {wall:.0f} s wall, {s['undecided']} claims undecided; CPU is the parent's "
+                           f"(process_time) and the workers' (getrusage).")
     return 0
 
 

@@ -1,7 +1,13 @@
-"""MkDocs hook: the command reference generated from the CLI itself (the same help `audit CMD --help` prints)."""
+"""MkDocs hook: the command reference generated from the CLI itself (the same help `audit CMD --help` prints),
+and the benchmarks page from the records under bench/results (bench/record.py)."""
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 MARKER = "<!-- commands: generated from audit.cli -->"
+BENCH_MARKER = "<!-- benchmarks: generated from bench/results -->"
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _cell(text: str, code: bool = False) -> str:
@@ -28,5 +34,20 @@ def command_reference() -> str:
     return "\n".join(out)
 
 
+def benchmark_page() -> str:
+    """Every record under bench/results, by topic in bench/record.py's order, each table with its date,
+    commit, machine, command and options."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        import record
+    finally:
+        sys.path.remove(str(ROOT / "bench"))
+    return record.render(record.records())
+
+
 def on_page_markdown(markdown: str, page, config, files) -> str:  # noqa: ARG001 -- MkDocs' hook signature
-    return markdown.replace(MARKER, command_reference()) if MARKER in markdown else markdown
+    if MARKER in markdown:
+        markdown = markdown.replace(MARKER, command_reference())
+    if BENCH_MARKER in markdown:
+        markdown = markdown.replace(BENCH_MARKER, benchmark_page())
+    return markdown

@@ -66,3 +66,36 @@ def test_command_reference_is_generated_from_the_cli():
     for name in click_command.commands:
         assert f"## `audit {name}`" in reference
     assert "`--max-columns <int range>`" in reference and "`-t, --tables <path>`" in reference
+
+
+def _first_pixel(png: bytes) -> tuple[int, int, int]:
+    """The top-left pixel's RGB (under any PNG row filter the first row's first pixel is stored raw)."""
+    import zlib
+
+    data, pos = b"", 8
+    while pos < len(png):
+        size, kind = int.from_bytes(png[pos:pos + 4], "big"), png[pos + 4:pos + 8]
+        data += png[pos + 8:pos + 8 + size] if kind == b"IDAT" else b""
+        pos += 12 + size
+    return tuple(zlib.decompress(data)[1:4])
+
+
+def test_screenshot_shows_only_the_asked_sections(tmp_path):
+    if not Path("/usr/bin/chromium").exists():
+        pytest.skip("needs Debian chromium at /usr/bin/chromium (apt-get install -y chromium)")
+    sys.path.insert(0, str(ROOT / "docs"))
+    try:
+        from screenshot import screenshot
+    finally:
+        sys.path.pop(0)
+    report = tmp_path / "report.html"
+    html = ('<html><head></head><body style="margin:0"><main><section id="summary" style="height:2000px;background:#000"></section>'
+            '<section id="tables"><table><tr><td>7</td></tr></table></section></main></body></html>')
+    report.write_text(html)
+    out = screenshot(report, tmp_path / "grid.png", ["tables"], 200, 100)
+    png = out.read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and int.from_bytes(png[16:20], "big") == 200
+    assert sum(_first_pixel(png)) > 600, "the black section above the table was not hidden"
+    assert report.read_text() == html and sorted(p.name for p in tmp_path.iterdir()) == ["grid.png", "report.html"]
+    with pytest.raises(SystemExit, match="no section with id nowhere"):
+        screenshot(report, tmp_path / "x.png", ["nowhere"])
