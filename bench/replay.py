@@ -49,7 +49,7 @@ def _commit() -> str:
         return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True)
 
     head = git("rev-parse", "--short", "HEAD").stdout.strip() or "unknown"
-    dirty = git("status", "--porcelain", "--", "audit", "bench", "samples").stdout.strip()
+    dirty = git("status", "--porcelain", "--", "audit", "bench", "samples", ":(exclude)bench/results").stdout.strip()
     return f"{head} (with uncommitted changes)" if dirty else head
 
 
@@ -140,9 +140,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "replay")
     ap.add_argument("--images", type=Path, default=ROOT / "docs" / "images")
     args = ap.parse_args(argv)
-    for name in NAMES if args.replay == "all" else (args.replay,):
-        with tempfile.TemporaryDirectory() as folder:
-            print(f"wrote {run(name, args, Path(folder))}", flush=True)
+    if args.replay == "all":  # each in its own process, so that each record's peak RSS is its own
+        options = ["--blocks", str(args.blocks), "--tracts", str(args.tracts), "--seed", str(args.seed),
+                   "--out", str(args.out), "--images", str(args.images)]
+        return max(subprocess.run([sys.executable, __file__, name, *options]).returncode for name in NAMES)
+    with tempfile.TemporaryDirectory() as folder:
+        print(f"wrote {run(args.replay, args, Path(folder))}", flush=True)
     return 0
 
 

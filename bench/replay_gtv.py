@@ -75,7 +75,7 @@ def replay(blocks: int, seed: int, folder: Path, per_tract: int = PER_TRACT) -> 
     inputs = load_inputs(data, SAMPLE / "schema.yaml", SAMPLE / "tables.yaml")
     everyone = validate(frame, inputs.schema, "generated households")
     problems = inputs.problems()
-    state = None  # every generated household in the problems' atoms: the paper's state-level prior
+    state, domains = None, None  # every generated household in the problems' atoms: the paper's state-level prior
     cache: dict = {}
     ks = range(1, len(problems[0].domains) + 1)
     found = {kind: {k: 0 for k in ks} for kind in ("singletons", "all")}
@@ -83,7 +83,8 @@ def replay(blocks: int, seed: int, folder: Path, per_tract: int = PER_TRACT) -> 
     base = {prior: {k: [] for k in ks} for prior in ("tract", "state")}
     undecided = unique = households = 0
     for problem in problems:
-        if state is None:
+        if problem.domains != domains:
+            domains = problem.domains
             state = np.column_stack([everyone[d.name].map(d.lookup()).to_numpy(dtype=np.int64)
                                      for d in problem.domains])
         result = audit_unit(problem, ExactOptions(explain="none"), prior_rows(everyone, inputs, problem, cache))
