@@ -83,7 +83,7 @@ def run(name: str, args: argparse.Namespace, folder: Path) -> Path:
     images: dict[str, str] = {}
     if name == "gtv":
         got = replay_gtv.replay(args.blocks, args.seed, folder)
-        lines, images["gtv"] = replay_gtv.tables(got), replay_gtv.plot(got)
+        lines, images["gtv"], images["gtv-baselines"] = replay_gtv.tables(got), replay_gtv.plot(got), replay_gtv.plot_baselines(got)
         options = f"{args.blocks} blocks, seed {args.seed}, exact attack defaults with --explain none"
         note = (f"Paper: {replay_gtv.PAPER_FIGURE2}. The replay's blocks are generated "
                 f"(samples/households/generate.py) at the paper's sizes, each the first block of a tract of "

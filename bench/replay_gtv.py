@@ -176,3 +176,16 @@ def plot(got: dict) -> str:
         groups[f"k={k}"] = row
     return bar_chart(groups, title="Households identified by verified claims with k columns (replay: 8 columns)",
                      xlabel="columns in the claim (k)", ylabel="% of households")
+
+
+def plot_baselines(got: dict) -> str:
+    """Figure 2 (b, c) as lines: the median and quartiles of the verified claims' baseline probability per k (SVG)."""
+    from audit.outputs.svg import line_chart
+
+    series = {}
+    for prior in ("tract", "state"):
+        for stat, label in (("median", "median"), ("q3", "third quartile")):
+            series[f"{prior} prior, {label}"] = [(k, 100 * q[stat]) for k, q in got["baselines"][prior].items()]
+    return line_chart(series, title="Baseline probability of the verified claims (eq. 17)",
+                      xlabel="columns in the claim (k)", ylabel="%", ylim=(0.0, 50.0),
+                      hlines={"paper: every median under 5%": 5.0})
