@@ -22,6 +22,8 @@ import tempfile  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
+import yaml  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
@@ -58,9 +60,10 @@ def write_record(out: Path, name: str, command: str, options: str, lines: list[s
     """``OUT/NAME.md`` (front matter, tables, note, cost) and ``OUT/NAME.json`` (``figures`` and ``cost``)."""
     out.mkdir(parents=True, exist_ok=True)
     memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
-    head = ["---", f"title: {TITLES[name]}", "topic: replay", f"date: {datetime.date.today().isoformat()}",
-            f"commit: {_commit()}", f"machine: {os.cpu_count()} shared cores (load {cost['load']:.1f}), {memory:.0f} GiB",
-            f"command: {command}", f"options: {options}", "---"]
+    meta = {"title": TITLES[name], "topic": "replay", "date": datetime.date.today().isoformat(),
+            "commit": _commit(), "machine": f"{os.cpu_count()} shared cores (load {cost['load']:.1f}), {memory:.0f} GiB",
+            "command": command, "options": options}
+    head = ["---", *yaml.safe_dump(meta, sort_keys=False, allow_unicode=True, width=1000).splitlines(), "---"]
     spent = (f"Cost: {cost['cpu_s']:.1f} s of CPU (user + sys, this process and its children), "
              f"{cost['wall_s']:.1f} s wall, peak RSS {cost['peak_rss_mb']:.0f} MB.")
     path = out / f"{name}.md"
