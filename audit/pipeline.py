@@ -35,7 +35,8 @@ from .outputs.report import extras_beside, write_report
 from .policy.rules import load_rules
 from .scale.runner import ScaleOptions, bounded_runner, run_cli
 
-OUTPUTS = ("findings.json", "junit.xml", "report.html", CERTIFICATES_FILE)
+OUTPUTS = ("findings.json", "junit.xml", "report.html", CERTIFICATES_FILE, "findings.units.jsonl.gz",
+           "findings.checks.jsonl.gz")  # the last two: a large run's side files (audit.findings.sidefile)
 WRITES = (*OUTPUTS, STORE_FILE, "rank.json", "rank.svg", "linear.json", "linear_*.svg", "*.tmp", "parts/")  # in OUT
 
 

@@ -13,7 +13,7 @@ whole tracts, about ``blocks / counties`` blocks each. The file is written in ge
 is run. The run is the product's own command, ``audit run DATA -s schema -t tables -o OUT --workers W``
 (the SF1 block tables; ``--tract`` adds the tract tables), timed with its peak memory per process
 (``/usr/bin/time -v`` of the parent process), and the sizes of
-findings.json, claims.csv.gz and report.html. Per block-size band it prints units, seconds and their share
+findings.json (with its side files past 10,000 units), claims.csv.gz and report.html, and the CPU seconds of the parent and its workers. Per block-size band it prints units, seconds and their share
 of the time, so the next optimisation goes where the time is.
 """
 from __future__ import annotations
@@ -95,6 +95,12 @@ def _peak_mb(stderr: str) -> float:
     return int(found.group(1)) / 1024 if found else float("nan")
 
 
+def _cpu_s(stderr: str) -> float:
+    """User + system seconds of the command and the workers it waited for (``/usr/bin/time -v``)."""
+    found = [re.search(rf"{kind} time \(seconds\): ([0-9.]+)", stderr) for kind in ("User", "System")]
+    return sum(float(f.group(1)) for f in found) if all(found) else float("nan")
+
+
 def run(data: Path, out: Path, workers: int, tract: bool) -> dict:
     """The product's command on ``data`` with the defaults; wall time, peak memory and output sizes."""
     tables = ROOT / "samples" / "sf1" / "tables.yaml"
@@ -114,9 +120,9 @@ def run(data: Path, out: Path, workers: int, tract: bool) -> dict:
     if done.returncode not in (0, 1):
         raise SystemExit(f"audit run failed (exit {done.returncode}):\n{done.stderr[-3000:]}")
     doc = json.loads((out / "findings.json").read_text())
-    return {"wall": wall, "parent_mb": _peak_mb(done.stderr), "doc": doc,
-            "sizes": {f: (out / f).stat().st_size / 2**20 for f in ("findings.json", "claims.csv.gz", "report.html")
-                      if (out / f).exists()}}
+    files = ("findings.json", "findings.units.jsonl.gz", "findings.checks.jsonl.gz", "claims.csv.gz", "report.html")
+    return {"wall": wall, "parent_mb": _peak_mb(done.stderr), "cpu": _cpu_s(done.stderr), "doc": doc,
+            "sizes": {f: (out / f).stat().st_size / 2**20 for f in files if (out / f).exists()}}
 
 
 def bands(parts: Path) -> list[tuple[str, int, float]]:
@@ -170,14 +176,17 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\naudit run, defaults, --workers {args.workers}{' + tract tables' if args.tract else ''}: {n:,} blocks "
           f"({doc['inputs']['rows']:,} persons)")
     rows = [("wall time", f"{r['wall']:.0f} s"), ("blocks / s", f"{n / r['wall']:.1f}"),
-            ("peak RSS parent", f"{r['parent_mb']:.0f} MB"),
+            ("CPU (parent and workers)", f"{r['cpu']:.0f} s, {1000 * r['cpu'] / n:.0f} ms per block"),
+            ("core-hours per million blocks", f"{r['cpu'] / n * 1e6 / 3600:.0f}"),
+            ("peak RSS (largest process)", f"{r['parent_mb']:.0f} MB"),
             ("units by status", ", ".join(f"{k} {v}" for k, v in scale["units_by_status"].items())),
             ("undecided claims", f"{doc['summary']['undecided']:,}"),
             *[(f"{name}", f"{mb:.1f} MB") for name, mb in r["sizes"].items()]]
     if factor > 1:
         rows += [(f"whole state (x{factor:.1f}), extrapolated", f"{r['wall'] * factor / 3600:.2f} h"),
+                 ("whole state's CPU on 2 cores, extrapolated", f"{r['cpu'] * factor / 2 / 3600:.2f} h"),
                  *[(f"{name}, extrapolated", f"{mb * factor:.0f} MB") for name, mb in r["sizes"].items()
-                   if name != "report.html"]]
+                   if name not in ("report.html", "findings.json")]]
     width = max(len(k) for k, _ in rows)
     for k, v in rows:
         print(f"{k:<{width}}  {v}")

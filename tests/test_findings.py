@@ -174,8 +174,9 @@ def test_docs_describe_the_real_output(listed, capped):
     top = _documented("Top level")
     assert set(doc) <= top and set(small) <= top
     # present only in some runs: at scale; with a stale extra beside the findings; with --published;
-    # with interval certificates (hidden cells)
-    assert top - set(doc) == {"scale", "extras_left_out", "published", "unavailable", "certificates"} and "scale" in small
+    # with interval certificates (hidden cells); past 10,000 units (side files)
+    assert top - set(doc) == {"scale", "extras_left_out", "published", "unavailable", "certificates",
+                              "unit_files"} and "scale" in small
     unit = _documented("A unit")
     seen = {k for d in (doc, small) for u in d["units"] for k in u}
     # optional keys: units past their bounds; --published; units with counts not published exactly

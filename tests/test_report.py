@@ -129,6 +129,24 @@ def test_large_runs_are_capped(findings):
     assert "Showing the 200 riskiest of 260 units; 60 more are in findings.json, and the search" in html
     assert html.count('class="claim"') == 20 * CLAIMS_PER_UNIT  # 20 units x 10 claims
     assert "more are in findings.json" in html and 'id="chart-distribution"' in html
+    assert len(_unit_data(html)["rows"]) == 260 and "finds any of them" in html
+
+
+def _unit_data(html: str) -> dict:
+    return json.loads(html.split('<script type="application/json" id="unit-data">', 1)[1].split("</script>", 1)[0])
+
+
+def test_the_unit_search_covers_the_riskiest_of_a_state(findings, monkeypatch):
+    """A state's report does not grow with its blocks: the search's index holds the riskiest units only."""
+    import audit.outputs.report as report
+
+    monkeypatch.setattr(report, "INDEX_UNITS", 230)
+    doc = json.loads(findings.read_text())
+    u = doc["units"][0]
+    doc["units"] = [{**copy.deepcopy(u), "geo": f"000100/{i:04d}"} for i in range(260)]
+    doc["summary"]["units"] = 260
+    html = render(doc)
+    assert len(_unit_data(html)["rows"]) == 230 and "the search below finds any of the 230 riskiest." in html
 
 
 def test_report_command_rerenders_with_other_rules(findings, tmp_path):

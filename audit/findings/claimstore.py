@@ -59,18 +59,20 @@ def encode(result, header: tuple[str, ...], refuted: Iterable = ()) -> bytes:
     labels = [[_field(label) for label in d.labels] for d in p.domains]
     lead = f"{_field(p.level)},{_field('/'.join(p.geo))},"
     empty = [""] * width
-    base = result.baseline
+    base = result.baseline or {}
     lines = []
+    append = lines.append
     for v in result.verdicts:
         values = empty.copy()
         claim = v.claim
         for c, a in claim.assignment:
             values[slot[c]] = labels[c][a]
         b = base.get(claim) if base else None
-        derived = v.status == "verified" and not v.direct
-        lines.append(f"{lead}{v.status},{claim.m},{1 if v.direct else 0},{len(claim.assignment)},{','.join(values)},"
-                     f"{_field(' '.join(v.cells)) if v.cells else ''},{int(v.minimal) if derived and v.cells else ''},"
-                     f"{'' if b is None else format(b, '.6f')},{_field(v.reason) if v.reason else ''}")
+        cells = v.cells
+        tail = (f"{_field(' '.join(cells))},{int(v.minimal) if v.status == 'verified' and not v.direct else ''},"
+                if cells else ",,")
+        append(f"{lead}{v.status},{claim.m},{1 if v.direct else 0},{len(claim.assignment)},{','.join(values)},"
+               f"{tail}{'' if b is None else format(b, '.6f')},{_field(v.reason) if v.reason else ''}")
     for claim in refuted:
         values = empty.copy()
         for c, a in claim.assignment:

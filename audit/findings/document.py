@@ -71,23 +71,34 @@ def prior_rows(frame: pd.DataFrame, inputs: Inputs, problem: Problem, cache: dic
     return cache[key]
 
 
-def unit_summary(result: UnitResult) -> dict:
-    """Exact counts of one unit's verdicts: what every rule evaluates."""
+def shapes(result: UnitResult) -> tuple[list[int], list[bool]]:
+    """Each verdict's claim width and whether it states a full record (:meth:`Problem.width`,
+    :meth:`Problem.full_record`), worked out once for both :func:`unit_summary` and :func:`listed`."""
+    problem, verdicts = result.problem, result.verdicts
+    if problem.child:  # a coupled problem: its child-unit column does not describe the persons
+        widths = [problem.width(v.claim.assignment) for v in verdicts]
+    else:
+        widths = [len(v.claim.assignment) for v in verdicts]
+    return widths, [problem.full_record(v.claim.assignment) for v in verdicts]
+
+
+def unit_summary(result: UnitResult, shaped: tuple[list[int], list[bool]] | None = None) -> dict:
+    """Exact counts of one unit's verdicts: what every rule evaluates (``shaped``: :func:`shapes`)."""
     problem = result.problem
+    widths, fulls = shaped or shapes(result)
     counts = {VERIFIED: 0, UNDECIDED: 0}
     by_columns: dict[bool, dict[int, int]] = {False: {}, True: {}}  # direct? -> columns -> singletons
     by_group: dict[int, int] = {}  # group size m < SMALL_MAX -> persons in full records proved for m persons
     full = explained = minimal = 0
-    for v in result.verdicts:
+    for v, k, whole in zip(result.verdicts, widths, fulls):
         counts[v.status] = counts.get(v.status, 0) + 1
         if v.status == VERIFIED:
-            k = problem.width(v.claim.assignment)
             if v.claim.m == 1:
                 by_columns[v.direct][k] = by_columns[v.direct].get(k, 0) + 1
                 if not v.direct:
                     explained += bool(v.cells)
                     minimal += v.minimal
-            if problem.full_record(v.claim.assignment):
+            if whole:
                 full += v.claim.m
                 if v.claim.m < SMALL_MAX:
                     by_group[v.claim.m] = by_group.get(v.claim.m, 0) + v.claim.m
@@ -116,17 +127,17 @@ def _reconstructed_records(problem: Problem) -> tuple[int, dict[int, int]]:
     return int(sizes.sum()), by_group
 
 
-def listed(result: UnitResult, cap: int) -> list:
+def listed(result: UnitResult, cap: int, shaped: tuple[list[int], list[bool]] | None = None) -> list:
     """The claims a unit lists, most telling first (most columns, then least likely under the
     baseline): the first ``cap`` derived singletons, full records and undecided claims."""
     verdicts = result.verdicts
-    width = [result.problem.width(v.claim.assignment) for v in verdicts]
+    width, fulls = shaped or shapes(result)
     kinds: tuple[list[int], list[int], list[int]] = ([], [], [])
     for i, v in enumerate(verdicts):
         if v.status == VERIFIED:
             if v.claim.m == 1 and not v.direct:
                 kinds[0].append(i)
-            if result.problem.full_record(v.claim.assignment):
+            if fulls[i]:
                 kinds[1].append(i)
         elif v.status == UNDECIDED:
             kinds[2].append(i)
@@ -176,13 +187,14 @@ def unit_json(result: UnitResult, release: UnitRelease | None = None, cap: int =
     its interval certificates (:mod:`audit.attacks.certificates`) under ``"_certificates"``.
     """
     p = result.problem
+    shaped = shapes(result)
     out = {
         "geo": "/".join(p.geo), "level": p.level, "rows": p.n_rows[1], "status": result.status,
         "reason": result.reason,
         "solutions": {"count": result.solutions, "exhausted": result.exhausted},
         "reconstructed": result.reconstructed,
-        "summary": unit_summary(result),
-        "claims": [claim_json(v, result) for v in listed(result, cap)],
+        "summary": unit_summary(result, shaped),
+        "claims": [claim_json(v, result) for v in listed(result, cap, shaped)],
         "seconds": round(result.seconds, 3), "notes": list(p.notes),
     }
     if result.omitted:  # an unfinished unit with too many candidate claims: counted, neither listed nor stored

@@ -14,6 +14,7 @@ from ..errors import AuditError
 from ..paths import input_file
 from .lines import JsonLines
 from .model import FORMAT, Findings
+from .sidefile import SIDE_UNITS, read_side, write_side
 
 
 # -- documents on disk ---------------------------------------------------------------------------------
@@ -22,10 +23,17 @@ LINE_KEYS = ("units", "checks")  # written one item per line, last in the docume
 
 def write_json(doc: Mapping, path: Path) -> None:
     """A JSON document (:class:`Findings`: its :meth:`~Findings.to_json`); ``units`` and ``checks`` last,
-    one item per line (see :func:`read_findings`)."""
+    one item per line (see :func:`read_findings`). Findings of more than :data:`SIDE_UNITS` units keep
+    them in side files beside ``path`` (:mod:`audit.findings.sidefile`) and list the riskiest inline."""
     path = Path(path)
     if isinstance(doc, Findings):
-        doc = doc.to_json()
+        doc = {k: v for k, v in doc.to_json().items() if k != "unit_files"}
+        if len(doc["units"]) > SIDE_UNITS:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            files, riskiest = write_side(doc, path)
+            at = list(doc).index("units")
+            items = [(k, v) for k, v in doc.items() if k not in ("units", "checks")]
+            doc = dict(items[:at] + [("unit_files", files), ("units", riskiest), ("checks", [])] + items[at:])
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(path.suffix + ".tmp")
     lines = [k for k in LINE_KEYS if isinstance(doc.get(k), (list, tuple, JsonLines))]
@@ -71,6 +79,8 @@ def read_findings(path: Path) -> Findings:
     if doc is None:
         fh.close()
         doc = read_json(path, "findings file")
+    if "unit_files" in doc:  # every unit and check from the side files (the document lists the riskiest)
+        doc = {**doc, **read_side(doc["unit_files"], path)}
     return Findings.from_json(doc, str(path))
 
 

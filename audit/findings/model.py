@@ -80,7 +80,7 @@ class Summary:
 
 # keys present only in some runs: absent from the document (not null) when None
 OPTIONAL = ("scale", "published", "unavailable", "attacks", "extras_left_out", "versions", "run", "outputs",
-            "certificates")
+            "certificates", "unit_files")
 
 
 @dataclass(frozen=True, eq=True)
@@ -120,6 +120,7 @@ class Findings(Mapping):
     run: Mapping[str, Any] | None = None
     outputs: Mapping[str, str] | None = None
     certificates: Mapping[str, str] | None = None
+    unit_files: Mapping[str, Any] | None = None  # units and checks in side files (audit.findings.sidefile)
     checks: Sequence[Check] = ()
 
     KEYS = ("format", "notice", "confidential", "tool", "inputs", "options", "verdict", "summary", "schema",

@@ -46,6 +46,7 @@ def extras_beside(folder: Path) -> dict[str, dict]:
 
 
 # ----------------------------------------------------------------------------------------------- context
+INDEX_UNITS = 10_000  # the riskiest units the unit list's search covers: the report stays under 2 MB for a state
 
 def _unit_rows(doc: Findings) -> tuple[list[dict], list[int], list[int]]:
     """Every unit's row, riskiest first (each with its position in ``doc.units``), every unit's
@@ -290,7 +291,7 @@ def context(doc: Findings, extras: Mapping[str, Mapping] | None = None, store=No
         "baselines": any(c["baseline"] is not None for d in detail for c in d["claims"]),
         "warnings": warnings, "summary": doc.summary, "rules": rules,
         "rule_titles": _rule_titles(), "units": rows[:TOP_UNITS], "more_units": max(n_units - TOP_UNITS, 0),
-        "unit_index": _unit_index(rows),
+        "unit_index": _unit_index(rows[:INDEX_UNITS]), "indexed": min(n_units, INDEX_UNITS),
         "n_units": n_units, "charts": charts,
         "structural": sum((u.get("cells") or {}).get("structural", 0) for u in doc.units),
         "detail": detail, "claim_store": (doc.claim_store or {}).get("file"),

@@ -212,9 +212,16 @@ class Problem:
         """Whether a claim covers every attribute the release publishes about (and so states a whole record
         as published): its columns' attributes, the child-unit column aside, are those of
         :attr:`published_columns` (a view column stands for the attribute it groups)."""
+        published = self._published_attributes
+        if len(assignment) < len(published) or not published:  # a claim fixes one column per attribute at most
+            return False
         attribute = (lambda c: c) if self.views is None else self.views.attribute
-        published = {attribute(c) for c in self.published_columns}
-        return bool(published) and {attribute(c) for c, _ in assignment if c != self._child_column} == published
+        return {attribute(c) for c, _ in assignment if c != self._child_column} == published
+
+    @cached_property
+    def _published_attributes(self) -> frozenset[int]:
+        attribute = (lambda c: c) if self.views is None else self.views.attribute
+        return frozenset(attribute(c) for c in self.published_columns)
 
     def width(self, assignment) -> int:
         """How many of a claim's columns describe the persons: a claim naming one block is that block's
@@ -343,6 +350,7 @@ def build_problems(frame: pd.DataFrame | None, schema: Schema, schedule: Schedul
         atoms = (np.column_stack([frame[d.name].map(lk).to_numpy(dtype=np.int64) for d, lk in zip(domains, lookups)])
                  if frame is not None and len(frame) else np.zeros((0, len(domains)), np.int64))
         atoms_of: dict[Predicate, Predicate] = {}  # units share their cells' predicates
+        made_of: dict[tuple, list[tuple[int, Constraint]]] = {}
         wide = {c.name for c in schema.columns if c.wide}
         for unit in (r for r in releases if r.level == level):
             truth, known = None, None
@@ -351,13 +359,19 @@ def build_problems(frame: pd.DataFrame | None, schema: Schema, schedule: Schedul
                 known = len(truth)
             cons, hidden, values = [], [], []
             for v in unit.values:
-                for group, found in ((cons, constraints_of(v, unit.protection[v.cell.table])), (hidden, hidden_value(v))):
-                    for c in found:
-                        pred = atoms_of.get(c.predicate)
-                        if pred is None:
-                            pred = atoms_of[c.predicate] = _to_atoms(c.predicate, by_name)
-                        into = group if c.statistic.column not in wide else values  # a hidden one unbounded: noted, not judged
-                        into.append(replace(c, predicate=pred))
+                protection = unit.protection[v.cell.table]
+                key = (v.cell.key, v.stat, v.status, v.value, protection)  # what constraints_of reads
+                made = made_of.get(key)
+                if made is None:  # units share most published values (zeros above all): each is translated once
+                    made = made_of[key] = []
+                    for group, found in ((0, constraints_of(v, protection)), (1, hidden_value(v))):
+                        for c in found:
+                            pred = atoms_of.get(c.predicate)
+                            if pred is None:
+                                pred = atoms_of[c.predicate] = _to_atoms(c.predicate, by_name)
+                            made.append((group if c.statistic.column not in wide else 2, replace(c, predicate=pred)))
+                for group, c in made:  # a hidden one unbounded (2): noted, not judged
+                    (cons, hidden, values)[group].append(c)
             n_rows, notes = population(cons, known, f"unit {'/'.join(unit.geo)}", (populations or {}).get(unit.geo))
             if values:
                 notes += (f"{sum(not c.unbounded for c in values)} published sum, mean and median values of {', '.join(sorted(wide))} "
