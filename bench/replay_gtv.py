@@ -135,11 +135,11 @@ def tables(got: dict) -> list[str]:
         paper = PAPER[kind]
         lines.append(f"| paper, total ({PAPER['blocks']} PPMF blocks) | {PAPER['households']} | "
                      + " | ".join(str(paper[k]) for k in KS) + " |")
-        lines.append(f"| paper, share of n | 100% | " + " | ".join(f"{paper[k] / PAPER['households']:.0%}" for k in KS) + " |")
+        lines.append("| paper, share of n | 100% | " + " | ".join(f"{paper[k] / PAPER['households']:.0%}" for k in KS) + " |")
         ours = got["found"][kind]
         lines.append(f"| replay, total ({blocks} generated blocks) | {n} | "
                      + " | ".join(str(ours[k]) if k in ours else "—" for k in KS) + " |")
-        lines.append(f"| replay, share of n | 100% | "
+        lines.append("| replay, share of n | 100% | "
                      + " | ".join(f"{ours[k] / n:.0%}" if k in ours else "—" for k in KS) + " |")
         lines.append(f"| replay, avg per block | {n / blocks:.2f} | "
                      + " | ".join(f"{ours[k] / blocks:.2f}" if k in ours else "—" for k in KS) + " |")
