@@ -285,7 +285,15 @@ class LinearProof:
         if (counts < 0).any():
             return False
         got = self.a @ counts
-        return all(lo <= g and (hi is None or g <= hi) for g, lo, hi in zip(got.tolist(), self.lo, self.hi))
+        lo, hi = self._ends
+        return bool((lo <= got).all() and (got <= hi).all())
+
+    @cached_property
+    def _ends(self) -> tuple[np.ndarray, np.ndarray]:
+        """The cells' integer ends as arrays (no upper end: the largest int64), for :meth:`fits`."""
+        top = np.iinfo(np.int64).max
+        return (np.array(self.lo, dtype=np.int64).reshape(-1),
+                np.array([top if h is None else h for h in self.hi], dtype=np.int64).reshape(-1))
 
     @cached_property
     def lp_rows(self) -> np.ndarray:
