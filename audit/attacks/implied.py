@@ -191,7 +191,7 @@ class LinearProof:
         """
         if not candidates or not len(self.rows):
             return np.zeros(0, dtype=np.int64)
-        m = self.a[candidates] % BASIS_PRIME
+        m = self.a[candidates]  # a copy (0/1 entries: already residues)
         basis = []
         for i in range(len(m)):
             nonzero = np.flatnonzero(m[i])
