@@ -24,7 +24,8 @@ from .highs import highs, run as run_highs
 MAX_SUPPORT = 50_000  # rows; past it (few zero cells over wide schemas) the linear pass stands aside
 SUPPORT_WORK = 2 * 10**8  # rows x killers (bytes) :func:`problem_support` may hold while expanding
 SPARSE_ROUNDS = 20  # refinements :meth:`LinearProof.sparse` makes while choosing the zero cells a proof needs
-BASIS_PRIME = 67_108_859  # below 2**26, so that a projection modulo it is one exact float product
+COMBINE_ENTRIES = 2**21  # claims x support rows per batch of LinearProof.combine (about 5 arrays of 8 bytes each)
+BASIS_PRIME = 67_108_859  # below 2**26: a product of two residues fits in int64 during the basis elimination
 
 
 @lru_cache(maxsize=1 << 16)
@@ -182,15 +183,15 @@ class LinearProof:
     def _basis(self, candidates: list[int]) -> np.ndarray:
         """A maximal independent set of exact cell rows, taken greedily in the given order.
 
-        Independence is decided modulo BASIS_PRIME on a random projection of the rows: rows
-        independent there are independent over the rationals (a rational dependency, cleared to
-        coprime integers, survives both), and the converse fails with probability about
-        ``len(candidates) / BASIS_PRIME``. Only the choice of basis rests on this, never a verdict.
+        Independence is decided modulo BASIS_PRIME, by elimination on the 0/1 rows themselves (sparse:
+        far faster than on a dense random projection of them): rows independent there are independent
+        over the rationals (a rational dependency, cleared to coprime integers, survives), and the
+        converse fails only where the prime divides a minor. Only the choice of basis rests on this,
+        never a verdict.
         """
         if not candidates or not len(self.rows):
             return np.zeros(0, dtype=np.int64)
-        r = np.random.default_rng(0).integers(0, BASIS_PRIME, size=(len(self.rows), len(candidates)))
-        m = exact_product(self.a[candidates], r) % BASIS_PRIME
+        m = self.a[candidates]  # a copy (0/1 entries: already residues)
         basis = []
         for i in range(len(m)):
             nonzero = np.flatnonzero(m[i])
@@ -224,30 +225,34 @@ class LinearProof:
         return flat
 
     def combine(self, claims: list[Claim]) -> list[np.ndarray | None]:
-        """Per claim, the cells (a mask) of a checked exact linear combination equal to it, or None."""
+        """Per claim, the cells (a mask) of a checked exact linear combination equal to it, or None
+        (in batches of :data:`COMBINE_ENTRIES` claim x support entries: memory bounded by the model)."""
         out: list[np.ndarray | None] = [None] * len(claims)
         if not claims or len(self.basis) == 0:
             return out
-        c = self._claim_matrix(claims)
         b = self.a[self.basis]
         values = np.array([self.lo[k] for k in self.basis], dtype=np.int64)
         # least squares through one QR of the basis (independent rows, so R is invertible); far cheaper
         # than lstsq with thousands of right-hand sides, and every certificate is checked exactly below
         q, r = np.linalg.qr(b.T.astype(float))
-        y = np.linalg.solve(r, q.T @ c.T.astype(float)).T
-        close = np.flatnonzero(np.abs(y @ b - c).max(axis=1) < 1e-7)
-        certs = [(i, cert) for i in close if (cert := _rational(y[i])) is not None]
-        if not certs:
-            return out
-        scales = np.array([scale for _, (scale, _) in certs], dtype=np.int64)
-        coefs = np.array([coef for _, (_, coef) in certs], dtype=np.int64)
-        rows = np.array([i for i, _ in certs])
-        exact = (exact_product(coefs, b) == scales[:, None] * c[rows]).all(axis=1)
-        for i, scale, coef in zip(rows[exact], scales[exact], coefs[exact]):
-            if int(coef @ values) != scale * claims[i].m:
-                raise InternalError(f"published counts disagree with the confidential data on {claims[i]}")
-            out[i] = np.zeros(len(self.keys), dtype=bool)
-            out[i][self.basis[coef != 0]] = True
+        step = max(1, COMBINE_ENTRIES // max(len(self.rows), 1))
+        for start in range(0, len(claims), step):
+            batch = claims[start:start + step]
+            c = self._claim_matrix(batch)
+            y = np.linalg.solve(r, q.T @ c.T.astype(float)).T
+            close = np.flatnonzero(np.abs(y @ b - c).max(axis=1) < 1e-7)
+            certs = [(i, cert) for i in close if (cert := _rational(y[i])) is not None]
+            if not certs:
+                continue
+            scales = np.array([scale for _, (scale, _) in certs], dtype=np.int64)
+            coefs = np.array([coef for _, (_, coef) in certs], dtype=np.int64)
+            rows = np.array([i for i, _ in certs])
+            exact = (exact_product(coefs, b) == scales[:, None] * c[rows]).all(axis=1)
+            for i, scale, coef in zip(rows[exact], scales[exact], coefs[exact]):
+                if int(coef @ values) != scale * batch[i].m:
+                    raise InternalError(f"published counts disagree with the confidential data on {batch[i]}")
+                out[start + i] = np.zeros(len(self.keys), dtype=bool)
+                out[start + i][self.basis[coef != 0]] = True
         return out
 
     def bound(self, claim: Claim) -> tuple[str, np.ndarray] | None:
@@ -285,7 +290,15 @@ class LinearProof:
         if (counts < 0).any():
             return False
         got = self.a @ counts
-        return all(lo <= g and (hi is None or g <= hi) for g, lo, hi in zip(got.tolist(), self.lo, self.hi))
+        lo, hi = self._ends
+        return bool((lo <= got).all() and (got <= hi).all())
+
+    @cached_property
+    def _ends(self) -> tuple[np.ndarray, np.ndarray]:
+        """The cells' integer ends as arrays (no upper end: the largest int64), for :meth:`fits`."""
+        top = np.iinfo(np.int64).max
+        return (np.array(self.lo, dtype=np.int64).reshape(-1),
+                np.array([top if h is None else h for h in self.hi], dtype=np.int64).reshape(-1))
 
     @cached_property
     def lp_rows(self) -> np.ndarray:

@@ -8,7 +8,8 @@ taken over *integer* datasets, zeros included, not over a continuous relaxation.
 * A **count**'s ends are optima of :meth:`~audit.attacks.engines.histogram.HistogramEngine.extreme`:
   a dataset that reaches each (checked exactly against every published value) and a checked dual
   certificate or a closed certified branch-and-bound tree that no dataset goes further; the row-slot
-  SAT engine closes what the node budget leaves open.
+  SAT engine closes what the node budget leaves open. An end that a dataset already checked reaches at
+  the cell's outer range (an empty cell's 0, the true rows first) needs no search.
 * A **sum, mean or median** (suppressed, rounded or published as a range) has its ends found by a
   bound search on the row-slot SAT engine (:func:`value_interval`): from a dataset's value and a proved
   outer bound, first ask for any value past it (none: that end is settled), then halve the gap by
@@ -141,6 +142,7 @@ def feasibility_intervals(problem: Problem, linear: LinearProof | None, sat: Cal
             return None
     else:
         engine = HistogramEngine(problem, linear, None, nodes)
+    known = _Known(engine)
     solver: list = []  # the SAT engine, made when first needed
     budget = Budget(conflicts, deadline)  # what the numeric bound searches have left
 
@@ -160,7 +162,11 @@ def feasibility_intervals(problem: Problem, linear: LinearProof | None, sat: Cal
         ends = []
         for sense, safe in zip((1, -1), map(int, outer_range(problem, c))):
             certificates: list = []  # what proves the histogram search's bound
-            bound, best, rows = engine.extreme(sense * vec, proof=certificates)
+            rows = known.reaching(vec, safe)
+            if rows is not None:  # a checked dataset (the true rows first) reaches that bound: nothing to search
+                bound = best = sense * safe
+            else:
+                bound, best, rows = engine.extreme(sense * vec, proof=certificates)
             bound, asked = sense * safe if bound is None else max(bound, sense * safe), None
             if best is not None and bound < best and sat is not None:
                 bound, best, rows, asked = _tighten(solver_(), problem, c, sense, bound, best, rows)
@@ -173,6 +179,24 @@ def feasibility_intervals(problem: Problem, linear: LinearProof | None, sat: Cal
         value = int(problem.row_mask(problem.truth, c.predicate).sum()) if problem.truth is not None else None
         out[key] = Interval(lo, hi, lo_proof is not None and hi_proof is not None, value, proofs=(lo_proof, hi_proof))
     return out
+
+
+class _Known:
+    """The histograms of the datasets a :class:`HistogramEngine` has found and checked (its ``found``, the
+    true rows first), as a matrix that grows as the engine finds more."""
+
+    def __init__(self, engine: HistogramEngine):
+        self.engine, self.keys, self.counts = engine, [], np.zeros((0, engine.n), dtype=np.int64)
+
+    def reaching(self, vec: np.ndarray, value: int) -> np.ndarray | None:
+        """The rows of the first such dataset whose count ``vec . h`` is ``value``; None if none."""
+        found = self.engine.found
+        if len(found) > len(self.keys):
+            new = list(found)[len(self.keys):]
+            self.keys += new
+            self.counts = np.vstack([self.counts, *(np.frombuffer(k, dtype=np.int64) for k in new)])
+        hit = np.flatnonzero(self.counts @ vec == value)
+        return found[self.keys[hit[0]]] if len(hit) else None
 
 
 def outer_range(problem: Problem, c: Constraint) -> tuple[Fraction, Fraction]:

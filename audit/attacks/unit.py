@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 import numpy as np
@@ -25,7 +25,9 @@ from .intervals import hidden_cells
 BYTES_PER_KEY = 600
 BYTES_PER_CLAUSE = 500
 SECONDS_PER_CLAUSE = 3e-6  # building the SAT encoding (measured: 1.9 M clauses in 5-7 s on 2 loaded cores)
-BYTES_PER_ENTRY = 40  # per cell and atom combination of the histogram model: its matrices and HiGHS' copy (bench/sizing.py: z3)
+BYTES_PER_ENTRY = 40  # per nonzero count cell and support row of the histogram model: its matrices, their
+# transients and HiGHS' copies (bench/sizing.py: 30-46 on z3 and the synthetic two- and three-way tables)
+UNIT_MB = 16  # the histogram search's own fixed share of a unit (HiGHS models, engines), beyond its matrices
 BASE_MB = 400  # a worker's own footprint (interpreter, numpy, pandas, pysat, HiGHS): not for the unit
 LISTED_MAX = 20_000  # a unit the attack did not finish lists its undecided claims up to this many
 EXPLAIN_MODES = ("none", "records", "singletons", "all")
@@ -156,7 +158,7 @@ class UnitCost:
     prior_keys: int  # the same for the parent unit's rows (baseline probabilities)
     clauses: int  # clauses of the SAT encoding (the integer program is smaller)
     combinations: int = 0  # atom combinations the histogram model may hold (at most MAX_SUPPORT)
-    cells: int = 0  # count cells, the histogram model's constraints
+    cells: int = 0  # count cells above 0 (a zero cell cuts the support instead), the histogram model's rows
     slots: bool = True  # a sum, mean or median cell needs row slots: the unit cannot be attacked by cells alone
 
     @property
@@ -166,7 +168,8 @@ class UnitCost:
     @property
     def cell_megabytes(self) -> float:
         """The attack in histogram space: claims and the model, never the persons."""
-        return (BYTES_PER_KEY * self.keys + 16 * self.prior_keys + BYTES_PER_ENTRY * self.combinations * self.cells) / 2**20
+        return UNIT_MB + (BYTES_PER_KEY * self.keys + 16 * self.prior_keys
+                          + BYTES_PER_ENTRY * self.combinations * self.cells) / 2**20
 
 
 def encoding_clauses(problem: Problem) -> int:
@@ -232,12 +235,13 @@ def unit_cost(problem: Problem, options: ExactOptions, prior_rows: np.ndarray | 
     distinct = len(distinct_rows(truth)[0])
     prior = len(distinct_rows(prior_rows)[0]) if prior_rows is not None and len(prior_rows) else 0
     combinations = edits_support(problem.names, problem.sizes, problem.edits)
-    if not needs_slots(problem) and problem.n_rows[1] > options.max_rows:  # to be attacked in cell space: its support
+    cost = UnitCost(problem.n_rows[1], distinct, distinct * subsets, prior * subsets, encoding_clauses(problem),
+                    combinations, 1 + sum(c.statistic.kind == "count" and (c.hi is None or int_hi(c.hi, c.hi_open) > 0)
+                                          for c in problem.constraints), needs_slots(problem))  # and the population
+    if not cost.slots and too_large(cost, options) is not None:  # to be attacked in cell space: its support
         rows = problem_support(problem)  # after its zero cells too (bounded: None when too large to try)
-        combinations = combinations if rows is None else len(rows)
-    cells = sum(c.statistic.kind == "count" for c in problem.constraints) + 1  # and the population
-    return UnitCost(problem.n_rows[1], distinct, distinct * subsets, prior * subsets, encoding_clauses(problem),
-                    combinations, cells, needs_slots(problem))
+        cost = cost if rows is None else replace(cost, combinations=len(rows))
+    return cost
 
 
 @lru_cache(maxsize=256)
