@@ -133,13 +133,30 @@ def _attack_batch(problems: Sequence[Problem], priors: Sequence[np.ndarray | Non
         failed = ((r > 1e-3) & prog.check).cpu().numpy().reshape(B, K, -1)
         loss_np = loss_r.detach().cpu().numpy().reshape(B, K)
     rows = [[rounded_np[b, k, :ns[b]] for k in range(K)] for b in range(B)]
-    ok, why, before = [], [], []
+    goods, before = [], []
     for b, u in enumerate(unit_ids):
         medians = enc.medians.get(u, ())
-        good = [not failed[b, k].any() and medians_hold(problems[u], rows[b][k], medians) for k in range(K)]
-        before.append(float(np.mean(good)))
-        if not any(good) and opts.project and 0 < ns[b] <= opts.project_rows:
-            _project_unit(problems[u], enc, u, rows[b], good)
+        goods.append([not failed[b, k].any() and medians_hold(problems[u], rows[b][k], medians) for k in range(K)])
+        before.append(float(np.mean(goods[-1])))
+    projected = [(b, k, near) for b, u in enumerate(unit_ids) if not any(goods[b]) and opts.project
+                 and 0 < ns[b] <= opts.project_rows for k, near in _project_unit(problems[u], rows[b])]
+    if projected:   # the SAT solver's datasets checked against every cell at once, as the rounded ones were
+        near_np = rounded_np.reshape(R, N, C).copy()
+        for b, k, near in projected:
+            if len(near) == ns[b]:
+                near_np[b * K + k, :ns[b]] = near
+        with torch.no_grad():
+            r = residual(prog.integer_answers(torch.tensor(near_np, device=dev)))
+            missed = ((r > 1e-3) & prog.check).any(1).cpu().numpy()
+        for b, k, near in projected:
+            u = unit_ids[b]
+            exact = len(near) == ns[b] and not enc.notes    # every cell is a checked term: the tensor check
+            fits = not missed[b * K + k] if exact else not problems[u].violations(near)
+            if fits and medians_hold(problems[u], near, enc.medians.get(u, ())):
+                rows[b][k], goods[b][k] = near, True
+    ok, why = [], []
+    for b, u in enumerate(unit_ids):
+        medians, good = enc.medians.get(u, ()), goods[b]
         ok.append(float(np.mean(good)))
         broken: Counter = Counter(enc.terms[u][t].key for k in range(K) for t in np.flatnonzero(failed[b, k]))
         broken.update(c.key for k in range(K) for c in medians if not c.holds(problems[u].value(rows[b][k], c)))
@@ -168,15 +185,14 @@ def _respect_edits(problems, unit_ids, rounded: np.ndarray, ps, ns, opts: RankOp
     return rounded
 
 
-def _project_unit(problem: Problem, enc: _Encoding, u: int, runs: list, good: list) -> None:
-    """Replace each of a unit's rounded datasets that misses the release by the consistent dataset the SAT
-    solver finds nearest it (:func:`~audit.attacks.engines.rank_projection.project`), in place; without
-    python-sat the datasets stay as rounded."""
+def _project_unit(problem: Problem, runs: list):
+    """For each of a unit's rounded datasets, the consistent dataset the SAT solver finds nearest it
+    (:func:`~audit.attacks.engines.rank_projection.project`) as ``(run, rows)``, where it finds one; none without
+    python-sat. The caller checks them against the release."""
     engine = exact_engine(problem)
     if engine is None:
         return
-    for k, fine in enumerate(good):
-        if not fine:
-            near = project(engine, runs[k])
-            if near is not None and not problem.violations(near):
-                runs[k], good[k] = near, True
+    for k, rows in enumerate(runs):
+        near = project(engine, rows)
+        if near is not None:
+            yield k, near
