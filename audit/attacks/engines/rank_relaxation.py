@@ -16,13 +16,14 @@ from .rank_rounding import breaks, edit_tables, medians_hold, respect_edits
 
 
 def _row_logits(rows: np.ndarray, sizes: Sequence[int], mass: float) -> np.ndarray:
-    """Logits whose softmax puts ``mass`` on each row's atom and spreads the rest evenly."""
-    out = []
-    for col, a in enumerate(sizes):
-        p = np.full((len(rows), a), (1 - mass) / a, dtype=np.float64)
-        p[np.arange(len(rows)), rows[:, col]] += mass
-        out.append(np.log(p))
-    return np.concatenate(out, axis=1) if out else np.zeros((len(rows), 0))
+    """Logits whose softmax puts ``mass`` on each row's atom and spreads the rest evenly (all rows at once)."""
+    a = np.asarray(sizes, dtype=np.float64)
+    cold = (1 - mass) / a
+    out = np.repeat(np.log(cold), np.asarray(sizes, dtype=np.int64))[None].repeat(len(rows), 0)
+    if len(sizes):
+        starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+        out[np.arange(len(rows))[:, None], rows + starts] = np.log(cold + mass)
+    return out
 
 
 def _uniform_rows(problem: Problem, n: int, rng: np.random.Generator) -> np.ndarray:
@@ -89,11 +90,12 @@ def _attack_batch(problems: Sequence[Problem], priors: Sequence[np.ndarray | Non
     for b, u in enumerate(unit_ids):
         p, n = problems[u], ns[b]
         rowmask[b, :, :n] = 1.0
+        starts = []
         for k in range(K):
             rng = _seed(opts.seed, unit_key(p), k)
-            rows = _start_rows(p, n, priors[u], opts.init, rng)
-            init[b, k, :n] = _row_logits(rows, sizes, opts.init_mass)
+            starts.append(_start_rows(p, n, priors[u], opts.init, rng))
             uniforms[b, k, :n] = rng.random((n, C))
+        init[b, :, :n] = _row_logits(np.concatenate(starts), sizes, opts.init_mass).reshape(K, n, width)
     prog = _Program(enc, [enc.terms[u] for u in unit_ids], K, rowmask.reshape(B * K, N), dev, combine)
     R = B * K
     theta = prog.leaves(init.reshape(R, N, width))
