@@ -3,7 +3,8 @@
 ``combine="factor"`` (the default) keeps one logits tensor per group of columns with the same number of
 atoms (one softmax per group, no per-column slices whose backward fills a full-size zero tensor each), maps
 each group's softmaxes to its clause slots with one block matrix, and answers every query of at most two
-clauses from the slots' Gram matrix (one batched matmul); longer queries are products of gathered slots.
+clauses from the slots' Gram matrix (one batched matmul); longer queries are products of slots, taken in log
+space through a small dense incidence (one matmul per product table) where they span several slots.
 ``matmul`` (products in log space through a dense incidence) and ``gather`` are the earlier forms, kept to
 measure against.
 """
