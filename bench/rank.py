@@ -1,7 +1,7 @@
 """RAP-RANK in the paper's settings: seconds per unit, rows per second and match rates against baselines.
 
     python bench/rank.py [--case acs|extract|all] [--quick] [--device auto|cpu|cuda] [--data DIR]
-                         [--compare-old] [--ways 2,3] [--tracts N] [--threads N] [--out DIR]
+                         [--compare-old] [--ways 2,3] [--tracts N] [--blocks N] [--threads N] [--out DIR]
 
 Cases (bench/rank_cases.py):
 
@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import resource
 import sys
 import time
 from pathlib import Path
@@ -64,6 +65,12 @@ def timing(res, rows: int) -> str:
     return f"{res.seconds:6.1f} {res.seconds / max(1, len(res.units)):6.2f} {rows / res.seconds:7.0f}"
 
 
+def cpu_seconds() -> float:
+    """User + system CPU of this process so far (the machine is shared: wall time measures the load too)."""
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
 def compare_old(data, device: str, threads: int, seed: int) -> dict:
     """The earlier answer form and the new one, side by side on a reduced ACS case."""
     problems, frame, schema, desc = acs_case(data, 1, 300, 2, seed)
@@ -89,13 +96,15 @@ def run_acs(args, device: str) -> dict:
         rows = sum(p.n_rows[1] for p in problems)
         opts = RankOptions(runs=runs, steps=steps, init="uniform", device=device, seed=args.seed, grid=GRID,
                            threads=args.threads)
+        cpu = cpu_seconds()
         res, pooled = attack(problems, frame, schema, opts)
+        cpu = cpu_seconds() - cpu
         print(f"\n{desc}; {runs} runs x {steps} steps on {device}\n{header()}")
-        print(row("RAP-RANK uniform", pooled["attack"], timing(res, rows)))
+        print(row("RAP-RANK uniform", pooled["attack"], timing(res, rows)) + f"   CPU {cpu:.1f} s")
         print(row("  holdout", pooled["baselines"]["holdout"]))
         lift = pooled["lift"]["holdout"]
         print(f"  beats holdout at every k/u: {all(v > 0 for v in lift)} (lift {min(lift):+.3f} .. {max(lift):+.3f})")
-        doc[f"{way}-way"] = {"case": desc, "seconds": res.seconds, "seconds_per_unit": res.seconds / len(res.units),
+        doc[f"{way}-way"] = {"case": desc, "seconds": res.seconds, "cpu_seconds": cpu, "seconds_per_unit": res.seconds / len(res.units),
                              "rows_per_second": rows / res.seconds, "pooled": pooled,
                              "consistent_runs": [u.consistent for u in res.units]}
     print(EARLIER)
@@ -110,6 +119,10 @@ def run_extract(args, device: str) -> dict:
     runs, steps = (8, 100) if args.quick else (16, 300)
     t0 = time.perf_counter()
     problems, full, schema, desc = extract_case(args.data, tracts, args.seed, args.round_to)
+    if args.blocks and args.blocks < len(problems):   # a seeded subset of the blocks, in their order
+        keep = np.sort(np.random.default_rng(args.seed).choice(len(problems), size=args.blocks, replace=False))
+        problems = [problems[i] for i in keep]
+        desc += f", {args.blocks} seeded blocks"
     rows = sum(p.n_rows[1] for p in problems)
     print(f"\n{desc}: {len(problems)} blocks, {rows} persons, prepared in {time.perf_counter() - t0:.1f} s; "
           f"{runs} runs x {steps} steps on {device}\n{header()}")
@@ -118,11 +131,13 @@ def run_extract(args, device: str) -> dict:
     for init in ("parent", "uniform"):
         opts = RankOptions(runs=runs, steps=steps, init=init, device=device, seed=args.seed, grid=GRID,
                            threads=args.threads, project=not args.no_project)
+        cpu = cpu_seconds()
         res, pooled = attack(problems, full, schema, opts)
+        cpu = cpu_seconds() - cpu
         baselines = baselines or pooled["baselines"]
-        print(row(f"RAP-RANK {init}", pooled["attack"], timing(res, rows)))
+        print(row(f"RAP-RANK {init}", pooled["attack"], timing(res, rows)) + f"   CPU {cpu:.1f} s")
         part = ranking_part(res, full, schema.geography, schema.attacker) if schema.attacker else None
-        doc[init] = {"seconds": res.seconds, "seconds_per_unit": res.seconds / len(res.units),
+        doc[init] = {"seconds": res.seconds, "cpu_seconds": cpu, "seconds_per_unit": res.seconds / len(res.units),
                      "rows_per_second": rows / res.seconds, "pooled": pooled,
                      "consistent_runs": float(np.mean([u.consistent for u in res.units])),
                      "reidentification": part}
@@ -154,6 +169,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--compare-old", action="store_true", help="time the earlier answer form against the new first")
     ap.add_argument("--ways", default="2", help="ACS marginals: 2, 3 or 2,3")
     ap.add_argument("--tracts", type=int, default=None, help="extract: this many seeded tracts (default all)")
+    ap.add_argument("--blocks", type=int, default=None, help="extract: this many seeded blocks of those tracts")
     ap.add_argument("--round-to", type=int, default=None, help="extract: publish every count rounded to this base")
     ap.add_argument("--no-project", action="store_true", help="extract: no SAT projection of the rounded runs")
     ap.add_argument("--threads", type=int, default=1, help="CPU threads for torch")

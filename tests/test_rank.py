@@ -183,6 +183,27 @@ def test_same_seed_same_ranking_and_batching_does_not_matter():
     assert [u.ranked for u in a.units] != [u.ranked for u in c.units]
 
 
+def test_long_queries_in_log_space_are_exact_on_sf1_blocks():
+    # the SF1 race queries (up to 9 clauses) take the factorised form's log-space products: a residual is
+    # above 0 exactly on the cells problem.violations names, on the true block and on blocks with one row changed
+    from audit.commands import inputs_from
+
+    inputs = inputs_from(SF1 / "data.csv", SF1 / "schema.yaml", SF1 / "tables.yaml", False, None)
+    p = next(q for q in inputs.problems(inputs.release()) if q.level == "block" and q.n_rows[1] <= 10)
+    enc = _Encoding([p], {})
+    keys = [t.key for t in enc.terms[0]]
+    assert max(map(len, enc.query_slots)) >= 8 and not enc.notes
+    rng = np.random.default_rng(0)
+    for trial in range(4):
+        rows = p.truth.copy()
+        if trial:                                                  # one value moved to the next atom
+            i, c = rng.integers(len(rows)), rng.integers(len(p.sizes))
+            rows[i, c] = (rows[i, c] + 1) % p.sizes[c]
+        r = relaxed_residuals(p, rows, combine="factor")
+        assert {k for k, v in zip(keys, r) if v > 1e-3} == set(p.violations(rows))
+        assert bool(trial) == bool(p.violations(rows))
+
+
 def test_cli_writes_rank_json_on_sf1(tmp_path):
     from audit.cli import run
 

@@ -16,13 +16,14 @@ from .rank_rounding import breaks, edit_tables, medians_hold, respect_edits
 
 
 def _row_logits(rows: np.ndarray, sizes: Sequence[int], mass: float) -> np.ndarray:
-    """Logits whose softmax puts ``mass`` on each row's atom and spreads the rest evenly."""
-    out = []
-    for col, a in enumerate(sizes):
-        p = np.full((len(rows), a), (1 - mass) / a, dtype=np.float64)
-        p[np.arange(len(rows)), rows[:, col]] += mass
-        out.append(np.log(p))
-    return np.concatenate(out, axis=1) if out else np.zeros((len(rows), 0))
+    """Logits whose softmax puts ``mass`` on each row's atom and spreads the rest evenly (all rows at once)."""
+    a = np.asarray(sizes, dtype=np.float64)
+    cold = (1 - mass) / a
+    out = np.repeat(np.log(cold), np.asarray(sizes, dtype=np.int64))[None].repeat(len(rows), 0)
+    if len(sizes):
+        starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+        out[np.arange(len(rows))[:, None], rows + starts] = np.log(cold + mass)
+    return out
 
 
 def _uniform_rows(problem: Problem, n: int, rng: np.random.Generator) -> np.ndarray:
@@ -80,20 +81,23 @@ def _attack_batch(problems: Sequence[Problem], priors: Sequence[np.ndarray | Non
     ns = [problems[u].n_rows[1] for u in unit_ids]
     N = max(1, max(ns))
     width = int(enc.offsets[-1])
-    if combine == "auto":   # many rows or only short queries: factorised; a few rows and long queries (SF1
-        # blocks): the log-space matmul, whose few large ops beat many small gathers there (1.2x on CPU)
-        combine = "factor" if N >= 32 or max(map(len, enc.query_slots), default=0) <= 2 else "matmul"
+    if combine == "auto":   # the factorised form everywhere since its longer products are taken in log space:
+        # samples/sf1's blocks (17 rows), 16 runs x 100 steps, CPU: 3.6-3.9 s against 5.8-7.8 s for the log-space
+        # matmul; 100 extract blocks of 3.5 rows, 300 steps: 37.8 s against 35.8 s. One form for every batch, so
+        # a unit's form no longer depends on the rows of the units batched with it.
+        combine = "factor"
     init = np.zeros((B, K, N, width), dtype=np.float32)
     uniforms = np.zeros((B, K, N, C), dtype=np.float32)
     rowmask = np.zeros((B, K, N), dtype=np.float32)
     for b, u in enumerate(unit_ids):
         p, n = problems[u], ns[b]
         rowmask[b, :, :n] = 1.0
+        starts = []
         for k in range(K):
             rng = _seed(opts.seed, unit_key(p), k)
-            rows = _start_rows(p, n, priors[u], opts.init, rng)
-            init[b, k, :n] = _row_logits(rows, sizes, opts.init_mass)
+            starts.append(_start_rows(p, n, priors[u], opts.init, rng))
             uniforms[b, k, :n] = rng.random((n, C))
+        init[b, :, :n] = _row_logits(np.concatenate(starts), sizes, opts.init_mass).reshape(K, n, width)
     prog = _Program(enc, [enc.terms[u] for u in unit_ids], K, rowmask.reshape(B * K, N), dev, combine)
     R = B * K
     theta = prog.leaves(init.reshape(R, N, width))
@@ -133,13 +137,30 @@ def _attack_batch(problems: Sequence[Problem], priors: Sequence[np.ndarray | Non
         failed = ((r > 1e-3) & prog.check).cpu().numpy().reshape(B, K, -1)
         loss_np = loss_r.detach().cpu().numpy().reshape(B, K)
     rows = [[rounded_np[b, k, :ns[b]] for k in range(K)] for b in range(B)]
-    ok, why, before = [], [], []
+    goods, before = [], []
     for b, u in enumerate(unit_ids):
         medians = enc.medians.get(u, ())
-        good = [not failed[b, k].any() and medians_hold(problems[u], rows[b][k], medians) for k in range(K)]
-        before.append(float(np.mean(good)))
-        if not any(good) and opts.project and 0 < ns[b] <= opts.project_rows:
-            _project_unit(problems[u], enc, u, rows[b], good)
+        goods.append([not failed[b, k].any() and medians_hold(problems[u], rows[b][k], medians) for k in range(K)])
+        before.append(float(np.mean(goods[-1])))
+    projected = [(b, k, near) for b, u in enumerate(unit_ids) if not any(goods[b]) and opts.project
+                 and 0 < ns[b] <= opts.project_rows for k, near in _project_unit(problems[u], rows[b])]
+    if projected:   # the SAT solver's datasets checked against every cell at once, as the rounded ones were
+        near_np = rounded_np.reshape(R, N, C).copy()
+        for b, k, near in projected:
+            if len(near) == ns[b]:
+                near_np[b * K + k, :ns[b]] = near
+        with torch.no_grad():
+            r = residual(prog.integer_answers(torch.tensor(near_np, device=dev)))
+            missed = ((r > 1e-3) & prog.check).any(1).cpu().numpy()
+        for b, k, near in projected:
+            u = unit_ids[b]
+            exact = len(near) == ns[b] and not enc.notes    # every cell is a checked term: the tensor check
+            fits = not missed[b * K + k] if exact else not problems[u].violations(near)
+            if fits and medians_hold(problems[u], near, enc.medians.get(u, ())):
+                rows[b][k], goods[b][k] = near, True
+    ok, why = [], []
+    for b, u in enumerate(unit_ids):
+        medians, good = enc.medians.get(u, ()), goods[b]
         ok.append(float(np.mean(good)))
         broken: Counter = Counter(enc.terms[u][t].key for k in range(K) for t in np.flatnonzero(failed[b, k]))
         broken.update(c.key for k in range(K) for c in medians if not c.holds(problems[u].value(rows[b][k], c)))
@@ -168,15 +189,14 @@ def _respect_edits(problems, unit_ids, rounded: np.ndarray, ps, ns, opts: RankOp
     return rounded
 
 
-def _project_unit(problem: Problem, enc: _Encoding, u: int, runs: list, good: list) -> None:
-    """Replace each of a unit's rounded datasets that misses the release by the consistent dataset the SAT
-    solver finds nearest it (:func:`~audit.attacks.engines.rank_projection.project`), in place; without
-    python-sat the datasets stay as rounded."""
+def _project_unit(problem: Problem, runs: list):
+    """For each of a unit's rounded datasets, the consistent dataset the SAT solver finds nearest it
+    (:func:`~audit.attacks.engines.rank_projection.project`) as ``(run, rows)``, where it finds one; none without
+    python-sat. The caller checks them against the release."""
     engine = exact_engine(problem)
     if engine is None:
         return
-    for k, fine in enumerate(good):
-        if not fine:
-            near = project(engine, runs[k])
-            if near is not None and not problem.violations(near):
-                runs[k], good[k] = near, True
+    for k, rows in enumerate(runs):
+        near = project(engine, rows)
+        if near is not None:
+            yield k, near
