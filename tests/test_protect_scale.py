@@ -126,3 +126,20 @@ def test_a_unit_with_the_persons_of_one_searched_before_takes_its_search(tmp_pat
     assert _pattern(shared) == _pattern(alone)
     cells = {d["geo"]: d["cells"] for d in shared["units"]}
     assert cells["t1/b1"] == cells["t2/b1"] and cells["t1/b1"]
+
+
+@pytest.mark.slow
+def test_sf1_blocks_with_every_block_table_give_the_same_release_with_one_and_two_workers(tmp_path, small):
+    """The sf1 sample's three smallest blocks with all of its block tables, default options and seed:
+    the search's pattern, protected.yaml, protected.csv and the re-audit's verdict are the same on one
+    worker (in this process) as on two."""
+    from conftest import SF1
+
+    args = [str(small), "-s", str(SF1 / "schema.yaml"), "-t", str(SF1 / "tables.yaml"), "-q"]
+    assert cli(["protect", *args, "-o", str(tmp_path / "one")]) == 0
+    assert cli(["protect", *args, "-o", str(tmp_path / "two"), "--workers", "2"]) == 0
+    one, two = (json.loads((tmp_path / d / "protection.json").read_text()) for d in ("one", "two"))
+    assert _pattern(one) == _pattern(two) and len(one["units"]) == 3 and one["totals"]["cells_suppressed"] > 0
+    assert one["after"] == two["after"] and one["after"]["verdict"] == "pass"
+    for name in ("protected.yaml", "protected.csv"):
+        assert (tmp_path / "one" / name).read_text() == (tmp_path / "two" / name).read_text()
