@@ -144,3 +144,26 @@ def test_sf1_blocks_with_every_block_table_give_the_same_release_with_one_and_tw
     assert one["after"] == two["after"] and one["after"]["verdict"] == "pass"
     for name in ("protected.yaml", "protected.csv"):
         assert (tmp_path / "one" / name).read_text() == (tmp_path / "two" / name).read_text()
+
+
+def test_audit_run_at_scale_takes_per_unit_suppress_lists_of_every_chunk_and_refuses_an_unknown_unit(tmp_path, capsys):
+    """A schedule whose ``suppress`` names a unit of the last tract (a protected.yaml) is audited on two
+    workers as in one process (each chunk of the stream holds some units only); a unit of no chunk is the
+    user's error, exit 2, naming it."""
+    _two_tracts(tmp_path, tract_table=False)
+    doc = yaml.safe_load((tmp_path / "tables.yaml").read_text())
+    doc["suppress"] = {"t2/b1": ["B1:M", "B1:F"]}
+    (tmp_path / "listed.yaml").write_text(yaml.safe_dump(doc))
+    args = [str(tmp_path / "data.csv"), "-s", str(tmp_path / "schema.yaml"), "-t", str(tmp_path / "listed.yaml"),
+            "-q", "--no-report"]
+    assert cli(["run", *args, "-o", str(tmp_path / "one")]) in (0, 1)
+    assert cli(["run", *args, "-o", str(tmp_path / "two"), "--workers", "2"]) in (0, 1)
+    one, two = (json.loads((tmp_path / d / "findings.json").read_text()) for d in ("one", "two"))
+    hidden = {u["geo"]: sorted(u["intervals"]) for u in two["units"] if u.get("intervals")}
+    assert hidden == {"t2/b1": ["B1:F", "B1:M"]}
+    assert [(u["geo"], u.get("intervals")) for u in one["units"]] == [(u["geo"], u.get("intervals")) for u in two["units"]]
+    doc["suppress"] = {"t9/b9": ["B1:M"]}
+    (tmp_path / "listed.yaml").write_text(yaml.safe_dump(doc))
+    capsys.readouterr()
+    assert cli(["run", *args, "-o", str(tmp_path / "bad"), "--workers", "2"]) == 2
+    assert "suppress: unit 't9/b9' is not a geographic unit of the data" in capsys.readouterr().err
