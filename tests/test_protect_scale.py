@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pandas as pd
+import pytest
 import yaml
 
 from audit.attacks.exact import ExactOptions
@@ -126,3 +127,43 @@ def test_a_unit_with_the_persons_of_one_searched_before_takes_its_search(tmp_pat
     assert _pattern(shared) == _pattern(alone)
     cells = {d["geo"]: d["cells"] for d in shared["units"]}
     assert cells["t1/b1"] == cells["t2/b1"] and cells["t1/b1"]
+
+
+@pytest.mark.slow
+def test_sf1_blocks_with_every_block_table_give_the_same_release_with_one_and_two_workers(tmp_path, small):
+    """The sf1 sample's three smallest blocks with all of its block tables, default options and seed:
+    the search's pattern, protected.yaml, protected.csv and the re-audit's verdict are the same on one
+    worker (in this process) as on two."""
+    from conftest import SF1
+
+    args = [str(small), "-s", str(SF1 / "schema.yaml"), "-t", str(SF1 / "tables.yaml"), "-q"]
+    assert cli(["protect", *args, "-o", str(tmp_path / "one")]) == 0
+    assert cli(["protect", *args, "-o", str(tmp_path / "two"), "--workers", "2"]) == 0
+    one, two = (json.loads((tmp_path / d / "protection.json").read_text()) for d in ("one", "two"))
+    assert _pattern(one) == _pattern(two) and len(one["units"]) == 3 and one["totals"]["cells_suppressed"] > 0
+    assert one["after"] == two["after"] and one["after"]["verdict"] == "pass"
+    for name in ("protected.yaml", "protected.csv"):
+        assert (tmp_path / "one" / name).read_text() == (tmp_path / "two" / name).read_text()
+
+
+def test_audit_run_at_scale_takes_per_unit_suppress_lists_of_every_chunk_and_refuses_an_unknown_unit(tmp_path, capsys):
+    """A schedule whose ``suppress`` names a unit of the last tract (a protected.yaml) is audited on two
+    workers as in one process (each chunk of the stream holds some units only); a unit of no chunk is the
+    user's error, exit 2, naming it."""
+    _two_tracts(tmp_path, tract_table=False)
+    doc = yaml.safe_load((tmp_path / "tables.yaml").read_text())
+    doc["suppress"] = {"t2/b1": ["B1:M", "B1:F"]}
+    (tmp_path / "listed.yaml").write_text(yaml.safe_dump(doc))
+    args = [str(tmp_path / "data.csv"), "-s", str(tmp_path / "schema.yaml"), "-t", str(tmp_path / "listed.yaml"),
+            "-q", "--no-report"]
+    assert cli(["run", *args, "-o", str(tmp_path / "one")]) in (0, 1)
+    assert cli(["run", *args, "-o", str(tmp_path / "two"), "--workers", "2"]) in (0, 1)
+    one, two = (json.loads((tmp_path / d / "findings.json").read_text()) for d in ("one", "two"))
+    hidden = {u["geo"]: sorted(u["intervals"]) for u in two["units"] if u.get("intervals")}
+    assert hidden == {"t2/b1": ["B1:F", "B1:M"]}
+    assert [(u["geo"], u.get("intervals")) for u in one["units"]] == [(u["geo"], u.get("intervals")) for u in two["units"]]
+    doc["suppress"] = {"t9/b9": ["B1:M"]}
+    (tmp_path / "listed.yaml").write_text(yaml.safe_dump(doc))
+    capsys.readouterr()
+    assert cli(["run", *args, "-o", str(tmp_path / "bad"), "--workers", "2"]) == 2
+    assert "suppress: unit 't9/b9' is not a geographic unit of the data" in capsys.readouterr().err

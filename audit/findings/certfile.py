@@ -15,7 +15,7 @@ import gzip
 import hashlib
 import json
 from pathlib import Path
-from typing import Iterable, Mapping
+from typing import Iterable, Mapping, Sequence
 
 from ..attacks.certificates import FORMAT, NOTICE
 
@@ -56,9 +56,16 @@ def release_digest(units: Mapping[tuple[str, str], str]) -> str:
 
 def intervals_digest(units: Iterable[Mapping]) -> str:
     """SHA-256 of what findings.json states about intervals: per unit that has any, its level, geo,
-    ``intervals`` and ``interval_details``, in (level, geo) order, as canonical JSON."""
-    return _sha(sorted([u["level"], u["geo"], u["intervals"], u.get("interval_details") or {}]
-                       for u in units if u.get("intervals")))
+    ``intervals`` and ``interval_details``, in (level, geo) order, as canonical JSON (of the whole list,
+    hashed a unit at a time: a sequence kept on disk is read twice, never held)."""
+    units = units if isinstance(units, Sequence) else list(units)
+    order = sorted((u["level"], u["geo"], i) for i, u in enumerate(units) if u.get("intervals"))
+    h = hashlib.sha256(b"[")
+    for k, (level, geo, i) in enumerate(order):
+        u = units[i]
+        h.update((b"," if k else b"") + _canonical([level, geo, u["intervals"], u.get("interval_details") or {}]))
+    h.update(b"]")
+    return h.hexdigest()
 
 
 def line_bytes(doc: Mapping) -> bytes:

@@ -33,12 +33,13 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..attacks.exact import ExactOptions
-from ..inputs import Inputs, load_inputs
+from ..inputs import Inputs
+from ..specs.schedule import load_schedule
 from ..paths import clear_outputs
 from ..attacks.reidentify import with_attacker
 from ..findings.certfile import FILE as CERTIFICATES_FILE
 from ..findings.claimstore import FILE as STORE_FILE
-from ..findings.document import cell_labels, run_exact
+from ..findings.document import cell_labels
 from ..findings.files import write_json
 from ..findings.provenance import content_digest
 from ..outputs.progress import Progress
@@ -57,18 +58,23 @@ WRITES = (*OUTPUTS, *RELEASE_WRITES, STORE_FILE, "noisy_release.csv", "rank.json
 
 def audited(inputs: Inputs, exact: ExactOptions, rules, label: str, progress: bool = False,
             out: Path | None = None, pool=None) -> dict:
-    """``run_exact`` with units done / total shown under ``label`` (claim store in ``out`` if given); with
-    ``pool`` (see :func:`protect`), its units on the pool's workers."""
+    """``audit run`` at scale (:meth:`audit.scale.protect.ProtectPool.audit`, one process when ``pool`` is
+    None) with units done / total and the ETA shown under ``label``; claim store in ``out`` if given. The
+    units' findings stream through parts on disk, so the document holds none of them in memory."""
+    from ..scale.protect import ProtectPool
+
     with Progress(label, quiet=not progress) as bar:
-        return run_exact(inputs, exact, lambda u: bar.update(note=u["geo"], key=(u["level"], u["geo"])), rules, out=out,
-                         on_total=bar.total, run_units=pool.audit(exact) if pool is not None else None)
+        return (pool or ProtectPool()).audit(
+            inputs, exact, rules, out, lambda u, done, n: bar.update(done, u["geo"], key=(u["level"], u["geo"])),
+            lambda n, done: bar.total(n, done))
 
 
-def reaudit(data: str, schema_path: str, schedule_path: Path, exact: ExactOptions, rules, progress: bool = False,
+def reaudit(inputs: Inputs, schedule_path: Path, exact: ExactOptions, rules, progress: bool = False,
             out: Path | None = None, pool=None) -> dict:
-    """``audit run`` on the protected schedule: the findings document, with the rules' verdict."""
-    inputs = load_inputs(data, schema_path, schedule_path)
-    return audited(inputs, exact, rules, "re-audit: units", progress, out, pool)
+    """``audit run`` on the protected schedule (the inputs' rows read once): the findings document, with the
+    rules' verdict."""
+    protected = Inputs(inputs.schema, load_schedule(schedule_path, inputs.schema), inputs.frame, inputs.data_path)
+    return audited(protected, exact, rules, "re-audit: units", progress, out, pool)
 
 
 def audit_pattern(inputs: Inputs, exact: ExactOptions, rules, out: Path, progress: bool = False, pool=None) -> dict:
@@ -214,7 +220,7 @@ def protect(inputs: Inputs, options: ProtectOptions, rules, out: Path,
                                        "noise scale in protection.json (noise is not a schedule option).")
     if options.strategy in ("suppress", "round") and sched_path.exists():
         try:
-            after = reaudit(inputs.data_path, inputs.schema.source, sched_path, options.exact, rules, progress, out, pool)
+            after = reaudit(inputs, sched_path, options.exact, rules, progress, out, pool)
         except KeyboardInterrupt:  # a protected.yaml not re-audited is no recommendation
             sched_path.unlink(missing_ok=True)
             if options.strategy == "suppress":

@@ -2,8 +2,11 @@
 reviewer's sheet and the peers' forms (:mod:`audit.peers.release`), with why each cell is hidden."""
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
-from typing import Mapping
+from typing import Iterator, Mapping, Sequence
+
+import numpy as np
 
 from ..inputs import Inputs
 from ..outputs.words import claim_text
@@ -11,11 +14,13 @@ from ..paths import clear_outputs
 from ..peers.codes import describe
 from ..peers.release import CSV_FILE, PARQUET_FILE, REVIEW_FILE, SDMX_FILE, TAU_FOLDER, release_rows
 from ..peers.release import write_release as write_forms
-from ..release.tabulate import tabulate
+from ..release.constraints import UnitRelease
+from ..release.tabulate import check_units, tabulate, units_here, units_of
 from ..specs.schedule import Schedule
 
 FILES = (CSV_FILE, PARQUET_FILE, REVIEW_FILE, SDMX_FILE)  # and the folder TAU_FOLDER
 WRITES = (*FILES, f"{TAU_FOLDER}/")
+BATCH = 256  # units tabulated at a time for the release files
 
 
 def clear_release(out: Path) -> None:
@@ -37,10 +42,41 @@ def write_release(inputs: Inputs, schedule: Schedule, after: Mapping, out: Path,
                   reasons: Mapping | None = None, noisy: bool = False) -> list[Path]:
     """The protected ``schedule``'s release (what protected.yaml holds) with its re-audit's intervals,
     written in every form."""
-    units = {u["geo"]: u for u in after.get("units", ())}
-    rows = release_rows(tabulate(inputs.frame, inputs.schema, schedule), inputs.schema, units, reasons,
+    rows = release_rows(releases(inputs, schedule), inputs.schema, ByGeo(after.get("units", ())), reasons,
                         protection_levels(rules), noisy)
     return write_forms(rows, schedule, inputs.schema, out)
+
+
+def releases(inputs: Inputs, schedule: Schedule, batch: int = BATCH) -> Iterator[UnitRelease]:
+    """Every unit's release, as :func:`~audit.release.tabulate.tabulate` orders them (by level, then unit),
+    tabulated ``batch`` units at a time: memory holds one batch's values, not the release's."""
+    frame, schema = inputs.frame, inputs.schema
+    for level in schedule.levels:
+        alone = replace(schedule, tables=tuple(t for t in schedule.tables if t.level == level))
+        units = units_of(frame, schema, level)
+        for i in range(0, len(units), batch):
+            rows = np.concatenate([idx for _, idx in units[i: i + batch]])
+            part = frame.iloc[np.sort(rows)]
+            yield from tabulate(part, schema, units_here(part, schema, alone))
+    check_units(schedule, {"/".join(geo) for level in schedule.levels for geo, _ in units_of(frame, schema, level)})
+
+
+class ByGeo(Mapping):
+    """A findings document's units by geo key, each read from the sequence when asked for (a
+    :class:`~audit.findings.lines.JsonLines` stays on disk): the index holds one position per unit."""
+
+    def __init__(self, units: Sequence[Mapping]):
+        self.units = units
+        self.at = {u["geo"]: i for i, u in enumerate(units)}
+
+    def __getitem__(self, geo: str) -> Mapping:
+        return self.units[self.at[geo]]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.at)
+
+    def __len__(self) -> int:
+        return len(self.at)
 
 
 def reasons(report: Mapping, before: Mapping) -> dict[str, dict[str, tuple[str, str]]]:
@@ -50,7 +86,7 @@ def reasons(report: Mapping, before: Mapping) -> dict[str, dict[str, tuple[str, 
     for c in before.get("checks", ()):
         if c["outcome"] == "fail":
             failed.setdefault(c["unit"], []).append(c["rule"])
-    claims = {u["geo"]: u for u in before.get("units", ())}
+    claims = ByGeo(before.get("units", ()))
     out: dict[str, dict[str, tuple[str, str]]] = {}
     threshold = (report.get("policy") or {}).get("small")
     for u in report.get("units", ()):
@@ -87,10 +123,10 @@ def _claim_through(unit: Mapping | None, cell: str, schema: Mapping) -> str:
 def write_pattern_release(inputs: Inputs, pattern, doc: Mapping, out: Path, rules) -> list[Path]:
     """Another tool's pattern (applied to ``inputs``) with its audit's intervals, in every form: its
     cells keep the status the tool gave them, and the reason names the tool's code."""
-    units = {u["geo"]: u for u in doc.get("units", ())}
+    units = ByGeo(doc.get("units", ()))
     why = {geo: {k: (s, f"{describe(pattern.system, pattern.codes[geo][k])} in {pattern.source}")
                  for k, s in cells.items() if s in ("primary", "secondary")}
            for geo, cells in pattern.statuses.items()}
-    rows = release_rows(tabulate(inputs.frame, inputs.schema, inputs.schedule), inputs.schema, units, why,
+    rows = release_rows(releases(inputs, inputs.schedule), inputs.schema, units, why,
                         protection_levels(rules))
     return write_forms(rows, inputs.schedule, inputs.schema, out)

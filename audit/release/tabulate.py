@@ -60,12 +60,27 @@ def tabulate(frame: pd.DataFrame, schema: Schema, schedule: Schedule) -> list[Un
             known = (getattr(schedule, "apriori", None) or {}).get("/".join(geo))
             releases.append(UnitRelease(level, geo, tuple(values), {t.id: t.protection for t in tables}, magnitude,
                                         dict(known.levels) if known else {}))
-    unknown = sorted(set(per_unit) - used)
+    check_units(schedule, used)
+    return releases
+
+
+def check_units(schedule: Schedule, used: set[str]) -> None:
+    """The schedule's per-unit suppress lists name only units of the data (``used``: those tabulated)."""
+    unknown = sorted(set(getattr(schedule, "suppress", None) or {}) - used)
     if unknown:
         raise AuditError(f"suppress: unit '{unknown[0]}' is not a geographic unit of the data"
                          + (f" (and {len(unknown) - 1} more)" if len(unknown) > 1 else ""), schedule.source,
                          fix="key units by their geography codes joined by '/', e.g. '000100/1003'")
-    return releases
+
+
+def units_here(frame: pd.DataFrame, schema: Schema, schedule: Schedule) -> Schedule:
+    """The schedule with the per-unit suppress lists of ``frame``'s units only: a chunk of a stream, whose
+    other units are in other chunks (:func:`check_units` once every chunk is tabulated)."""
+    per_unit = getattr(schedule, "suppress", None) or {}
+    if not per_unit:
+        return schedule
+    here = {"/".join(geo) for level in schedule.levels for geo, _ in units_of(frame, schema, level)}
+    return replace(schedule, suppress={k: v for k, v in per_unit.items() if k in here})
 
 
 def _hide(table: Table, hidden: frozenset) -> Table:

@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Callable
+from pathlib import Path
+from typing import Any, Callable, Iterator
 
 from ..attacks.exact import ExactOptions
+from ..data.stream import group_columns
+from ..errors import Interrupted
+from ..findings.model import Findings
+from ..inputs import Inputs
 from ..protection.group import Group, Search, failed_group, protect_group
-from .runner import ScaleOptions, bounded_runner, run_units
+from .runner import ScaleOptions, run_scaled, run_units
 from .worker import Limits, _apply_limits
 
 
@@ -31,9 +39,20 @@ class ProtectPool:
         pool = cls(workers, scheduler, memory_mb)
         return None if workers == 1 and scheduler is None and not memory_mb else pool
 
-    def audit(self, exact: ExactOptions) -> Callable:
-        """A ``run_units`` for :func:`audit.findings.document.run_exact` on this pool (``audit run``'s own)."""
-        return bounded_runner(exact, self.memory_mb, self.workers, self.scheduler)
+    def audit(self, inputs: Inputs, exact: ExactOptions, rules, out: Path | None = None,
+              on_unit: Callable | None = None, on_total: Callable | None = None) -> Findings:
+        """``audit run`` at scale (:func:`~audit.scale.runner.run_scaled`) on the inputs' rows on this pool:
+        each unit's findings go to parts on disk as it finishes and the document reads them back one at a
+        time (memory flat in the units). The claim store is written to ``out`` (None: none kept). An
+        inconsistent release stops it, as in one process; Ctrl-C is a ``KeyboardInterrupt``."""
+        scale = ScaleOptions(workers=self.workers, scheduler=self.scheduler, memory_mb=self.memory_mb)
+        frame = inputs.frame.sort_values(group_columns(inputs.schema, inputs.schedule), kind="stable")
+        with _scratch(out) as folder:
+            try:
+                return run_scaled(frame, inputs.schema, inputs.schedule, exact, scale, out or folder,
+                                  inputs.data_path, on_unit, on_total, rules, folder / "parts", input_errors=True)
+            except Interrupted:  # the parts are the scratch folder's: nothing for --resume there
+                raise KeyboardInterrupt from None
 
     def search(self, tasks, search: Search, record: Callable[[dict, int], None]) -> None:
         """:func:`protect_task` on every (group, None, index) of ``tasks``; ``record(result, index)`` as each finishes."""
@@ -50,3 +69,15 @@ def protect_task(group: Group, search: Search, prior: None, limits: Limits) -> d
         return protect_group(group, search)
     except MemoryError:
         return failed_group(group, search, "out-of-memory", f"memory limit of {limits.memory_mb} MB per worker reached")
+
+
+@contextmanager
+def _scratch(out: Path | None) -> Iterator[Path]:
+    """A folder for an audit's parts (in ``out`` when given), removed when it is done or stopped."""
+    if out is not None:
+        Path(out).mkdir(parents=True, exist_ok=True)
+    folder = Path(tempfile.mkdtemp(prefix=".audit-parts-", dir=out))
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)

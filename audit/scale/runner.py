@@ -51,7 +51,7 @@ from ..inputs import Inputs, inputs_from
 from ..outputs.progress import Progress
 from ..problem.build import Problem, compact_atoms
 from ..problem.coupled import coupled_levels, finest_level
-from ..release.tabulate import tabulate
+from ..release.tabulate import check_units, tabulate, units_here
 from ..specs.schedule import Schedule, load_schedule
 from ..specs.schema import Schema, load_schema
 from .parts import PartWriter, damaged, finished_units, fingerprint, merge
@@ -97,8 +97,11 @@ def _tasks(source, schema: Schema, schedule: Schedule, scale: ScaleOptions, done
     coupled = coupled_levels(schema, schedule)
     finest = finest_level(schema, schedule)
     finest_cols = list(schema.geography[: schema.geography.index(finest) + 1])
-    for chunk in stream_chunks(source, schema, schedule, scale.chunk_rows):
+    whole_schedule, seen = schedule, set()
+    for chunk in stream_chunks(source, schema, whole_schedule, scale.chunk_rows):
         stats["rows"] += len(chunk)
+        schedule = units_here(chunk, schema, whole_schedule)  # a protected schedule lists units of other chunks
+        seen |= set(getattr(schedule, "suppress", None) or ())
         light = Inputs(schema, schedule, chunk)
         cache: dict = {}
         whole = tabulate(chunk, schema, schedule) if coupled else []  # every level, whole tracts
@@ -122,7 +125,7 @@ def _tasks(source, schema: Schema, schedule: Schedule, scale: ScaleOptions, done
                       for i in range(0, len(starts) - 1, PIECE_UNITS)]
         for piece in pieces:
             releases = ([by_unit[(finest, g)] for g in dict.fromkeys(zip(*(piece[c].astype(str) for c in finest_cols)))]
-                        if coupled else tabulate(piece, schema, schedule))
+                        if coupled else tabulate(piece, schema, units_here(piece, schema, schedule)))
             todo = [r for r in releases if (r.level, "/".join(r.geo)) not in done]
             mine = {(r.level, r.geo): r for r in todo}
             for problem in level_problems(piece, schema, schedule, todo, proofs, max_rows) if todo else []:
@@ -130,22 +133,26 @@ def _tasks(source, schema: Schema, schedule: Schedule, scale: ScaleOptions, done
         parents = [r for r in whole if r.level in coupled and (r.level, "/".join(r.geo)) not in done]
         for problem in level_problems(chunk, schema, schedule, whole, proofs, max_rows, parents) if parents else []:
             yield task(problem, by_unit.get((problem.level, problem.geo)))
+    check_units(whole_schedule, seen)
 
 
 # -- running ------------------------------------------------------------------------------------------
 def run_scaled(source, schema: Schema, schedule: Schedule, options: ExactOptions, scale: ScaleOptions,
                out: Path, data_path: str | None = None,
                on_unit: Callable[[dict, int, int], None] | None = None,
-               on_total: Callable[[int, int], None] | None = None, rules=None) -> Findings:
+               on_total: Callable[[int, int], None] | None = None, rules=None, parts: Path | None = None,
+               input_errors: bool = False) -> Findings:
     """Audit every unit (streamed), write parts as units finish, merge into the findings document.
 
     ``on_total(total, already_done)`` is called once the units are counted; ``on_unit(unit, done,
     total)`` after each unit is written. Raises :class:`Interrupted` on Ctrl-C or SIGTERM (parts intact).
+    ``parts``: where the parts go (default ``out/parts``); ``input_errors``: an inconsistent release stops
+    the run (as in one process) instead of being that unit's error.
     """
     start = time.perf_counter()
     options = with_attacker(options, schema, rules)
     out = Path(out)
-    parts = out / "parts"
+    parts = Path(parts) if parts is not None else out / "parts"
     manifest = parts / "run.json"
     print_ = fingerprint(source, schema, schedule, options, scale.claims_cap)
     if scale.resume and manifest.exists():
@@ -173,7 +180,7 @@ def run_scaled(source, schema: Schema, schedule: Schedule, options: ExactOptions
     stats = {"rows": 0}
     tasks = _tasks(source, schema, schedule, scale, done, stats, options.max_rows, options.explain != "none")
     limits = Limits(scale.memory_mb, scale.hard_seconds or hard_limit(options), os.getpid(),
-                    listing_cap(total, scale.claims_cap), store_columns(schema, schedule))
+                    listing_cap(total, scale.claims_cap), store_columns(schema, schedule), input_errors)
     writer = PartWriter(parts)
     finished = already
     keeper = GridKeeper(grid_cap(total))  # units written with their grid; merge keeps the final top's
