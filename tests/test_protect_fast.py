@@ -52,3 +52,35 @@ def test_zero_counts_decided_without_the_row_slot_engine_agree_with_it():
                     rows = found.counterexample
                     assert not problem.violations(rows) and claim.count(rows) != 0
     assert decided > asked // 2 and 0 < refuted < decided
+
+
+def test_zero_cells_encoded_at_once_give_the_clauses_slot_by_slot(monkeypatch):
+    """The SAT encoding's zero counts built for every slot at once: the same formula, clause for clause."""
+    from audit.attacks.engines import get_engine
+    from audit.attacks.engines.sat_encoding import SatEncoding
+
+    inputs = load_inputs(SF1 / "data.csv", SF1 / "schema.yaml", SF1 / "tables.yaml")
+    problems = [p for p in inputs.problems() if p.geo[-1] in ("1001", "1033")] + [_round_problem("1006")]
+    fast = [get_engine("sat", p, main=False)._base for p in problems]
+    monkeypatch.setattr(SatEncoding, "_zero_clauses", lambda self, slots, cols, sel: False)
+    slow = [get_engine("sat", p, main=False)._base for p in problems]
+    assert all(len(a) > 1000 for a in fast)
+    assert fast == slow
+
+
+def test_two_atom_columns_group_as_the_sort_does():
+    """:func:`audit.attacks.implied._unique_columns`' shortcut for one or two atoms: the sort's groups."""
+    import numpy as np
+
+    from audit.attacks.implied import _unique_columns
+
+    def by_sort(block):
+        order = np.lexsort(block[::-1])
+        ordered = block[:, order]
+        return np.split(order, np.flatnonzero((ordered[:, 1:] != ordered[:, :-1]).any(axis=0)) + 1)
+
+    rng = np.random.default_rng(0)
+    for _ in range(300):
+        block = rng.integers(0, 2, size=(int(rng.integers(1, 5)), int(rng.integers(1, 3))))
+        got, want = _unique_columns(block), by_sort(block)
+        assert [g.tolist() for g in got] == [w.tolist() for w in want], block
