@@ -96,6 +96,20 @@ def _domains_cached(schema: Schema, predicates: list[Predicate], numeric: set[st
     return _DOMAINS[key]
 
 
+_ATOMS: dict[int, tuple[tuple, dict]] = {}
+
+
+def _atoms_of(domains: tuple[Domain, ...]) -> dict:
+    """Code-level predicate -> its atom-level one under ``domains`` (one of :func:`_domains_cached`'s), kept
+    across calls: a protection round rebuilds its unit's problem each round with the same cells."""
+    found = _ATOMS.get(id(domains))
+    if found is None or found[0] is not domains:
+        if len(_ATOMS) > 64:
+            _ATOMS.clear()
+        found = _ATOMS[id(domains)] = (domains, {})
+    return found[1]
+
+
 def cell_domains(schema: Schema, cells) -> tuple[Domain, ...]:
     """The compressed domains of a level's cells: the atoms every published predicate and edit
     respects. Structural zeros publish nothing the attacker does not know, so they split no atoms."""
@@ -298,6 +312,14 @@ def _to_atoms(pred: Predicate, domains: dict[str, Domain]) -> Predicate:
     return Predicate.of(clauses)
 
 
+def _atom_level(pred: Predicate, known: dict, domains: dict[str, Domain]) -> Predicate:
+    """:func:`_to_atoms`, remembered in ``known`` (see :func:`_atoms_of`)."""
+    found = known.get(pred)
+    if found is None:
+        found = known[pred] = _to_atoms(pred, domains)
+    return found
+
+
 def population(cons: list[Constraint], known: int | None, where: str, children: tuple[int, int] | None = None
                ) -> tuple[tuple[int, int], tuple[str, ...]]:
     """A unit's number of rows and a note: its published exact total; else the defender's own count
@@ -344,12 +366,12 @@ def build_problems(frame: pd.DataFrame | None, schema: Schema, schedule: Schedul
         domains = cell_domains(schema, [c for t in schedule.tables if t.level == level for c in t.cells])
         by_name = {d.name: d for d in domains}
         lookups = [d.lookup() for d in domains]
-        edits = tuple(_to_atoms(e.forbid, by_name) for e in schema.edits)
+        atoms_of = _atoms_of(domains)  # units, and rounds of a protection search, share their cells' predicates
+        edits = tuple(_atom_level(e.forbid, atoms_of, by_name) for e in schema.edits)
         unit_rows = dict(units_of(frame, schema, level)) if frame is not None else {}
         # every row's atoms at once (one map per column, not per unit and column)
         atoms = (np.column_stack([frame[d.name].map(lk).to_numpy(dtype=np.int64) for d, lk in zip(domains, lookups)])
                  if frame is not None and len(frame) else np.zeros((0, len(domains)), np.int64))
-        atoms_of: dict[Predicate, Predicate] = {}  # units share their cells' predicates
         made_of: dict[tuple, list[tuple[int, Constraint]]] = {}
         wide = {c.name for c in schema.columns if c.wide}
         for unit in (r for r in releases if r.level == level):
@@ -366,9 +388,7 @@ def build_problems(frame: pd.DataFrame | None, schema: Schema, schedule: Schedul
                     made = made_of[key] = []
                     for group, found in ((0, constraints_of(v, protection)), (1, hidden_value(v))):
                         for c in found:
-                            pred = atoms_of.get(c.predicate)
-                            if pred is None:
-                                pred = atoms_of[c.predicate] = _to_atoms(c.predicate, by_name)
+                            pred = _atom_level(c.predicate, atoms_of, by_name)
                             made.append((group if c.statistic.column not in wide else 2, replace(c, predicate=pred)))
                 for group, c in made:  # a hidden one unbounded (2): noted, not judged
                     (cons, hidden, values)[group].append(c)

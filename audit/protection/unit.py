@@ -35,7 +35,7 @@ class UnitProtection:
     primary: list[str] = field(default_factory=list)
     complementary: list[str] = field(default_factory=list)
     reconstruction: list[str] = field(default_factory=list)
-    before: dict = field(default_factory=dict)
+    before: dict = field(default_factory=dict)  # the first pattern attacked: the forced cells hidden (none: as published)
     after: dict = field(default_factory=dict)
     iterations: int = 0
     clauses: int = 0
@@ -218,10 +218,12 @@ def suppress_unit(ctx: UnitContext, policy: Policy, options: ProtectOptions,
     exact = replace(options.exact, explain="none", intervals=False)  # the rules the loop checks need no intervals
     problem, release = ctx.problem()
     out = UnitProtection(ctx.level, ctx.geo, problem.n_rows[1])
-    seen = Attempt.of(audit_unit(problem, exact), policy)
-    out.before = seen.summary
     out.primary, out.complementary = forced_cells(release, problem, ctx.schedule.tables, policy, options)
     forced = set(out.primary) | set(out.complementary)
+    # the unit as published is attacked only when no cell is forced: else the first round attacks the forced
+    # pattern, and that attack is the unit's ``before`` (as the joint search's): attacking both was a third of
+    # a one-round block's search
+    seen = None if forced else Attempt.of(audit_unit(problem, exact), policy)
     counts = cell_counts(problem)
     direct_of = twins(problem)
     rep = cell_classes(problem)
@@ -245,6 +247,8 @@ def suppress_unit(ctx: UnitContext, policy: Policy, options: ProtectOptions,
         pulse.during(f"protect round {out.iterations}", geo_key(ctx.geo))  # shown with the round's attack of the unit
         if chosen:
             seen = Attempt.of(audit_unit(ctx.problem(chosen)[0], exact), policy)
+        if not out.before:
+            out.before = seen.summary
         raw, seen = seen, floor(seen)
         result, bad, recon = seen.result, seen.bad, seen.recon
         if seen.reason:

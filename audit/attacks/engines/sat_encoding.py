@@ -11,6 +11,7 @@ still has exactly one model."""
 from __future__ import annotations
 
 
+import numpy as np
 from pysat.card import CardEnc, EncType
 
 from ...specs.query import Predicate
@@ -127,6 +128,50 @@ class SatEncoding:
             self._y_cache[key] = y
         return [self._y_cache[key]]
 
+    _columns: dict | None = None  # (column, atoms) -> literal arrays over the slots (see _set_columns)
+
+    def _set_columns(self, c: int, atoms: frozenset) -> list | None:
+        """:meth:`_in_set`'s literals for every slot at once (arrays over the slots, signed), where they are
+        one-hot or order literals; None where they need a set literal (made slot by slot, in order)."""
+        if self._columns is None:
+            self._columns = {}
+        key = (c, atoms)
+        if key not in self._columns:
+            a, b, d = min(atoms), max(atoms), self.sizes[c]
+            if len(atoms) == 1:
+                found = [np.array([self.x[s][c][a] for s in range(self.n)], dtype=np.int64)]
+            elif b - a + 1 == len(atoms):
+                found = ([np.array([self.o[s][c][a] for s in range(self.n)], dtype=np.int64)] if a > 0 else []) + (
+                    [-np.array([self.o[s][c][b + 1] for s in range(self.n)], dtype=np.int64)] if b + 1 < d else [])
+            else:
+                found = None
+            self._columns[key] = found
+        return self._columns[key]
+
+    def _zero_clauses(self, slots, cols: list, sel: int) -> bool:
+        """A zero count's clauses, one per slot (no active row of it satisfies the cell), built at once: the
+        same clauses in the same order as slot by slot. False (nothing added) where a column needs set literals."""
+        lits: list = []
+        for c, atoms in cols:
+            found = self._set_columns(c, atoms)
+            if found is None:
+                return False
+            lits += found
+        at = np.asarray(slots, dtype=np.int64)
+        if not len(at):
+            return True
+        act = self._columns.get("act")
+        if act is None:
+            act = self._columns["act"] = np.asarray(self.act, dtype=np.int64)
+        rows = np.column_stack([np.full(len(at), -sel, dtype=np.int64), -act[at]]
+                               + [-lit[at] for lit in lits]).tolist()
+        if self.solver is None:
+            self._clauses.extend(rows)
+        else:
+            for clause in rows:
+                self.solver.add_clause(clause)
+        return True
+
     def matches(self, pred: Predicate) -> list[int]:
         """Per slot that may satisfy ``pred`` (see :meth:`_local`), a literal true iff the slot is an
         active row satisfying it (cached per predicate): their sum is the count of ``pred``."""
@@ -198,6 +243,8 @@ class SatEncoding:
             if hi == 0:  # most cells of a small unit: one clause per slot, no match literals
                 slots, clauses = self._local(c.predicate)
                 cols = [(self.problem.index(name), atoms) for name, atoms in clauses]
+                if self._zero_clauses(slots, cols, sel):
+                    return
                 for s in slots:
                     conj = [self.act[s]] + [lit for col, atoms in cols for lit in self._in_set(s, col, atoms)]
                     self._add([-sel] + [-lit for lit in conj])
