@@ -119,9 +119,9 @@ class Exchanges:
         member = in_sets(np.array([self.rows[i], self.rows[j], r1, r2]), flats, bounds).astype(np.int64)
         delta = member[2] + member[3] - member[0] - member[1]
         broken = edits.any() and in_sets(np.array([r1, r2]), edits, bounds).any()
-        same = [list(subset)]
-        lost = (np.array([self.rows[i]])[:, same[0]] == np.array([self.rows[j], r1, r2])[:, same[0]]).all(axis=1).any()
-        if delta.any() or broken or lost:
+        on = list(subset)  # the claim loses row i and gains none of the other three
+        stays = (np.array([self.rows[j], r1, r2])[:, on] == self.rows[i, on]).all(axis=1).any()
+        if delta.any() or broken or stays:
             raise InternalError(f"an exchange of columns {cols} between rows {self.rows[i].tolist()} and "
                                 f"{self.rows[j].tolist()} does not keep the release of unit {'/'.join(self.problem.geo)}")
 

@@ -25,7 +25,7 @@ from ..specs.query import Predicate
 from .engines.histogram import HistogramEngine
 from .implied import LinearProof
 
-PART_ROWS = 4_000  # atom combinations a part's model may hold (its group's atoms x the other columns' atoms)
+PART_ROWS = 6_000  # atom combinations a part's model may hold (its group's atoms x the other columns' atoms)
 PART_SAMPLES = 4  # random objectives per part (linear programs, then half as many integer programs)
 
 
