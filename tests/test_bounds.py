@@ -65,9 +65,11 @@ def test_a_unit_past_the_memory_bound_is_too_large_before_it_is_built(tmp_path):
     assert not cost.slots and cost.combinations < 50_000 and 400 < cost.cell_megabytes < 1024
     start = time.process_time()
     result = audit_unit(problem, options)
-    assert time.process_time() - start < 20
-    assert result.status == "too-large" and "in histogram space" in result.reason and "--memory-mb 800" in result.reason
-    assert result.omitted > 0 and not result.verified  # counted, every one undecided: never safe
+    # past --memory-mb in histogram space, it is still audited from its histogram (issue 31): its claims of
+    # small counts decided by exchanges, parts and relaxations (tests/test_large_units.py), the rest undecided
+    assert time.process_time() - start < 60
+    assert "histogram model too large" in result.reason and "--memory-mb 800" in result.reason
+    assert result.status in ("done", "timeout") and result.verdicts and all(v.claim.m <= 4 for v in result.verdicts)
 
 
 def test_the_cli_bounds_a_100k_style_unit_with_one_worker(tmp_path):

@@ -30,7 +30,7 @@ from .implied import LinearProof
 from .intervals import hidden_cells
 from .regroup import regroup_refuted
 from .stated import direct_cells
-from .unit import UnitResult
+from .unit import BASE_MB, BYTES_PER_ENTRY, UnitResult
 from .unit_explain import explain_targets
 
 SMALL_COUNT = 4  # claims of counts up to this: singletons and full records under the strict policy's threshold 5
@@ -59,10 +59,12 @@ def relaxation(problem: Problem, columns: tuple[int, ...]) -> Problem:
                    edits, problem.truth[:, list(columns)])
 
 
-def decide_large(problem: Problem, table: ClaimTable, late, reason: str) -> tuple[list[Verdict], int, dict]:
+def decide_large(problem: Problem, table: ClaimTable, late, reason: str,
+                 budget: float = float("inf")) -> tuple[list[Verdict], int, dict]:
     """Verdicts on ``table``'s claims (verified and undecided ones), the number refuted, and for each claim
     verified over a relaxation its proof: ``(linear, claim there, cells mask or None)`` for explanations.
-    ``late(phase)``: why the unit must stop, else None (the work budget)."""
+    ``late(phase)``: why the unit must stop, else None (the work budget); ``budget``: bytes a relaxation's
+    model may hold."""
     claims = table.claims
     verdicts: list[Verdict] = []
     direct = direct_cells(problem)
@@ -81,10 +83,10 @@ def decide_large(problem: Problem, table: ClaimTable, late, reason: str) -> tupl
     gone = exchange_refuted(Exchanges(problem, rows, weights), table, subsets, subset_of, pending)
     refuted_before = int(gone.sum())
     pending = pending[~gone]
-    gone = regroup_refuted(problem, table, pending, late)
+    gone = regroup_refuted(problem, table, pending, late, budget=budget)
     refuted, pending = refuted_before + int(gone.sum()), pending[~gone]
     proofs: dict = {}
-    for cols in _relaxations(problem):
+    for cols in _relaxations(problem, budget):
         why = late("proofs over relaxations")
         if why:
             reason = why
@@ -108,13 +110,22 @@ def decide_large(problem: Problem, table: ClaimTable, late, reason: str) -> tupl
     return verdicts, refuted, proofs
 
 
-def _relaxations(problem: Problem) -> list[tuple[int, ...]]:
+def _relaxations(problem: Problem, budget: float) -> list[tuple[int, ...]]:
     """The column sets to relax onto: each largest set of columns the cells name (a table's), small
-    enough to hold (:data:`RELAXED_ROWS`). A claim over columns that no table holds is left to the
-    exchanges: a relaxation onto its own columns keeps only margins, which prove no small count."""
+    enough to hold (:data:`RELAXED_ROWS`, and its model within ``budget`` bytes). A claim over columns
+    that no table holds is left to the exchanges and parts: a relaxation onto its own columns keeps only
+    margins, which prove no small count."""
     named = {tuple(sorted(problem.index(n) for n in c.predicate.columns)) for c in problem.constraints}
     tables = sorted((k for k in named if k and not any(set(k) < set(o) for o in named)), key=len, reverse=True)
-    return [cols for cols in tables if np.prod([problem.sizes[c] for c in cols], dtype=float) <= RELAXED_ROWS]
+    return [cols for cols in tables if np.prod([problem.sizes[c] for c in cols], dtype=float) <= RELAXED_ROWS
+            and _entries(problem, cols) * BYTES_PER_ENTRY <= budget]
+
+
+def _entries(problem: Problem, cols: tuple[int, ...]) -> float:
+    """Cells x atom combinations of the relaxation onto ``cols``: its dense model's entries."""
+    names = {problem.names[c] for c in cols}
+    cells = sum(set(c.predicate.columns) <= names for c in problem.constraints) + 1
+    return cells * float(np.prod([problem.sizes[c] for c in cols], dtype=float))
 
 
 def _prove(linear: LinearProof, claims: list[Claim], late) -> list:
@@ -157,7 +168,8 @@ def audit_large(problem: Problem, options, meter, start: float, why: str, prior_
                                         f"persons' values and proofs over each table's columns")
     table = large_claims(problem, options.max_columns)
     reason = f"not decided without the histogram model ({why})"
-    result.verdicts, result.refuted, proofs = decide_large(problem, table, meter.late, reason)
+    budget = float("inf") if options.memory_mb is None else (options.memory_mb - BASE_MB) * 2**20
+    result.verdicts, result.refuted, proofs = decide_large(problem, table, meter.late, reason, budget)
     if any(v.status == UNDECIDED and v.reason != reason for v in result.verdicts):
         result.status = "timeout"
     targets = explain_targets(problem, result.verdicts, options.explain)

@@ -24,6 +24,7 @@ from ..release.constraints import Constraint
 from ..specs.query import Predicate
 from .engines.histogram import HistogramEngine
 from .implied import LinearProof
+from .unit import BYTES_PER_ENTRY
 
 PART_ROWS = 6_000  # atom combinations a part's model may hold (its group's atoms x the other columns' atoms)
 PART_SAMPLES = 4  # random objectives per part (linear programs, then half as many integer programs)
@@ -71,9 +72,11 @@ def part(problem: Problem, col: int, group: list[int], counts: np.ndarray) -> tu
                    tuple(cells), edits, mine[:, order]), order
 
 
-def regroup_refuted(problem: Problem, table: ClaimTable, pending: np.ndarray, late, seed: int = 0) -> np.ndarray:
+def regroup_refuted(problem: Problem, table: ClaimTable, pending: np.ndarray, late, seed: int = 0,
+                    budget: float = float("inf")) -> np.ndarray:
     """Which claims at ``pending`` (positions in ``table``) a dataset of some part refutes: a mask over
-    ``pending``. ``late(phase)``: why to stop (the unit's work budget), else None."""
+    ``pending``. ``late(phase)``: why to stop (the unit's work budget), else None; ``budget``: bytes a
+    part's model may hold (:data:`~audit.attacks.unit.BYTES_PER_ENTRY` per cell and atom combination)."""
     out = np.zeros(len(pending), dtype=bool)
     col, parts = groups(problem)
     if not parts or not len(pending):
@@ -87,7 +90,8 @@ def regroup_refuted(problem: Problem, table: ClaimTable, pending: np.ndarray, la
         if not len(todo) or late("re-solving parts of the unit"):
             continue
         sub, order = part(problem, col, group, counts)
-        if len(sub.truth) < 2:
+        rows = len(group) * float(np.prod(sub.sizes[1:], dtype=float))  # the part's atom combinations
+        if len(sub.truth) < 2 or BYTES_PER_ENTRY * len(sub.constraints) * rows > budget:
             continue
         linear = _PartProof.of(sub)
         hist = HistogramEngine.of(sub, linear) if linear is not None else None
