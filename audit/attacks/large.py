@@ -164,8 +164,9 @@ def explain_large(verdicts: list[Verdict], targets: list[int], proofs: dict) -> 
 def audit_large(problem: Problem, options, meter, start: float, why: str, prior_rows: np.ndarray | None = None):
     """The unit's :class:`~audit.attacks.unit.UnitResult` by the steps above (``why``: why its histogram model
     is not built, the reason its open claims give)."""
-    result = UnitResult(problem, reason=f"{why}: claims of counts up to {SMALL_COUNT} decided by exchanges of "
-                                        f"persons' values and proofs over each table's columns")
+    result = UnitResult(problem, reason=f"audited from its histogram ({why}): claims of counts up to {SMALL_COUNT}, "
+                                        f"decided by exchanges of persons' values, re-solved parts and proofs over "
+                                        f"each table's columns")
     table = large_claims(problem, options.max_columns)
     reason = f"not decided without the histogram model ({why})"
     budget = float("inf") if options.memory_mb is None else (options.memory_mb - BASE_MB) * 2**20
