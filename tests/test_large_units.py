@@ -13,6 +13,7 @@ import pytest
 from _oracle import _random_predicate, all_datasets, published
 from audit.attacks.exact import ExactOptions, audit_unit
 from audit.attacks.exchanges import Exchanges
+from audit.attacks.intervals import hidden_cells
 from audit.attacks.large import SMALL_COUNT, audit_large, large_claims
 from audit.attacks.regroup import groups, part
 from audit.attacks.unit import Meter
@@ -69,6 +70,9 @@ def test_the_large_unit_path_agrees_with_every_dataset_and_the_row_slots(seed):
             assert always, f"verified, broken by a consistent dataset: {claim}"
         else:
             assert verdict.status == UNDECIDED and verdict.reason
+    for key, c in hidden_cells(problem).items():  # outer bounds of what every dataset gives the hidden counts
+        interval, seen = result.intervals[key], [int(problem.row_mask(d, c.predicate).sum()) for d in datasets]
+        assert not interval.certified and interval.lo <= min(seen) and max(seen) <= interval.hi, key
     slots = {v.claim: v.status for v in audit_unit(problem, ExactOptions(explain="none")).verdicts}
     for claim in claims:
         mine = listed[claim].status if claim in listed else REFUTED

@@ -27,7 +27,7 @@ from ..problem.build import Problem
 from ..problem.claims import UNDECIDED, VERIFIED, Claim, ClaimTable, Verdict, distinct_rows
 from .exchanges import Exchanges, exchange_refuted
 from .implied import LinearProof
-from .intervals import hidden_cells
+from .intervals import Interval, feasibility_intervals, hidden_cells, outer_range
 from .regroup import regroup_refuted
 from .stated import direct_cells
 from .unit import BASE_MB, BYTES_PER_ENTRY, UnitResult
@@ -144,6 +144,30 @@ def _prove(linear: LinearProof, claims: list[Claim], late) -> list:
     return out
 
 
+def outer_intervals(problem: Problem, budget: float) -> dict[str, Interval]:
+    """Each hidden count's interval as a proved outer bound (``certified`` False): the extremes over the
+    relaxation onto its table's columns (its optima are not the unit's datasets, so no end is called
+    exact), else its published range and the population."""
+    cells = {k: c for k, c in hidden_cells(problem).items() if c.statistic.kind == "count"}
+    out: dict[str, Interval] = {}
+    for cols in _relaxations(problem, budget):
+        names = {problem.names[c] for c in cols}
+        inside = [k for k, c in cells.items() if k not in out and set(c.predicate.columns) <= names]
+        if not inside:
+            continue
+        sub = relaxation(problem, cols)
+        found = feasibility_intervals(sub, LinearProof.of(sub)) or {}
+        for k in inside:
+            if k in found:
+                out[k] = Interval(found[k].lo, found[k].hi, False, found[k].value)
+    for k, c in cells.items():
+        if k not in out:
+            lo, hi = outer_range(problem, c)
+            value = int(problem.row_mask(problem.truth, c.predicate).sum())
+            out[k] = Interval(int(lo), int(hi), False, value)
+    return out
+
+
 def explain_large(verdicts: list[Verdict], targets: list[int], proofs: dict) -> list[Verdict]:
     """The verdicts with each target's relaxation proof cells (sound, not minimal) where it has them."""
     out = list(verdicts)
@@ -176,7 +200,7 @@ def audit_large(problem: Problem, options, meter, start: float, why: str, prior_
     targets = explain_targets(problem, result.verdicts, options.explain)
     result.verdicts = explain_large(result.verdicts, targets, proofs)
     if options.intervals and hidden_cells(problem):
-        result.intervals_note = f"feasibility intervals not computed: {why}"
+        result.intervals = outer_intervals(problem, budget)
     if prior_rows is not None and len(prior_rows) and table.claims:
         verified = {v.claim for v in result.verdicts if v.status == VERIFIED}
         result.baseline = {c: p for c, p in zip(table.claims, table.baseline(problem.n_rows[1], prior_rows).tolist())
