@@ -38,9 +38,10 @@ RELAXED_ROWS = 20_000  # atom combinations a relaxation may hold (its dense mode
 
 
 def fits_large(problem: Problem, options) -> bool:
-    """Whether the unit may be decided here: its own count tables (no coupled views or joint model), the
-    confidential rows at hand, the linear pass and histogram search on."""
+    """Whether the unit may be decided here: its own count tables (no coupled views or joint model, no
+    wide column's sums), the confidential rows at hand, the linear pass and histogram search on."""
     return (problem.views is None and problem.joint is None and not problem.proof and problem.truth is not None
+            and not problem.values  # an exchange or a part would not keep a wide column's sums
             and options.linear and options.histogram and all(c.statistic.kind == "count" for c in problem.constraints))
 
 
