@@ -18,6 +18,7 @@ import yaml
 
 from audit.cli import run
 from audit.attacks.exact import ExactOptions, audit_unit, unit_cost
+from audit.attacks.large import SMALL_COUNT
 from audit.inputs import load_inputs
 from audit.scale.parts import read_parts
 from audit.scale.runner import ScaleOptions, run_scaled
@@ -69,7 +70,7 @@ def test_a_unit_past_the_memory_bound_is_too_large_before_it_is_built(tmp_path):
     # small counts decided by exchanges, parts and relaxations (tests/test_large_units.py), the rest undecided
     assert time.process_time() - start < 60
     assert "histogram model too large" in result.reason and "--memory-mb 800" in result.reason
-    assert result.status in ("done", "timeout") and result.verdicts and all(v.claim.m <= 4 for v in result.verdicts)
+    assert result.status in ("done", "timeout") and result.verdicts and all(v.claim.m <= SMALL_COUNT for v in result.verdicts)
 
 
 def test_the_cli_bounds_a_100k_style_unit_with_one_worker(tmp_path):

@@ -5,7 +5,7 @@ A county of 100,000 persons publishing four linked tables has about 120,000 atom
 Such a unit is still audited, at a cost bounded by its tables:
 
 * **Claims** are the true atom combinations of small counts (``m <= SMALL_COUNT``, the groups the
-  rules read: singletons, and full records below the strictest policy's threshold of 5), keyed by
+  rules read: singletons, and full records below ``full_records.threshold``, at most 10), keyed by
   atom combination over the distinct rows, never one per person (:meth:`ClaimTable.of_truth`).
 * **Direct**: a published exact count that states the claim verifies it.
 * **Refuted** by two persons exchanging values (:mod:`audit.attacks.exchanges`): the exchanged data
@@ -33,7 +33,7 @@ from .stated import direct_cells
 from .unit import BASE_MB, BYTES_PER_ENTRY, UnitResult
 from .unit_explain import explain_targets
 
-SMALL_COUNT = 4  # claims of counts up to this: singletons and full records under the strict policy's threshold 5
+SMALL_COUNT = 9  # claims of counts up to this: singletons, and full records under full_records.threshold (at most 10)
 RELAXED_ROWS = 20_000  # atom combinations a relaxation may hold (its dense model: cells x combinations)
 
 
