@@ -56,7 +56,7 @@ def _env() -> dict:
 
 
 # -- bounds ------------------------------------------------------------------------------------------
-def test_a_unit_past_the_memory_bound_is_too_large_before_it_is_built(tmp_path):
+def test_a_unit_past_the_memory_bound_is_sized_then_audited_from_its_histogram(tmp_path):
     data = resampled(SF1, 20_000, tmp_path / "big.csv")
     problem, = load_inputs(data, SF1 / "schema.yaml", SF1 / "tables.yaml").problems()
     options = ExactOptions(max_rows=10**6, memory_mb=800, explain="none")
