@@ -60,8 +60,8 @@ def audit_counts(problem: Problem, options: ExactOptions = ExactOptions(),
 
     The unit is first sized (:func:`unit_cost`, :func:`plan`): a count-only unit whose row slots are
     past ``max_rows`` or ``memory_mb`` is attacked in histogram space alone (what it leaves open is
-    undecided), any other unit past them is reported too large, every claim undecided, before anything
-    large is built. ``unit_work`` (solver work, :class:`Meter`), and ``unit_seconds`` when given, cover the
+    undecided), or from its histogram when that model does not fit either (:mod:`audit.attacks.large`);
+    any other unit past them is reported too large, every claim undecided, before anything large is built. ``unit_work`` (solver work, :class:`Meter`), and ``unit_seconds`` when given, cover the
     whole unit; when one runs out the claims still open are
     undecided (status ``timeout``).
     """
