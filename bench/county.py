@@ -82,9 +82,9 @@ def main() -> int:
     wall, cpu = time.perf_counter(), time.process_time()
     doc = run_audit(*paths, args.out / "run", AuditOptions(report=False))
     unit = doc["units"][0]
-    cells = sum(len(t.get("cells", [])) for t in unit.get("tables", [])) if isinstance(unit.get("tables"), list) else None
+    cells = (unit.get("cells") or {}).get("values")  # published values of the unit
     print(json.dumps({"persons": args.persons, "cells": cells, "status": unit["status"], "reason": unit.get("reason", ""),
-                      "summary": {k: unit["summary"][k] for k in ("verified", "undecided", "refuted")},
+                      "summary": {k: unit["summary"][k] for k in ("verified", "undecided", "refuted", "derived_singletons")},
                       "verdict": doc["verdict"], "wall_s": round(time.perf_counter() - wall, 1),
                       "cpu_s": round(time.process_time() - cpu, 1), "peak_mb": round(_peak())}))
     if args.protect:

@@ -18,6 +18,7 @@ import yaml
 
 from audit.cli import run
 from audit.attacks.exact import ExactOptions, audit_unit, unit_cost
+from audit.attacks.large import SMALL_COUNT
 from audit.inputs import load_inputs
 from audit.scale.parts import read_parts
 from audit.scale.runner import ScaleOptions, run_scaled
@@ -55,7 +56,7 @@ def _env() -> dict:
 
 
 # -- bounds ------------------------------------------------------------------------------------------
-def test_a_unit_past_the_memory_bound_is_too_large_before_it_is_built(tmp_path):
+def test_a_unit_past_the_memory_bound_is_sized_then_audited_from_its_histogram(tmp_path):
     data = resampled(SF1, 20_000, tmp_path / "big.csv")
     problem, = load_inputs(data, SF1 / "schema.yaml", SF1 / "tables.yaml").problems()
     options = ExactOptions(max_rows=10**6, memory_mb=800, explain="none")
@@ -64,7 +65,7 @@ def test_a_unit_past_the_memory_bound_is_too_large_before_it_is_built(tmp_path):
     # count cells only: sized in histogram space by its claims and its support after the zero cells
     # (bench/sizing.py measures this block's peak at about 290 MB above the base: within the bound)
     assert not cost.slots and cost.combinations < 1_000 and 100 < cost.cell_megabytes < 400
-    # a table whose model (nonzero cells x support rows) is past the bound is refused before it is built
+    # a table whose model (nonzero cells x support rows) is past the bound is not built whole
     from test_peers import _cross_table
     rng = np.random.default_rng(0)
     grid = pd.MultiIndex.from_product([[f"v{i:02d}" for i in range(n)] for n in (40, 30, 10)], names=("a", "b", "c"))
@@ -73,10 +74,11 @@ def test_a_unit_past_the_memory_bound_is_too_large_before_it_is_built(tmp_path):
     problem, = load_inputs(tmp_path / "data.csv", tmp_path / "schema.yaml", tmp_path / "tables.yaml").problems()
     start = time.process_time()
     result = audit_unit(problem, options)
-    assert time.process_time() - start < 20
-    assert result.status == "too-large" and "in histogram space" in result.reason and "--memory-mb 800" in result.reason
-    assert result.omitted > 0 or result.undecided
-    assert not result.verified  # counted, every one undecided: never safe
+    # past --memory-mb in histogram space, it is still audited from its histogram (issue 31): its claims of
+    # small counts decided by exchanges, parts and relaxations (tests/test_large_units.py), the rest undecided
+    assert time.process_time() - start < 60
+    assert "histogram model too large" in result.reason and "--memory-mb 800" in result.reason
+    assert result.status in ("done", "timeout") and result.verdicts and all(v.claim.m <= SMALL_COUNT for v in result.verdicts)
 
 
 def test_the_cli_bounds_a_100k_style_unit_with_one_worker(tmp_path):

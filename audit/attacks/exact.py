@@ -17,6 +17,7 @@ from .engines.histogram import HistogramEngine
 from .implied import MAX_SUPPORT, LinearProof
 from .intervals import feasibility_intervals, hidden_cells
 from .joint_claims import decide_open
+from .large import audit_large, fits_large
 from . import pulse
 from .reidentify import measure_exact
 from .stated import direct_cells
@@ -59,8 +60,8 @@ def audit_counts(problem: Problem, options: ExactOptions = ExactOptions(),
 
     The unit is first sized (:func:`unit_cost`, :func:`plan`): a count-only unit whose row slots are
     past ``max_rows`` or ``memory_mb`` is attacked in histogram space alone (what it leaves open is
-    undecided), any other unit past them is reported too large, every claim undecided, before anything
-    large is built. ``unit_work`` (solver work, :class:`Meter`), and ``unit_seconds`` when given, cover the
+    undecided), or from its histogram when that model does not fit either (:mod:`audit.attacks.large`);
+    any other unit past them is reported too large, every claim undecided, before anything large is built. ``unit_work`` (solver work, :class:`Meter`), and ``unit_seconds`` when given, cover the
     whole unit; when one runs out the claims still open are
     undecided (status ``timeout``).
     """
@@ -77,6 +78,8 @@ def audit_counts(problem: Problem, options: ExactOptions = ExactOptions(),
     if slots is not None and problem.joint is not None and too_large(replace(cost, rows=0, clauses=0), options) is None:
         return decide_open(problem, options, start, slots)  # a tract left open by the joint solve: its model decides
     no_slots, reason = plan(sized, options, slots)
+    if reason is not None and no_slots is not None and fits_large(problem, options):
+        return audit_large(problem, options, meter, start, f"{slots}; the histogram model too large: {reason}", prior_rows)
     if reason is not None:
         return unfinished(problem, options, "too-large", reason, start)
     if no_slots and (not options.linear or not options.histogram):
@@ -114,6 +117,9 @@ def audit_counts(problem: Problem, options: ExactOptions = ExactOptions(),
         # the exact counts pin every row: one dataset, so every true claim is verified
         result.solutions, result.exhausted = 1, True
         result.verdicts += [Verdict(todo[i], VERIFIED) for i in pending]
+    elif linear is None and no_slots and fits_large(problem, options):
+        return audit_large(problem, options, meter, start, f"{no_slots}; the histogram model too large "
+                           f"(support past {MAX_SUPPORT:,} atom combinations)", prior_rows)
     elif linear is None and no_slots:
         result.give_up([todo[i] for i in pending], f"{no_slots}, and the histogram model could not be built "
                        f"(support past {MAX_SUPPORT:,} atom combinations)", status="too-large")

@@ -151,7 +151,6 @@ class LinearProof:
         self.sources = [counts[i] if i < len(counts) else None for i in keep]
         self._cell_flat = flats[keep]
         self._exact = [i for i in range(len(keep)) if self.lo[i] == self.hi[i]]
-        self.basis = self._basis(self._exact)
         self._lp = None
         self._sparse_lp = None
         self._by_cell: np.ndarray | None = None
@@ -179,6 +178,11 @@ class LinearProof:
         if any(c.statistic.kind != "count" for c in self.problem.constraints) and self.problem.violations(rows):
             return False
         return len(self._exact) >= len(self.rows) and rank_mod_p(self.a[self._exact]) == len(self.rows)
+
+    @cached_property
+    def basis(self) -> np.ndarray:
+        """A basis of the exact cells' rows (:meth:`_basis`, small cells first), made when first needed."""
+        return self._basis(self._exact)
 
     def _basis(self, candidates: list[int]) -> np.ndarray:
         """A maximal independent set of exact cell rows, taken greedily in the given order.

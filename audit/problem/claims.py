@@ -209,9 +209,10 @@ class ClaimTable:
 
     @classmethod
     def of_truth(cls, truth: np.ndarray, sizes: list[int], max_columns: int | None = None,
-                 views: Views | None = None) -> "ClaimTable":
+                 views: Views | None = None, cap: int | None = None) -> "ClaimTable":
         """The table of every claim true in ``truth``, by column subset (fewest columns first), then
-        by the values in column order (``views``: see :class:`Views`).
+        by the values in column order (``views``: see :class:`Views`; ``cap``: only claims of a count
+        up to it, the atom combinations of small counts).
 
         Keys are built over the distinct rows only (with their multiplicities), so the table costs
         distinct rows x subsets, not rows x subsets.
@@ -225,6 +226,9 @@ class ClaimTable:
         keys = (((rows + 1) * table.strides) @ table.masks.T).T.ravel()  # subset-major, one per distinct row
         values, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
         counts = np.bincount(inverse.ravel(), weights=np.tile(weights, len(subsets)), minlength=len(values))
+        if cap is not None:  # the small counts alone: the claims of large groups are never built
+            small = counts <= cap
+            values, first, counts = values[small], first[small], counts[small]
         subset, row = first // n_rows, first % n_rows
         backward = np.array([int(np.prod(table.radix[c + 1:])) for c in range(len(sizes))], dtype=table.strides.dtype)
         order_key = ((rows[row] + 1) * backward) * table.masks[subset]

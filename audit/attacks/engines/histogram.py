@@ -133,6 +133,16 @@ class HistogramEngine:
         """Consistent datasets from ``k`` linear programs with random objectives, then ``k // 2`` integer
         programs with random objectives over the rows seen so far (only those ``wanted`` are checked)."""
         rng = np.random.default_rng(seed)
+        yield from self.vertices(k, rng, wanted)
+        for _ in range(k // 2):
+            x = self._run(self._integer(self.used), rng.random(self.n))
+            rows = None if x is None else self.dataset(x, wanted)
+            if rows is not None:
+                yield rows
+
+    def vertices(self, k: int, rng: np.random.Generator,
+                 wanted: Callable[[np.ndarray], bool] | None = None) -> Iterator[np.ndarray]:
+        """Consistent datasets from ``k`` linear programs with random objectives: their integral optima, checked."""
         for _ in range(k):
             x = self._run(self._lp, rng.random(self.n))
             if x is not None:
@@ -140,11 +150,6 @@ class HistogramEngine:
                 rows = self.dataset(x, wanted)
                 if rows is not None:
                     yield rows
-        for _ in range(k // 2):
-            x = self._run(self._integer(self.used), rng.random(self.n))
-            rows = None if x is None else self.dataset(x, wanted)
-            if rows is not None:
-                yield rows
 
     def first(self, seed: int = 0) -> np.ndarray | None:
         """One checked dataset, from an integer program over the whole support with a random objective

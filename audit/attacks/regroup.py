@@ -1,0 +1,105 @@
+"""Claims refuted by re-solving a few persons with everyone else fixed, for units too large for the histogram model.
+
+Exchanges of two persons (:mod:`audit.attacks.exchanges`) cannot move a claim whose columns span a
+cycle of tables (tract x age, tract x race, age x race): that takes four persons at once. Here the
+persons whose value in the unit's widest column (its geography, say) lies in a small *group* of that
+column's atoms are taken out, and the rest are kept as they are. The persons taken out are a unit of
+their own, the *part*: the same cells, each published value less what the rest contribute, and an
+edit that keeps every row inside the group. Any dataset of the part, with the rest, reproduces the
+whole release (every cell's count is the rest's plus the part's), so a claim whose count in a
+checked dataset of the part differs from the truth's part is refuted. The part's histogram model is
+small (the group's atoms times the others'), and its datasets come from linear and integer programs
+with random objectives (:meth:`HistogramEngine.sample`), each rounded and checked exactly against the
+part's cells. Nothing is verified here: fixing the rest is a restriction, not a relaxation.
+"""
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+
+from ..problem.build import Problem
+from ..problem.claims import ClaimTable
+from ..release.constraints import Constraint
+from ..specs.query import Predicate
+from .engines.histogram import HistogramEngine
+from .implied import LinearProof
+from .unit import BYTES_PER_ENTRY
+
+PART_ROWS = 6_000  # atom combinations a part's model may hold (its group's atoms x the other columns' atoms)
+PART_SAMPLES = 4  # random objectives per part (linear programs, then half as many integer programs)
+
+
+class _PartProof(LinearProof):
+    """A part's model for sampling alone: every cell a row of its programs (no basis of the exact cells,
+    whose elimination costs more than the programs it would shorten)."""
+
+    @property
+    def lp_rows(self) -> np.ndarray:
+        return np.arange(len(self.keys), dtype=np.int64)
+
+
+def groups(problem: Problem) -> tuple[int, list[list[int]]]:
+    """The widest column and its atoms in consecutive groups whose parts fit :data:`PART_ROWS` (at least 2
+    atoms a group, else none: one atom leaves its persons nowhere to go in that column)."""
+    col = int(np.argmax(problem.sizes))
+    others = float(np.prod([s for c, s in enumerate(problem.sizes) if c != col], dtype=float))
+    size = int(PART_ROWS // max(others, 1))
+    if size < 2 or problem.sizes[col] < 2:
+        return col, []
+    atoms = list(range(problem.sizes[col]))
+    return col, [atoms[k:k + size] for k in range(0, len(atoms), size) if len(atoms[k:k + size]) >= 2]
+
+
+def part(problem: Problem, col: int, group: list[int], counts: np.ndarray) -> tuple[Problem, list[int]]:
+    """The persons of ``group`` (atoms of column ``col``) as a unit of their own, the others fixed, with
+    ``col`` first (its edit then cuts the support at once); and the columns' order (``counts``: every
+    count cell's true count in the whole unit)."""
+    mine = problem.truth[np.isin(problem.truth[:, col], group)]
+    name, atoms = problem.names[col], frozenset(group)
+    cells = []
+    for c, total in zip(problem.constraints, counts.tolist()):
+        pred = c.predicate.as_dict()
+        if name in pred and not pred[name] & atoms:
+            continue  # names none of the group's atoms: its count in the part is 0 by the edit
+        fixed = Fraction(total - int(problem.row_mask(mine, c.predicate).sum()))  # the rest's persons
+        cells.append(Constraint(c.key, c.predicate, c.statistic, None if c.lo is None else c.lo - fixed,
+                                None if c.hi is None else c.hi - fixed, c.lo_open, c.hi_open))
+    outside = frozenset(range(problem.sizes[col])) - atoms
+    edits = problem.edits + ((Predicate.of({name: outside}),) if outside else ())
+    order = [col] + [c for c in range(len(problem.sizes)) if c != col]
+    return Problem(problem.level, problem.geo, tuple(problem.domains[c] for c in order), (len(mine), len(mine)),
+                   tuple(cells), edits, mine[:, order]), order
+
+
+def regroup_refuted(problem: Problem, table: ClaimTable, pending: np.ndarray, late, seed: int = 0,
+                    budget: float = float("inf")) -> np.ndarray:
+    """Which claims at ``pending`` (positions in ``table``) a dataset of some part refutes: a mask over
+    ``pending``. ``late(phase)``: why to stop (the unit's work budget), else None; ``budget``: bytes a
+    part's model may hold (:data:`~audit.attacks.unit.BYTES_PER_ENTRY` per cell and atom combination)."""
+    out = np.zeros(len(pending), dtype=bool)
+    col, parts = groups(problem)
+    if not parts or not len(pending):
+        return out
+    rows, weights = np.unique(problem.truth, axis=0, return_counts=True)
+    counts = np.array([int(weights[problem.row_mask(rows, c.predicate)].sum()) for c in problem.constraints],
+                      dtype=np.int64)
+    at = np.array([dict(table.claims[i].assignment).get(col, -1) for i in pending.tolist()], dtype=np.int64)
+    for k, group in enumerate(parts):
+        todo = np.flatnonzero(~out & ((at < 0) | np.isin(at, group)))  # a part moves only its own atoms of col
+        if not len(todo) or late("re-solving parts of the unit"):
+            continue
+        sub, order = part(problem, col, group, counts)
+        rows = len(group) * float(np.prod(sub.sizes[1:], dtype=float))  # the part's atom combinations
+        if len(sub.truth) < 2 or BYTES_PER_ENTRY * len(sub.constraints) * rows > budget:
+            continue
+        linear = _PartProof.of(sub)
+        hist = HistogramEngine.of(sub, linear) if linear is not None else None
+        if hist is None:
+            continue
+        back = np.argsort(order)
+        truth = table.counts(*np.unique(sub.truth[:, back], axis=0, return_counts=True))
+        for found in hist.sample(PART_SAMPLES, seed + k):
+            got = table.counts(*np.unique(found[:, back], axis=0, return_counts=True))
+            out[todo] |= got[pending[todo]] != truth[pending[todo]]
+    return out
