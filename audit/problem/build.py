@@ -382,7 +382,8 @@ def build_problems(frame: pd.DataFrame | None, schema: Schema, schedule: Schedul
             cons, hidden, values = [], [], []
             for v in unit.values:
                 protection = unit.protection[v.cell.table]
-                key = (v.cell.key, v.stat, v.status, v.value, protection)  # what constraints_of reads
+                key = (v.cell.key, v.cell.suppressed, v.stat, v.status, v.value, protection)  # what constraints_of reads
+                # (cell.suppressed: a cell a unit's own suppress list hides is [0, N], not the threshold's interval)
                 made = made_of.get(key)
                 if made is None:  # units share most published values (zeros above all): each is translated once
                     made = made_of[key] = []
