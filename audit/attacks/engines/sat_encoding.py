@@ -160,6 +160,8 @@ class SatEncoding:
         at = np.asarray(slots, dtype=np.int64)
         if not len(at):
             return True
+        if self._columns is None:  # a cell over no column (the unit's total) asked for no set literals
+            self._columns = {}
         act = self._columns.get("act")
         if act is None:
             act = self._columns["act"] = np.asarray(self.act, dtype=np.int64)
