@@ -24,7 +24,7 @@ import time
 import numpy as np
 
 from ..problem.build import Problem
-from ..problem.claims import UNDECIDED, VERIFIED, Claim, ClaimTable, Verdict, distinct_rows
+from ..problem.claims import UNDECIDED, VERIFIED, Claim, ClaimTable, Verdict, distinct_rows, n_subsets
 from .exchanges import Exchanges, exchange_refuted
 from .implied import LinearProof
 from .intervals import Interval, feasibility_intervals, hidden_cells, outer_range
@@ -37,10 +37,16 @@ SMALL_COUNT = 9  # claims of counts up to this: singletons, and full records und
 RELAXED_ROWS = 20_000  # atom combinations a relaxation may hold (its dense model: cells x combinations)
 
 
+MAX_KEYS = 50_000_000  # rows x column subsets: past it the claims are not listed (the unit stays too large)
+
+
 def fits_large(problem: Problem, options) -> bool:
     """Whether the unit may be decided here: its own count tables (no coupled views or joint model, no
-    wide column's sums), the confidential rows at hand, the linear pass and histogram search on."""
-    return (problem.views is None and problem.joint is None and not problem.proof and problem.truth is not None
+    wide column's sums), the confidential rows at hand, the linear pass and histogram search on, and its
+    claims' keys (rows x column subsets) few enough to list."""
+    return (problem.views is None and problem.truth is not None
+            and len(problem.truth) * n_subsets(len(problem.domains), options.max_columns) <= MAX_KEYS
+            and problem.joint is None and not problem.proof
             and not problem.values  # an exchange or a part would not keep a wide column's sums
             and options.linear and options.histogram and all(c.statistic.kind == "count" for c in problem.constraints))
 
