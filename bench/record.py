@@ -155,7 +155,9 @@ def commit() -> str:
 
     try:
         head = git("rev-parse", "--short", "HEAD")
-        return head + (" + uncommitted changes" if git("status", "--porcelain", "--untracked-files=no") else "")
+        # records written by this run (or an earlier one of the same batch) are not changes to what was measured
+        changed = git("status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)bench/results")
+        return head + (" + uncommitted changes" if changed else "")
     except (OSError, subprocess.CalledProcessError):
         return "unknown (not a git checkout)"
 

@@ -22,12 +22,11 @@ import tempfile  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
-import yaml  # noqa: E402
-
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
+import record  # noqa: E402
 import replay_gtv  # noqa: E402
 import replay_seeds as seeds  # noqa: E402
 
@@ -46,28 +45,19 @@ def _usage() -> tuple[float, float]:
             max(me.ru_maxrss, kids.ru_maxrss) / 1024)
 
 
-def _commit() -> str:
-    def git(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True)
-
-    head = git("rev-parse", "--short", "HEAD").stdout.strip() or "unknown"
-    dirty = git("status", "--porcelain", "--", "audit", "bench", "samples", ":(exclude)bench/results").stdout.strip()
-    return f"{head} (with uncommitted changes)" if dirty else head
-
-
 def write_record(out: Path, name: str, command: str, options: str, lines: list[str], note: str,
                  figures: dict, cost: dict) -> Path:
     """``OUT/NAME.md`` (front matter, tables, note, cost) and ``OUT/NAME.json`` (``figures`` and ``cost``)."""
     out.mkdir(parents=True, exist_ok=True)
     memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
-    meta = {"title": TITLES[name], "topic": "replay", "date": datetime.date.today().isoformat(),
-            "commit": _commit(), "machine": f"{os.cpu_count()} shared cores (load {cost['load']:.1f}), {memory:.0f} GiB",
-            "command": command, "options": options}
-    head = ["---", *yaml.safe_dump(meta, sort_keys=False, allow_unicode=True, width=1000).splitlines(), "---"]
     spent = (f"Cost: {cost['cpu_s']:.1f} s of CPU (user + sys, this process and its children), "
              f"{cost['wall_s']:.1f} s wall, peak RSS {cost['peak_rss_mb']:.0f} MB.")
     path = out / f"{name}.md"
-    path.write_text("\n".join(head + lines + ["", note, "", spent]) + "\n", encoding="utf-8")
+    rec = record.Record(title=TITLES[name], topic="replay", date=datetime.date.today().isoformat(),
+                        commit=record.commit(), command=command, options=options,
+                        machine=f"{os.cpu_count()} shared cores (load {cost['load']:.1f}), {memory:.0f} GiB",
+                        body="\n".join([*lines, "", note, "", spent]), path=path)
+    path.write_text(rec.text(), encoding="utf-8")
     (out / f"{name}.json").write_text(json.dumps({"figures": figures, "cost": cost}, indent=1, default=str) + "\n",
                                       encoding="utf-8")
     return path
