@@ -144,9 +144,9 @@ def test_check_certificates_exit_codes(tmp_path, capsys):
 def test_a_datasets_histogram_is_np_unique_of_its_rows(sizes):
     """The witness datasets are written as distinct rows and counts: the mixed-radix shortcut gives exactly
     np.unique(axis=0)'s rows, order and counts (and falls back to it where the radix would overflow)."""
-    from audit.attacks.certificates import _distinct
+    from audit.problem.claims import distinct_rows
 
     rng = np.random.default_rng(len(sizes))
     rows = np.column_stack([rng.integers(0, min(s, 5), 400) for s in sizes]).astype(np.int64)
-    for got, want in zip(_distinct(rows, sizes), np.unique(rows, axis=0, return_counts=True)):
+    for got, want in zip(distinct_rows(rows, sizes), np.unique(rows, axis=0, return_counts=True)):
         assert got.dtype == want.dtype and np.array_equal(got, want)

@@ -37,13 +37,13 @@ that binds it to its run's findings.json and inputs.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
 
 from ..problem.build import Domain, Problem
+from ..problem.claims import distinct_rows
 from ..release.constraints import Constraint, int_hi, int_lo
 from ..specs.query import Predicate, Statistic
 from .implied import flat_mask, in_sets, support
@@ -52,16 +52,6 @@ from .intervals import Interval, Proof, hidden_cells, outer_range
 FORMAT = 2  # 2: sealed by a last line binding the file to its run (audit/findings/certfile.py)
 NOTICE = ("CONFIDENTIAL: the witness datasets are records reconstructed from the microdata (the true rows "
           "among them); handle this file as the findings.")
-
-
-def _distinct(rows: np.ndarray, sizes: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
-    """``np.unique(rows, axis=0, return_counts=True)``, several times faster: each row (atom indices
-    below ``sizes``) as one mixed-radix number, whose order is the rows' lexicographic order."""
-    if not len(sizes) or math.prod(sizes) >= 2**62 or ((rows < 0) | (rows >= np.array(sizes))).any():
-        return np.unique(rows, axis=0, return_counts=True)
-    radix = np.cumprod((1,) + tuple(sizes[:0:-1]))[::-1].astype(np.int64)
-    keys, counts = np.unique(rows @ radix, return_counts=True)
-    return keys[:, None] // radix % np.array(sizes, dtype=np.int64), counts
 
 
 # -- writing ------------------------------------------------------------------------------------------
@@ -82,7 +72,7 @@ def unit_certificates(problem: Problem, intervals: dict[str, Interval]) -> dict 
 
     def histogram(rows: np.ndarray) -> int:
         rows = np.asarray(rows, dtype=np.int64).reshape(-1, len(problem.domains))
-        distinct, counts = _distinct(rows, problem.sizes)
+        distinct, counts = distinct_rows(rows, problem.sizes)
         hist = np.column_stack([distinct, counts]).astype(np.int64)
         key = hist.tobytes()
         if key not in datasets:

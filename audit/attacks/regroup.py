@@ -19,7 +19,7 @@ from fractions import Fraction
 import numpy as np
 
 from ..problem.build import Problem
-from ..problem.claims import ClaimTable
+from ..problem.claims import ClaimTable, distinct_rows
 from ..release.constraints import Constraint
 from ..specs.query import Predicate
 from .engines.histogram import HistogramEngine
@@ -81,7 +81,7 @@ def regroup_refuted(problem: Problem, table: ClaimTable, pending: np.ndarray, la
     col, parts = groups(problem)
     if not parts or not len(pending):
         return out
-    rows, weights = np.unique(problem.truth, axis=0, return_counts=True)
+    rows, weights = distinct_rows(problem.truth, problem.sizes)
     counts = np.array([int(weights[problem.row_mask(rows, c.predicate)].sum()) for c in problem.constraints],
                       dtype=np.int64)
     at = np.array([dict(table.claims[i].assignment).get(col, -1) for i in pending.tolist()], dtype=np.int64)
@@ -98,8 +98,8 @@ def regroup_refuted(problem: Problem, table: ClaimTable, pending: np.ndarray, la
         if hist is None:
             continue
         back = np.argsort(order)
-        truth = table.counts(*np.unique(sub.truth[:, back], axis=0, return_counts=True))
+        truth = table.counts(*distinct_rows(sub.truth[:, back]))
         for found in hist.sample(PART_SAMPLES, seed + k):
-            got = table.counts(*np.unique(found[:, back], axis=0, return_counts=True))
+            got = table.counts(*distinct_rows(found[:, back]))
             out[todo] |= got[pending[todo]] != truth[pending[todo]]
     return out

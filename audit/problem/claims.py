@@ -4,7 +4,7 @@ from __future__ import annotations
 import itertools
 from operator import itemgetter
 from dataclasses import dataclass, field
-from math import comb
+from math import comb, prod
 from typing import Iterator
 
 import numpy as np
@@ -152,11 +152,18 @@ def n_subsets(n_cols: int, max_columns: int | None = None) -> int:
     return sum(comb(n_cols, k) for k in range(1, top + 1))
 
 
-def distinct_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The distinct rows and how often each occurs."""
+def distinct_rows(rows: np.ndarray, sizes: tuple[int, ...] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct rows and how often each occurs, as ``np.unique(axis=0)`` gives them. With ``sizes`` (each
+    column's atoms) each row is one mixed-radix number, whose order is the rows' lexicographic order: several
+    times faster, the same rows, order and counts (np.unique where the radix would overflow)."""
     rows = np.asarray(rows, dtype=np.int64)
     if not len(rows):
         return rows.reshape(0, rows.shape[1] if rows.ndim == 2 else 0), np.zeros(0, dtype=np.int64)
+    if (sizes and prod(sizes) < 2**62 and rows.ndim == 2 and rows.shape[1] == len(sizes)
+            and not ((rows < 0) | (rows >= np.array(sizes))).any()):
+        radix = np.cumprod((1,) + tuple(sizes[:0:-1]))[::-1].astype(np.int64)
+        keys, counts = np.unique(rows @ radix, return_counts=True)
+        return keys[:, None] // radix % np.array(sizes, dtype=np.int64), counts
     return np.unique(rows, axis=0, return_counts=True)
 
 
