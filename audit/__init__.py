@@ -1,6 +1,5 @@
 """disclosure-audit: attack a planned statistical release before it is published."""
 import os
-from importlib.metadata import PackageNotFoundError, version
 
 # The attack runs many small matrix products per unit, on which OpenBLAS threads only spin: a 57x453
 # product took 70 ms instead of 0.1 ms on a loaded 2-core machine, and N=40 household blocks took 1.5x
@@ -8,16 +7,33 @@ from importlib.metadata import PackageNotFoundError, version
 # own setting wins.)
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-try:
-    __version__ = version("disclosure-audit")
-except PackageNotFoundError:  # running from a source tree
-    __version__ = "0.1.0"
+# The names below load on first use (PEP 562): a worker process or `audit --help` that needs none of
+# them does not pay for pandas, YAML and the specs.
+_EXPORTS = {"AuditError": ".errors", "InconsistentRelease": ".errors", "Predicate": ".specs.query",
+            "Query": ".specs.query", "Statistic": ".specs.query", "infer_schema": ".specs.schema",
+            "load_schema": ".specs.schema", "Schema": ".specs.schema_types", "Schedule": ".specs.schedule",
+            "load_schedule": ".specs.schedule"}
 
-from .errors import AuditError, InconsistentRelease  # noqa: E402
-from .specs.query import Predicate, Query, Statistic  # noqa: E402
-from .specs.schema import infer_schema, load_schema  # noqa: E402
-from .specs.schema_types import Schema  # noqa: E402
-from .specs.schedule import Schedule, load_schedule  # noqa: E402
+__all__ = [*_EXPORTS, "__version__"]
 
-__all__ = ["AuditError", "InconsistentRelease", "Predicate", "Query", "Statistic", "Schema", "Schedule",
-           "infer_schema", "load_schema", "load_schedule", "__version__"]
+
+def __getattr__(name: str):
+    if name == "__version__":
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            value = version("disclosure-audit")
+        except PackageNotFoundError:  # running from a source tree
+            value = "0.1.0"
+    elif name in _EXPORTS:
+        from importlib import import_module
+
+        value = getattr(import_module(_EXPORTS[name], __name__), name)
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

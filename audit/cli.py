@@ -14,7 +14,6 @@ from typing import Annotated, Optional
 
 import typer
 
-from . import __version__
 from .errors import AuditError, Halted, InternalError, described
 from .outputs.terminal import echo
 from .signals import exit_code, stops_as_interrupts
@@ -33,6 +32,8 @@ _state = {"debug": False}
 
 def _version(value: bool) -> None:
     if value:
+        from . import __version__
+
         typer.echo(f"disclosure-audit {__version__}")
         raise typer.Exit()
 

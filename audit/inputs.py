@@ -5,8 +5,6 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
-import pandas as pd
-
 from .errors import AuditError
 from .data.microdata import load_microdata, no_rows, read_table, validate
 from .problem.build import Problem, build_problems
@@ -15,6 +13,9 @@ from .specs.schedule import Schedule, load_schedule
 from .specs.schema import infer_schema, load_schema
 from .specs.schema_types import Schema
 from .release.tabulate import tabulate
+from .lazy import LazyModule
+
+pd = LazyModule("pandas")  # imported on first use (audit/lazy.py)
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Callable
 
 import numpy as np
-import pandas as pd
 
 from .attacks.joint import joint_proofs
 from .attacks.joint_problems import level_problems
@@ -45,6 +44,9 @@ from .release.constraints import UnitRelease
 from .release.published_file import read_release, releases_from_frame  # noqa: F401 (audit.published API)
 from .specs.schedule import Schedule, load_schedule
 from .specs.schema import Schema, load_schema
+from .lazy import LazyModule
+
+pd = LazyModule("pandas")  # imported on first use (audit/lazy.py)
 
 NOTICE = ("CONFIDENTIAL: this file contains records reconstructed from the published release. "
           "Handle it as the confidential microdata it may reveal.")

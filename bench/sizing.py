@@ -28,6 +28,7 @@ CHILD = r"""
 import json, pickle, sys, time
 import highspy, pysat.solvers  # loaded before the baseline: the worker's own footprint
 from audit.attacks.exact import ExactOptions, audit_unit
+from audit.attacks.implied import LinearProof
 from audit.attacks.unit import plan, unit_cost
 
 def status(field):
@@ -35,7 +36,8 @@ def status(field):
 
 problem = pickle.loads(open(sys.argv[1], "rb").read())
 options = ExactOptions(**json.loads(sys.argv[2]))
-cost = unit_cost(problem, options)
+linear = LinearProof.of(problem) if problem.n_rows[1] <= options.max_rows else None  # as audit_counts sizes it
+cost = unit_cost(problem, options, linear=linear)
 no_slots, refused = plan(cost, options)
 estimate = cost.cell_megabytes if no_slots else cost.megabytes
 base = status("VmRSS:")

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import audit
 
-ORDER = ["errors", "paths", "signals", "specs", "data", "release", "problem", "inputs", "attacks", "policy", "findings",
+ORDER = ["lazy", "errors", "paths", "signals", "specs", "data", "release", "problem", "inputs", "attacks", "policy", "findings",
          "outputs", "peers", "protection", "scale", "published", "pipeline", "imports", "cli", "commands", "__main__"]
 # Known exceptions, each a reason to split a module further (issue 15): ExactAttack wraps the per-unit
 # run in findings/document.py; the ranking and linear attacks draw their own plots; protect's audits and

@@ -16,13 +16,15 @@ from dataclasses import dataclass, field
 from math import ceil, floor
 
 import numpy as np
-import pandas as pd
 
 from ..specs.query import Predicate, nested
 from ..release.constraints import PUBLISHED, Constraint, UnitRelease, Value, constraints_of
 from ..specs.schedule import Schedule
 from ..specs.schema_types import Schema
 from ..release.tabulate import tabulate, units_of
+from ..lazy import LazyModule
+
+pd = LazyModule("pandas")  # imported on first use (audit/lazy.py)
 
 
 @dataclass(frozen=True)

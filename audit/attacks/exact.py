@@ -71,7 +71,11 @@ def audit_counts(problem: Problem, options: ExactOptions = ExactOptions(),
     if problem.truth is None:
         raise AuditError("generate-then-verify needs the confidential rows of the unit", "/".join(problem.geo),
                          "audit the unit from its microdata (audit run DATA ...)")
-    cost = unit_cost(problem, options, prior_rows)
+    # a unit row slots may hold builds its linear proof first: where its exact counts pin its rows, it is sized
+    # without a search
+    first = options.linear and not problem.proof and problem.n_rows[1] <= options.max_rows
+    early = (built or LinearProof.of(problem)) if first else None
+    cost = unit_cost(problem, options, prior_rows, early)
     # a unit proved outside (audit.attacks.joint) needs no search: only its claims are held, not an encoding
     sized = replace(cost, rows=0, clauses=0) if problem.proof else cost
     slots = too_large(sized, options)
@@ -100,7 +104,7 @@ def audit_counts(problem: Problem, options: ExactOptions = ExactOptions(),
     pulse.note(unit, "searching for datasets", len(todo) - len(pending), len(todo))
     late = meter.late
     why = late("listing the candidate claims")
-    linear = (built or LinearProof.of(problem)) if options.linear and not why and not problem.proof else None
+    linear = (early if first else built or LinearProof.of(problem)) if options.linear and not why and not problem.proof else None
     why = why or late("the linear pass")
     engine, certificates, settled, proved, hist = None, {}, False, False, None
     if why:

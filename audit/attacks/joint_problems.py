@@ -14,8 +14,6 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import replace
 
-import pandas as pd
-
 from ..problem.build import Problem, build_problems
 from ..problem.coupled import build_coupled_problems, coupled_levels
 from ..release.constraints import UnitRelease
@@ -25,6 +23,9 @@ from ..problem.claims import count_candidates
 from .implied import MAX_SUPPORT, SUPPORT_WORK, problem_support
 from .joint import counts_only, as_proved, with_proofs
 from .unit import needs_slots
+from ..lazy import LazyModule
+
+pd = LazyModule("pandas")  # imported on first use (audit/lazy.py)
 
 COUNT_WORK = 10**7  # work (keys) counting the claims a coarser unit's own problem leaves unposed
 

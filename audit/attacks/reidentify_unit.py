@@ -8,11 +8,13 @@ from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 import numpy as np
-import pandas as pd
 
 from ..specs.attacker import AttackerModel, Attribute
 from ..problem.claims import REFUTED, UNDECIDED, VERIFIED, Claim, Verdict
 from ..problem.build import Problem
+from ..lazy import LazyModule
+
+pd = LazyModule("pandas")  # imported on first use (audit/lazy.py)
 
 MAX_COMBINATIONS = 4096  # atom combinations one quasi-identifier value may span before it is left unproved
 

@@ -15,7 +15,7 @@ from ..problem.claims import UNDECIDED, VERIFIED, Verdict, candidates, claimable
 from .engines import engine_class, get_engine
 from .engines._explain import EXPLAIN_BUDGET
 from .highs import work as highs_work
-from .implied import MAX_SUPPORT, _flat_of, problem_support, support
+from .implied import MAX_SUPPORT, LinearProof, _flat_of, problem_support, support
 from .intervals import hidden_cells
 
 
@@ -23,7 +23,17 @@ from .intervals import hidden_cells
 # becomes up to one claim and one verdict (Python objects), a clause is a Python list before the
 # solver copies it.
 BYTES_PER_KEY = 600
+# A row-slot unit's clauses by how the attack uses them (bench/sizing.py, the peaks of the SF1, household
+# and block7 samples' units): each built encoding is about 200 bytes a clause in Python lists and 160 in a
+# solver. A count-only unit builds it for what histogram space leaves open and again, guarded, for the
+# explanations; a unit with a sum, mean or median cell searches with it, explains with a second copy and
+# bounds its hidden cells on the first; a unit its exact counts pin (the linear pass) searches nothing and
+# encodes only the cells its explanations ask for.
 BYTES_PER_CLAUSE = 500
+BYTES_PER_SLOT_CLAUSE = 1000
+BYTES_PER_PINNED_CLAUSE = 48
+SLOTS_MB = 28  # a row-slot search's own fixed share (histogram sampling, HiGHS models, solvers), beyond its clauses
+PINNED_MB = 8  # the same for a unit its exact counts pin: its explanations' engine alone
 SECONDS_PER_CLAUSE = 3e-6  # building the SAT encoding (measured: 1.9 M clauses in 5-7 s on 2 loaded cores)
 BYTES_PER_ENTRY = 40  # per nonzero count cell and support row of the histogram model: its matrices, their
 # transients and HiGHS' copies (bench/sizing.py: 30-46 on z3 and the synthetic two- and three-way tables)
@@ -160,10 +170,14 @@ class UnitCost:
     combinations: int = 0  # atom combinations the histogram model may hold (at most MAX_SUPPORT)
     cells: int = 0  # count cells above 0 (a zero cell cuts the support instead), the histogram model's rows
     slots: bool = True  # a sum, mean or median cell needs row slots: the unit cannot be attacked by cells alone
+    pinned: bool = False  # the unit's exact counts determine its rows (known once its linear proof is built)
 
     @property
     def megabytes(self) -> float:
-        return (BYTES_PER_KEY * self.keys + 16 * self.prior_keys + BYTES_PER_CLAUSE * self.clauses) / 2**20
+        """The attack with row slots: claims, the encoding as it is used (see BYTES_PER_CLAUSE), a fixed share."""
+        fixed, per_clause = ((PINNED_MB, BYTES_PER_PINNED_CLAUSE) if self.pinned else
+                             (SLOTS_MB, BYTES_PER_SLOT_CLAUSE if self.slots else BYTES_PER_CLAUSE))
+        return fixed + (BYTES_PER_KEY * self.keys + 16 * self.prior_keys + per_clause * self.clauses) / 2**20
 
     @property
     def cell_megabytes(self) -> float:
@@ -228,8 +242,10 @@ def candidate_keys(problem: Problem, max_columns: int | None) -> int:
     return len(distinct_rows(truth)[0]) * claim_subsets(problem, max_columns)
 
 
-def unit_cost(problem: Problem, options: ExactOptions, prior_rows: np.ndarray | None = None) -> UnitCost:
-    """The size of the unit's attack, from its row counts, atoms and cells alone."""
+def unit_cost(problem: Problem, options: ExactOptions, prior_rows: np.ndarray | None = None,
+              linear: LinearProof | None = None) -> UnitCost:
+    """The size of the unit's attack, from its row counts, atoms and cells alone; ``linear``, the unit's linear
+    proof when it is built already, says whether its exact counts pin its rows (no search: a smaller estimate)."""
     truth = problem.truth if problem.truth is not None else np.zeros((0, len(problem.sizes)), np.int64)
     subsets = claim_subsets(problem, options.max_columns)
     distinct = len(distinct_rows(truth)[0])
@@ -237,7 +253,8 @@ def unit_cost(problem: Problem, options: ExactOptions, prior_rows: np.ndarray | 
     combinations = edits_support(problem.names, problem.sizes, problem.edits)
     cost = UnitCost(problem.n_rows[1], distinct, distinct * subsets, prior * subsets, encoding_clauses(problem),
                     combinations, 1 + sum(c.statistic.kind == "count" and (c.hi is None or int_hi(c.hi, c.hi_open) > 0)
-                                          for c in problem.constraints), needs_slots(problem))  # and the population
+                                          for c in problem.constraints), needs_slots(problem),  # and the population
+                    linear is not None and problem.truth is not None and linear.determines(problem.truth))
     if not cost.slots and too_large(cost, options) is not None:  # to be attacked in cell space: its support
         rows = problem_support(problem)  # after its zero cells too (bounded: None when too large to try)
         cost = cost if rows is None else replace(cost, combinations=len(rows))

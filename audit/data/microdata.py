@@ -5,11 +5,13 @@ import csv
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 from ..errors import AuditError
 from ..paths import check_lines, input_file
 from ..specs.schema_types import Schema
+from ..lazy import LazyModule
+
+pd = LazyModule("pandas")  # imported on first use (audit/lazy.py)
 
 
 def read_table(path: str | Path, delimiter: str = ",") -> pd.DataFrame:

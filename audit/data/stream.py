@@ -16,13 +16,15 @@ from pathlib import Path
 from typing import Iterator
 
 import numpy as np
-import pandas as pd
 
 from ..errors import AuditError
 from ..paths import input_file
 from .microdata import as_strings, check_header, csv_header, csv_options, no_rows, validate
 from ..specs.schedule import Schedule
 from ..specs.schema_types import Schema
+from ..lazy import LazyModule
+
+pd = LazyModule("pandas")  # imported on first use (audit/lazy.py)
 
 DEFAULT_CHUNK_ROWS = 20_000
 

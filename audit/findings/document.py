@@ -16,9 +16,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 import numpy as np
-import pandas as pd
 
-from .. import __version__
 from ..problem.claims import UNDECIDED, VERIFIED, candidates, distinct_rows
 from .claimstore import FILE as STORE_FILE
 from .claimstore import StoreWriter, encode, store_columns
@@ -40,6 +38,9 @@ from ..attacks.unit import candidate_keys
 from ..problem.coupled import coupled_levels
 from .model import NOTICE, Findings, Summary  # noqa: F401 (NOTICE: read from here by attacks/extras.py)
 from .cells import AUTO_CAP_UNITS, GridKeeper, ProofCounts, attach_cells, cells_json, grid_cap, tables_json
+from ..lazy import LazyModule
+
+pd = LazyModule("pandas")  # imported on first use (audit/lazy.py)
 
 LISTED = 10  # claims of each kind listed per unit (derived singletons, full records, undecided)
 LISTED_LARGE = 3  # the same in runs of more than AUTO_CAP_UNITS units
@@ -310,6 +311,8 @@ def document(inputs: Inputs, options: ExactOptions, units: Sequence[dict], secon
              store: dict | None = None, certificates: dict | None = None) -> Findings:
     """The findings around per-unit results, with the verdict of the rules (default policy when None);
     ``certificates``: the sealed certificates file (:meth:`CertificateWriter.close`), when one was written."""
+    from .. import __version__  # package metadata, read when a document is made (not in every worker)
+
     return Findings(
         tool={"name": "disclosure-audit", "version": __version__, "python": platform.python_version()},
         inputs={"data": inputs.data_path, "schema": inputs.schema.source, "tables": inputs.schedule.source,

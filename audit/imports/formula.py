@@ -5,12 +5,13 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import pandas as pd
-
 from ..data.microdata import read_table
 from ..errors import AuditError
 from ..specs.schema_types import Column
 from .written import GEOGRAPHY, UNIT, Imported
+from ..lazy import LazyModule
+
+pd = LazyModule("pandas")  # imported on first use (audit/lazy.py)
 
 Term = frozenset  # the variables a term crosses; the empty term is the intercept (the total)
 

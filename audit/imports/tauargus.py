@@ -5,14 +5,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pandas as pd
-
 from ..errors import AuditError
 from ..specs.schema_types import Column
 from .tauargus_files import (Metadata, TableSpec, Variable, beside, hierarchy_file, read_arb, read_hst, read_rda,
                              read_text, scaled)
 from .tauargus_rules import policy, table_rules
 from .written import GEOGRAPHY, UNIT, Imported, default_rules, hierarchy
+from ..lazy import LazyModule
+
+pd = LazyModule("pandas")  # imported on first use (audit/lazy.py)
 
 
 def import_batch(arb: Path) -> Imported:

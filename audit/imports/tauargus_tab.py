@@ -8,14 +8,15 @@ from __future__ import annotations
 from fractions import Fraction
 from pathlib import Path
 
-import pandas as pd
-
 from ..errors import AuditError
 from ..peers.codes import HIDDEN, read
 from ..specs.schema_types import Column
 from .tauargus_files import Batch, Metadata, hierarchy_file, read_text, scaled
 from .tauargus_top import judge, tab_rules
 from .written import GEOGRAPHY, UNIT, Imported
+from ..lazy import LazyModule
+
+pd = LazyModule("pandas")  # imported on first use (audit/lazy.py)
 
 
 def import_tab(batch: Batch, meta: Metadata) -> Imported:

@@ -7,7 +7,6 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import pandas as pd
 import yaml
 
 from ..errors import AuditError
@@ -17,6 +16,9 @@ from ..policy.rules import load_rules
 from ..release.published_file import releases_from_frame
 from ..specs.schedule import load_schedule
 from ..specs.schema import load_schema
+from ..lazy import LazyModule
+
+pd = LazyModule("pandas")  # imported on first use (audit/lazy.py)
 
 GEOGRAPHY = "release"  # the one geography level of an import: peers' tables have none
 UNIT = "all"           # its one unit

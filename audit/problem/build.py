@@ -6,7 +6,6 @@ from functools import cached_property, lru_cache
 from fractions import Fraction
 
 import numpy as np
-import pandas as pd
 
 from ..errors import AuditError, InconsistentRelease
 from .claims import Views
@@ -15,6 +14,9 @@ from ..release.constraints import SUPPRESSED, Constraint, UnitRelease, Value, co
 from ..specs.schedule import Schedule
 from ..specs.schema_types import Schema
 from ..release.tabulate import median, units_of
+from ..lazy import LazyModule
+
+pd = LazyModule("pandas")  # imported on first use (audit/lazy.py)
 
 
 @dataclass(frozen=True)

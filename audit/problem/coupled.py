@@ -14,7 +14,6 @@ from __future__ import annotations
 from dataclasses import replace
 
 import numpy as np
-import pandas as pd
 
 from .build import Domain, Problem, _to_atoms, cell_domains, hidden_value, population
 from .claims import Views
@@ -22,6 +21,9 @@ from ..specs.query import Predicate
 from ..release.constraints import Constraint, UnitRelease, constraints_of
 from ..specs.schedule import Schedule
 from ..specs.schema_types import Schema
+from ..lazy import LazyModule
+
+pd = LazyModule("pandas")  # imported on first use (audit/lazy.py)
 
 
 def finest_level(schema: Schema, schedule: Schedule) -> str:

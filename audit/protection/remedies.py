@@ -11,11 +11,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-import pandas as pd
-
 from ..attacks.exact import ExactOptions
 from ..findings.document import run_exact
 from ..inputs import Inputs
+from ..lazy import LazyModule
+
+pd = LazyModule("pandas")  # imported on first use (audit/lazy.py)
 
 COSTLY_SHARE = 0.25  # a unit whose protection hides at least this share of its cells is costly to protect
 MEASURED = 5  # costly units whose remedies are measured (the smallest first: each is a few audits)

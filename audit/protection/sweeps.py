@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from ..errors import AuditError, InconsistentRelease, InternalError
 from ..attacks.exact import ExactOptions, UnitResult, audit_unit
@@ -26,6 +25,9 @@ from .claims import failing, rules_failed
 from .options import Policy, ProtectOptions, geo_key
 from .protected import protected_schedule
 from .unit import unit_contexts
+from ..lazy import LazyModule
+
+pd = LazyModule("pandas")  # imported on first use (audit/lazy.py)
 
 def _audit_truthful(problem: Problem, exact: ExactOptions) -> UnitResult:
     """:func:`audit_unit` on a rounded or noisy release whose intervals hold the true rows: a release

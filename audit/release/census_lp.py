@@ -24,13 +24,15 @@ from dataclasses import dataclass
 from itertools import accumulate
 
 import numpy as np
-import pandas as pd
 
 from ..errors import AuditError
 from .constraints import EMPTY, PUBLISHED, STRUCTURAL, SUPPRESSED
 from ..specs.schedule import Schedule
 from ..specs.schema_types import Schema
 from .census_lp_reader import COLUMNS, FIX, GEOID, LpModel, split_geoid
+from ..lazy import LazyModule
+
+pd = LazyModule("pandas")  # imported on first use (audit/lazy.py)
 
 
 def check_schema(schema: Schema) -> None:

@@ -5,11 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 from ..errors import AuditError
 from ..specs.schema_types import Schema
 from .census_lp_reader import COLUMNS, GEOID, _open, decode_variable, split_geoid
+from ..lazy import LazyModule
+
+pd = LazyModule("pandas")  # imported on first use (audit/lazy.py)
 
 
 def read_solution(path: str | Path) -> pd.DataFrame:

@@ -9,8 +9,6 @@ from dataclasses import replace
 from fractions import Fraction
 from pathlib import Path
 
-import pandas as pd
-
 from ..data.microdata import read_table
 from ..errors import AuditError
 from ..specs.schedule import MARGIN, Schedule
@@ -19,6 +17,9 @@ from . import census_lp, census_lp_reader
 from .constraints import EMPTY, PUBLISHED, STRUCTURAL, SUPPRESSED, UnitRelease, Value
 from .magnitude import Contributions
 from .tabulate import _hide
+from ..lazy import LazyModule
+
+pd = LazyModule("pandas")  # imported on first use (audit/lazy.py)
 
 STATUSES = (PUBLISHED, SUPPRESSED, EMPTY, STRUCTURAL)
 

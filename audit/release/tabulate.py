@@ -6,13 +6,15 @@ from fractions import Fraction
 from functools import lru_cache
 
 import numpy as np
-import pandas as pd
 
 from ..errors import AuditError
 from .magnitude import Contributions
 from .constraints import EMPTY, PUBLISHED, STRUCTURAL, SUPPRESSED, UnitRelease, Value, round_half_up, round_to_base
 from ..specs.schedule import MARGIN, Schedule, Table
 from ..specs.schema_types import Schema
+from ..lazy import LazyModule
+
+pd = LazyModule("pandas")  # imported on first use (audit/lazy.py)
 
 
 def units_of(frame: pd.DataFrame, schema: Schema, level: str) -> list[tuple[tuple[str, ...], np.ndarray]]:

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, Iterator
 
 import numpy as np
-import pandas as pd
 
 from ..attacks.exact import ExactOptions
 from ..errors import AuditError
@@ -32,6 +31,9 @@ from ..inputs import Inputs
 from ..problem.coupled import coupled_levels
 from ..specs.schedule import Schedule
 from ..specs.schema import Schema
+from ..lazy import LazyModule
+
+pd = LazyModule("pandas")  # imported on first use (audit/lazy.py)
 
 if TYPE_CHECKING:
     from .runner import ScaleOptions

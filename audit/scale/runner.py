@@ -33,7 +33,6 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import numpy as np
-import pandas as pd
 
 from ..attacks import pulse
 from ..attacks.engines._explain import WORK_PER_SECOND
@@ -56,6 +55,9 @@ from ..specs.schedule import Schedule, load_schedule
 from ..specs.schema import Schema, load_schema
 from .parts import PartWriter, damaged, finished_units, fingerprint, merge
 from .worker import Limits, audit_task, failed_unit, fewer_collections, init_worker
+from ..lazy import LazyModule
+
+pd = LazyModule("pandas")  # imported on first use (audit/lazy.py)
 
 PIECE_UNITS = 16  # units whose problems are built together
 HARD_GRACE = 30.0  # seconds past the hard limit before the parent kills a worker that has not answered

@@ -19,6 +19,7 @@ MAX_ALIAS_NODES = 100_000  # nodes that aliases may add to a document when expan
 MAX_DEPTH = 100            # nesting of mappings and lists
 _STR = "tag:yaml.org,2002:str"
 _KINDS = {bool: "the boolean", int: "the number", float: "the number", type(None): "null"}
+_FAST = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's parser, same resolver and nodes
 
 
 class Located:
@@ -104,7 +105,7 @@ def load_yaml(path: str | Path) -> Located:
     """Read a YAML file, raising an AuditError naming the file and line on a syntax error."""
     text = read_text(path, "YAML file")
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        node = _compose(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f":{mark.line + 1}" if mark else ""
@@ -118,6 +119,17 @@ def load_yaml(path: str | Path) -> Located:
     reader = _Reader(path, merged)
     data = reader.convert(node, ())
     return Located(path, data, reader.lines, reader.retyped, reader.retyped_keys)
+
+
+def _compose(text: str) -> yaml.Node | None:
+    """The document's node graph, composed by libyaml where PyYAML was built with it (a tenth of the time);
+    a document libyaml refuses is composed again in Python, whose error (message, line) is the one reported."""
+    if _FAST is not yaml.SafeLoader:
+        try:
+            return yaml.compose(text, Loader=_FAST)
+        except yaml.YAMLError:
+            pass
+    return yaml.compose(text, Loader=yaml.SafeLoader)
 
 
 def _check_size(root: yaml.Node, file: Path) -> set[tuple[int, int]]:
@@ -219,7 +231,8 @@ class _Reader:
 
     @staticmethod
     def _retyped(node: yaml.ScalarNode, value: Any) -> bool:
-        return node.style is None and node.tag != _STR and str(value) != node.value
+        # a plain scalar's style: None from PyYAML's composer, '' from libyaml's
+        return not node.style and node.tag != _STR and str(value) != node.value
 
     def _at(self, node: yaml.Node) -> str:
         return f"{self.file}:{node.start_mark.line + 1}"

@@ -3,10 +3,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 import numpy as np
-import pandas as pd
+
+if TYPE_CHECKING:  # pandas is for the callers that hold frames: a spec is read without it
+    import pandas as pd
 
 STATISTICS = ("count", "sum", "mean", "median")
 # a column is any name without parentheses (hyphens and dots too: ``mean(hours-per-week)``)
@@ -46,7 +48,7 @@ class Predicate:
             merged[col] = merged[col] & values if col in merged else values
         return Predicate.of(merged)
 
-    def mask(self, frame: pd.DataFrame) -> np.ndarray:
+    def mask(self, frame: "pd.DataFrame") -> np.ndarray:
         """Boolean mask of the rows of ``frame`` that satisfy the predicate."""
         out = np.ones(len(frame), dtype=bool)
         for col, values in self.clauses:

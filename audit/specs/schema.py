@@ -8,13 +8,14 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Mapping
 
-import pandas as pd
-
 from ._yaml import Located, load_yaml
 from .attacker import load_attacker
 from .query import Predicate
 from .schema_types import UNITS, Column, Edit, Recode, Schema, is_int
 from .schema_hierarchy import _load_hierarchy
+from ..lazy import LazyModule
+
+pd = LazyModule("pandas")  # imported on first use (audit/lazy.py)
 
 
 def load_schema(path: str | Path) -> Schema:

@@ -28,13 +28,15 @@ from statistics import NormalDist
 from typing import Sequence
 
 import numpy as np
-import pandas as pd
 
 from ...errors import AuditError
 from .linear_mitigations import Mitigation, answer_queries
 from .linear_queries import CHUNK, QueryMatrix, as_queries, distinct_rows, lsqr, needs_mb
 from .linear_target import NOTEBOOK_PUBLIC, PRIME, Target, prepare, random_predicates
 from ..highs import highs
+from ...lazy import LazyModule
+
+pd = LazyModule("pandas")  # imported on first use (audit/lazy.py)
 
 METHODS = ("lstsq", "lp")
 

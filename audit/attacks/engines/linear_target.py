@@ -7,11 +7,13 @@ from pathlib import Path
 from typing import Sequence
 
 import numpy as np
-import pandas as pd
 
 from ...errors import AuditError
 from ...data.microdata import read_table
 from .linear_queries import hash_bits
+from ...lazy import LazyModule
+
+pd = LazyModule("pandas")  # imported on first use (audit/lazy.py)
 
 PRIME = 691  # the notebook's hashing modulus
 NOTEBOOK_PUBLIC = ("sex", "age", "educ", "latino", "black", "asian", "married", "divorced", "children",
