@@ -37,6 +37,7 @@ import numpy as np  # noqa: E402
 from audit.attacks.engines.rank import RankAttack  # noqa: E402
 from audit.attacks.engines.rank_options import RankOptions, resolve_device  # noqa: E402
 from rank_cases import acs_case, extract_case  # noqa: E402
+import record  # noqa: E402
 
 GRID = tuple(round(0.1 * i, 1) for i in range(1, 11))
 # issue 34's measurement of the earlier code: ACS, 2-way marginals, 16 runs, 2 CPU cores
@@ -45,6 +46,10 @@ EARLIER = "earlier (issue 34, 2 cores): 3 PUMAs x 600 persons 177-248 s (59-83 s
 PAPER = {"acs": "paper (ACS, Fig. 4): above the holdout baseline at every k/u; 2-way well above 0.8 at low k/u, 3-way higher",
          "extract": "paper (Census, Figs. 2-3): above 0.9 up to k/u 0.5 without the block attribute; "
                     "the tract-initialised attack above the tract baseline"}
+PAPER["tract"] = PAPER["extract"] + " (match rate at k/u; CPU s: the attack's, all units)"
+PAPER["acs-paper"] = PAPER["acs"] + " (match rate at k/u; CPU s: the attack's, all units)"
+PAPER_TITLE = {"tract": "RAP-RANK in the paper's tract setting on the extract (halved tracts, SF1 block and PCT12 tables)",
+               "acs-paper": "RAP-RANK in the paper's ACS setting (halved PUMAs, k-way marginals of one half)"}
 
 
 def attack(problems, frame, schema, opts: RankOptions):
@@ -160,9 +165,91 @@ def run_extract(args, device: str) -> dict:
     return doc
 
 
+# ------------------------------------------------------------------ the paper's split (tract and ACS settings)
+
+def paper_attack(units, geography, opts: RankOptions) -> dict:
+    """RAP-RANK on each :class:`rank_cases.PaperUnit` (its own call: each tract has its own domains, and its
+    prior, the holdout half, is the only rows its frame holds), scored as the paper does: against ``D``, ``u`` the
+    smaller of D's and the holdout's unique rows for every curve; curves averaged over units."""
+    from audit.attacks.engines.rank_results import match_rates
+
+    curves: dict = {"attack": []}
+    seconds = consistent = 0.0
+    cpu = cpu_seconds()
+    for unit in units:
+        # the holdout is the frame's only rows, so the unit's "closest parent" (the prior of init=parent) is it
+        res = RankAttack([unit.problem], unit.prior, geography, opts).evaluate()
+        seconds += res.seconds
+        consistent += res.units[0].consistent / len(units)
+        truth = set(map(tuple, unit.problem.truth.tolist()))
+        curves["attack"].append(match_rates(res.units[0].ranked, truth, unit.u, GRID))
+        for name, ranked in unit.baselines.items():
+            curves.setdefault(name, []).append(match_rates(ranked, truth, unit.u, GRID))
+    return {"curves": {k: np.mean(v, 0).round(3).tolist() for k, v in curves.items()},
+            "units_with": {k: len(v) for k, v in curves.items()}, "seconds": seconds,
+            "cpu_seconds": cpu_seconds() - cpu, "consistent_runs": consistent,
+            "persons": sum(u.problem.n_rows[1] for u in units)}
+
+
+def paper_rows(setting: str, init: str, got: dict, baselines: bool) -> list[list]:
+    """Record rows: the attack's curve, then (once per setting) each baseline's."""
+    c = got["curves"]
+    out = [[setting, f"RAP-RANK, {init} start", *c["attack"], f"{got['cpu_seconds']:.1f}"]]
+    if baselines:
+        out += [[setting, f"{name} baseline ({got['units_with'][name]} units)", *curve, ""]
+                for name, curve in c.items() if name != "attack"]
+    return out
+
+
+def run_tract(args, device: str) -> tuple[dict, list[list]]:
+    """The paper's tract-level setting (Figs. 1-2): with and without the block attribute, uniform and tract starts."""
+    from rank_cases import tract_case
+
+    runs, steps = (8, 100) if args.quick else (16, 300)
+    tracts, blocks = args.tracts or 3, 20 if args.blocks is None else args.blocks
+    doc, rows = {}, []
+    for attr in (("with", "without") if args.block_attr == "both" else (args.block_attr,)):
+        units, geography, desc = tract_case(args.data, tracts, blocks, attr == "with", args.seed)
+        print(f"\n{desc}: {sum(u.problem.n_rows[1] for u in units)} persons in D; {runs} runs x {steps} steps on "
+              f"{device}\n{header()}")
+        for init in ("uniform", "parent"):
+            opts = RankOptions(runs=runs, steps=steps, init=init, device=device, seed=args.seed, grid=GRID,
+                               threads=args.threads, project=False)
+            got = paper_attack(units, geography, opts)
+            print(row(f"RAP-RANK {init}", got["curves"]["attack"], f"CPU {got['cpu_seconds']:.1f}"))
+            rows += paper_rows(f"{attr} block", "tract" if init == "parent" else init, got, init == "uniform")
+            doc[f"{attr}-block/{init}"] = {"case": desc, **got}
+        for name, curve in got["curves"].items():
+            if name != "attack":
+                print(row(f"  {name} ({got['units_with'][name]} units)", curve))
+    print(PAPER["extract"])
+    return doc, rows
+
+
+def run_acs_paper(args, device: str) -> tuple[dict, list[list]]:
+    """The paper's ACS setting (Fig. 4): each PUMA halved, 2- and 3-way marginals of one half, uniform start."""
+    from rank_cases import acs_paper_case
+
+    pumas, persons, runs, steps = (2, 300, 8, 100) if args.quick else (args.tracts or 3, 600, 16, 300)
+    doc, rows = {}, []
+    for way in map(int, args.ways.split(",")):
+        units, geography, desc = acs_paper_case(args.data, pumas, persons, way, args.seed)
+        opts = RankOptions(runs=runs, steps=steps, init="uniform", device=device, seed=args.seed, grid=GRID,
+                           threads=args.threads)
+        got = paper_attack(units, geography, opts)
+        print(f"\n{desc}; {runs} runs x {steps} steps on {device}\n{header()}")
+        print(row("RAP-RANK uniform", got["curves"]["attack"], f"CPU {got['cpu_seconds']:.1f}"))
+        print(row("  holdout", got["curves"]["holdout"]))
+        rows += paper_rows(f"ACS {way}-way", "uniform", got, True)
+        doc[f"{way}-way"] = {"case": desc, **got}
+    print(PAPER["acs"])
+    return doc, rows
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--case", choices=("acs", "extract", "all"), default="all")
+    ap.add_argument("--case", choices=("acs", "extract", "all", "tract", "acs-paper"), default="all",
+                    help="tract, acs-paper: the paper's split (a unit's persons halved, one half published)")
     ap.add_argument("--quick", action="store_true", help="small sizes, for a shared 2-core machine")
     ap.add_argument("--device", default="auto")
     ap.add_argument("--data", type=Path, default=None, help="folder holding the case CSV files")
@@ -174,7 +261,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-project", action="store_true", help="extract: no SAT projection of the rounded runs")
     ap.add_argument("--threads", type=int, default=1, help="CPU threads for torch")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--block-attr", choices=("both", "with", "without"), default="both",
+                    help="tract: reconstruct the persons' block (with), or not (block tables summed to the tract)")
     ap.add_argument("--out", type=Path, default=None)
+    record.add_arguments(ap)
     args = ap.parse_args(argv)
     device = resolve_device(args.device)
     doc: dict = {"device": device, "quick": args.quick}
@@ -188,6 +278,11 @@ def main(argv: list[str] | None = None) -> int:
         doc["acs"] = run_acs(args, device)
     if args.case in ("extract", "all"):
         doc["extract"] = run_extract(args, device)
+    for case, run in (("tract", run_tract), ("acs-paper", run_acs_paper)):
+        if args.case == case:
+            doc[case], rows = run(args, device)
+            record.write_from_args(ap, args, PAPER_TITLE[case], "rank", ["setting", "curve", *map(str, GRID),
+                                                                          "CPU s"], rows, PAPER[case])
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / "bench_rank.json").write_text(json.dumps(doc, indent=1, default=str))
