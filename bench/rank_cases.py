@@ -115,6 +115,7 @@ def acs_spec(frame: pd.DataFrame, way: int):
 # ------------------------------------------------------------------ the paper's split (Dick et al., "Baselines")
 
 LAYOUT = "sf1_vars_race_binaries.csv"
+LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)   # libyaml: the SF1 schedule parses in a fraction of the time
 
 
 @dataclass(frozen=True)
@@ -178,7 +179,7 @@ def paper_unit(sub: pd.DataFrame, schema, schedule, seed: int, key: str, coarse:
     return PaperUnit(problem, h, base, u)
 
 
-def sf1_tract_spec(pct: pd.DataFrame | None):
+def sf1_tract_spec(pct: pd.DataFrame | None, block_tables: Path = ROOT / "samples" / "sf1" / "tables.yaml"):
     """samples/sf1's schema and block tables at tract level (the sums of the tract's blocks' cells), with the
     tract-level PCT12 tables when ``pct`` (the layout) is given."""
     from audit.specs.schedule import load_schedule
@@ -188,12 +189,12 @@ def sf1_tract_spec(pct: pd.DataFrame | None):
     schema["geography"] = ["state", "county", "tract"]
     schema.pop("attacker", None)     # its quasi-identifiers name the block geography
     tables = [{**t, "geography": "tract"}
-              for t in yaml.safe_load((ROOT / "samples" / "sf1" / "tables.yaml").read_text())["tables"]]
+              for t in yaml.load(Path(block_tables).read_text(), Loader=LOADER)["tables"]]
     if pct is not None:
         spec = importlib.util.spec_from_file_location("sf1_make_tables", ROOT / "samples" / "sf1" / "make_tables.py")
         mod = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(mod)
-        tables += [t for t in yaml.safe_load(mod.make_tables(pct, {}, True))["tables"] if t["geography"] == "tract"]
+        tables += [t for t in yaml.load(mod.make_tables(pct, {}, True), Loader=LOADER)["tables"] if t["geography"] == "tract"]
     with tempfile.TemporaryDirectory() as tmp:
         (Path(tmp) / "schema.yaml").write_text(yaml.safe_dump(schema, sort_keys=False))
         (Path(tmp) / "tables.yaml").write_text(yaml.safe_dump({"tables": tables}, sort_keys=False))
@@ -219,11 +220,12 @@ def with_block_column(schema, schedule, blocks: list[str]):
 
 
 
-def tract_case(data: Path | None, tracts: int, blocks: int, block_attr: bool, seed: int, pct: bool = True):
+def tract_case(data: Path | None, tracts: int, blocks: int, settings: tuple[str, ...], seed: int, pct: bool = True):
     """The paper's tract-level reconstruction on the extract: ``tracts`` seeded tracts among those whose state
     holds another tract of the extract (so a state baseline exists), each cut to ``blocks`` seeded blocks (0: all),
-    its persons split in half; with or without the block attribute. County and state baselines are the other
-    tracts of the unit's county and state in the extract (28 tracts, most alone in their county)."""
+    its persons split in half; for each of ``settings`` (``with``, ``without`` the block attribute) a list of
+    :class:`PaperUnit`. County and state baselines are the other tracts of the unit's county and state in the
+    extract (28 tracts, most alone in their county)."""
     from audit.data.microdata import validate
 
     spec = importlib.util.spec_from_file_location("sf1_convert", ROOT / "samples" / "sf1" / "convert.py")
@@ -239,23 +241,24 @@ def tract_case(data: Path | None, tracts: int, blocks: int, block_attr: bool, se
     except FileNotFoundError:       # a GPU machine given --data without the layout: the block tables only
         layout = None
     base = sf1_tract_spec(layout)
-    units = []
+    units: dict[str, list[PaperUnit]] = {s: [] for s in settings}
     for name in picked:
         sub = full[tract_id == name]
         kept = sorted(sub["block"].unique())
         if blocks and blocks < len(kept):
             kept = sorted(np.random.default_rng([seed, int(name)]).choice(kept, size=blocks, replace=False).tolist())
         sub = sub[sub["block"].isin(kept)].reset_index(drop=True)
-        schema, schedule = with_block_column(*base, kept) if block_attr else base
         others = full[tract_id != name]
         state, county = sub["state"].iloc[0], sub["county"].iloc[0]
         coarse = {"county": others[(others["state"] == state) & (others["county"] == county)],
                   "state": others[others["state"] == state]}
         coarse = {k: validate(v.reset_index(drop=True), base[0], k) for k, v in coarse.items() if len(v)}
-        units.append(paper_unit(validate(sub, schema, name), schema, schedule, seed, name, coarse,
-                                "block" if block_attr else ""))
-    desc = (f"extract, {len(picked)} tracts x {blocks or 'all'} blocks, tract-level, "
-            f"{'with' if block_attr else 'without'} the block attribute{', PCT12' if layout is not None else ''}")
+        for setting in settings:
+            schema, schedule = with_block_column(*base, kept) if setting == "with" else base
+            units[setting].append(paper_unit(validate(sub, schema, name), schema, schedule, seed, name, coarse,
+                                             "block" if setting == "with" else ""))
+    desc = {s: (f"extract, {len(picked)} tracts x {blocks or 'all'} blocks, tract-level, {s} the block attribute"
+                f"{', PCT12' if layout is not None else ''}") for s in settings}
     return units, base[0].geography, desc
 
 
