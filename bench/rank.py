@@ -317,6 +317,7 @@ def main(argv: list[str] | None = None) -> int:
     record.add_arguments(ap)
     args = ap.parse_args(argv)
     device = resolve_device(args.device)
+    wall = time.perf_counter()
     doc: dict = {"device": device, "quick": args.quick}
     if device == "cuda":
         import torch
@@ -332,7 +333,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.case == case:
             doc[case], rows = run(args, device)
             head = ["setting", "curve", *map(str, GRID), "CPU s"] if case != "holdout" else ["curve", *map(str, GRID)]
-            record.write_from_args(ap, args, PAPER_TITLE[case], "rank", head, rows, PAPER[case])
+            whole = (f" The whole run: {time.perf_counter() - wall:.0f} s wall, {cpu_seconds():.0f} s CPU (this process), "
+                     f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB.")
+            record.write_from_args(ap, args, PAPER_TITLE[case], "rank", head, rows, PAPER[case] + whole)
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / "bench_rank.json").write_text(json.dumps(doc, indent=1, default=str))
