@@ -1,7 +1,7 @@
 """RAP-RANK in the paper's settings: seconds per unit, rows per second and match rates against baselines.
 
-    python bench/rank.py [--case acs|extract|all] [--quick] [--device auto|cpu|cuda] [--data DIR]
-                         [--compare-old] [--ways 2,3] [--tracts N] [--blocks N] [--threads N] [--out DIR]
+    python bench/rank.py [--case acs|extract|all|tract|acs-paper|holdout] [--quick] [--device auto|cpu|cuda] [--data DIR]
+                         [--compare-old] [--ways 2,3] [--tracts N] [--blocks N] [--block-attr B] [--threads N] [--out DIR] [--record PATH]
 
 Cases (bench/rank_cases.py):
 
@@ -12,6 +12,20 @@ Cases (bench/rank_cases.py):
   in 28 tracts) under the SF1 block tables (samples/sf1), every block a unit; starts at the tract baseline
   (``parent``) and uniform. Baselines: holdout, tract, county, state. ``--tracts N`` takes N seeded tracts
   (default all; ``--quick``: 1).
+
+The paper's split (``--case tract``, ``--case acs-paper``; bench/rank_cases.py ``tract_case``, ``acs_paper_case``):
+each unit's persons halved at random into ``D`` and the holdout; ``D``'s tables published and every curve scored on
+``D`` with ``u`` the smaller of the halves' unique rows; the holdout is the tract baseline and the tract start.
+
+* ``tract``: ``--tracts N`` (default 3) seeded tracts of the extract (of states holding another tract), each cut to
+  ``--blocks N`` seeded blocks (default 20; 0: all); ``--block-attr with|without|both``: each person's block a
+  column to reconstruct under the per-block SF1 tables, or the block tables summed to the tract; the PCT12 tract
+  tables too when the layout file is found. Uniform and tract (holdout) starts; state and county baselines from
+  the extract's other tracts (with the block attribute, the block drawn from ``D``'s blocks, as the paper does).
+* ``acs-paper``: ``--tracts N`` (default 3) PUMAs x 600 persons halved (``--quick``: 2 x 300), ``--ways`` 2,3.
+* ``holdout``: no attack; the block-level holdout and tract baselines of ``extract`` scored on one target.
+
+``--record PATH`` writes the paper cases' figures as a record (bench/record.py).
 
 ``--compare-old`` first runs the earlier answer form (``combine=matmul``: log-space products through a dense
 incidence, one softmax per column slice) and the new one side by side on a reduced ACS case (1 PUMA x 300
@@ -195,12 +209,12 @@ def paper_attack(units, geography, opts: RankOptions) -> dict:
             "persons": sum(u.problem.n_rows[1] for u in units)}
 
 
-def paper_rows(setting: str, init: str, got: dict, baselines: bool) -> list[list]:
-    """Record rows: the attack's curve, then (once per setting) each baseline's."""
+def paper_rows(setting: str, init: str, got: dict, baselines: bool, names: dict | None = None) -> list[list]:
+    """Record rows: the attack's curve, then (once per setting) each baseline's (``names``: their labels)."""
     c = got["curves"]
     out = [[setting, f"RAP-RANK, {init} start", *c["attack"], f"{got['cpu_seconds']:.1f}"]]
     if baselines:
-        out += [[setting, f"{name} baseline ({got['units_with'][name]} units)", *curve, ""]
+        out += [[setting, f"{(names or {}).get(name, name)} baseline ({got['units_with'][name]} units)", *curve, ""]
                 for name, curve in c.items() if name != "attack"]
     return out
 
@@ -223,7 +237,8 @@ def run_tract(args, device: str) -> tuple[dict, list[list]]:
                                threads=args.threads, project=False)
             got = paper_attack(units, geography, opts)
             print(row(f"RAP-RANK {init}", got["curves"]["attack"], f"CPU {got['cpu_seconds']:.1f}"))
-            rows += paper_rows(f"{attr} block", "tract" if init == "parent" else init, got, init == "uniform")
+            rows += paper_rows(f"{attr} block", "tract" if init == "parent" else init, got, init == "uniform",
+                               {"holdout": "holdout (= tract)"})
             doc[f"{attr}-block/{init}"] = {"case": desc, **got}
         for name, curve in got["curves"].items():
             if name != "attack":
