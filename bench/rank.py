@@ -358,4 +358,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except FileNotFoundError as exc:   # a case's data file (rank_cases.find): one line, not a traceback
+        sys.exit(str(exc))
