@@ -1,7 +1,7 @@
 """RAP-RANK in the paper's settings: seconds per unit, rows per second and match rates against baselines.
 
-    python bench/rank.py [--case acs|extract|all] [--quick] [--device auto|cpu|cuda] [--data DIR]
-                         [--compare-old] [--ways 2,3] [--tracts N] [--blocks N] [--threads N] [--out DIR]
+    python bench/rank.py [--case acs|extract|all|tract|acs-paper|holdout] [--quick] [--device auto|cpu|cuda] [--data DIR]
+                         [--compare-old] [--ways 2,3] [--tracts N] [--blocks N] [--block-attr B] [--threads N] [--out DIR] [--record PATH]
 
 Cases (bench/rank_cases.py):
 
@@ -12,6 +12,20 @@ Cases (bench/rank_cases.py):
   in 28 tracts) under the SF1 block tables (samples/sf1), every block a unit; starts at the tract baseline
   (``parent``) and uniform. Baselines: holdout, tract, county, state. ``--tracts N`` takes N seeded tracts
   (default all; ``--quick``: 1).
+
+The paper's split (``--case tract``, ``--case acs-paper``; bench/rank_cases.py ``tract_case``, ``acs_paper_case``):
+each unit's persons halved at random into ``D`` and the holdout; ``D``'s tables published and every curve scored on
+``D`` with ``u`` the smaller of the halves' unique rows; the holdout is the tract baseline and the tract start.
+
+* ``tract``: ``--tracts N`` (default 3) seeded tracts of the extract (of states holding another tract), each cut to
+  ``--blocks N`` seeded blocks (default 20; 0: all); ``--block-attr with|without|both``: each person's block a
+  column to reconstruct under the per-block SF1 tables, or the block tables summed to the tract; the PCT12 tract
+  tables too when the layout file is found. Uniform and tract (holdout) starts; state and county baselines from
+  the extract's other tracts (with the block attribute, the block drawn from ``D``'s blocks, as the paper does).
+* ``acs-paper``: ``--tracts N`` (default 3) PUMAs x 600 persons halved (``--quick``: 2 x 300), ``--ways`` 2,3.
+* ``holdout``: no attack; the block-level holdout and tract baselines of ``extract`` scored on one target.
+
+``--record PATH`` writes the paper cases' figures as a record (bench/record.py).
 
 ``--compare-old`` first runs the earlier answer form (``combine=matmul``: log-space products through a dense
 incidence, one softmax per column slice) and the new one side by side on a reduced ACS case (1 PUMA x 300
@@ -37,6 +51,7 @@ import numpy as np  # noqa: E402
 from audit.attacks.engines.rank import RankAttack  # noqa: E402
 from audit.attacks.engines.rank_options import RankOptions, resolve_device  # noqa: E402
 from rank_cases import acs_case, extract_case  # noqa: E402
+import record  # noqa: E402
 
 GRID = tuple(round(0.1 * i, 1) for i in range(1, 11))
 # issue 34's measurement of the earlier code: ACS, 2-way marginals, 16 runs, 2 CPU cores
@@ -45,6 +60,14 @@ EARLIER = "earlier (issue 34, 2 cores): 3 PUMAs x 600 persons 177-248 s (59-83 s
 PAPER = {"acs": "paper (ACS, Fig. 4): above the holdout baseline at every k/u; 2-way well above 0.8 at low k/u, 3-way higher",
          "extract": "paper (Census, Figs. 2-3): above 0.9 up to k/u 0.5 without the block attribute; "
                     "the tract-initialised attack above the tract baseline"}
+PAPER["tract"] = PAPER["extract"] + " (match rate at k/u; CPU s: the attack's, all units)"
+PAPER["acs-paper"] = PAPER["acs"] + " (match rate at k/u; CPU s: the attack's, all units)"
+PAPER_TITLE = {"tract": "RAP-RANK in the paper's tract setting on the extract (halved tracts, SF1 block and PCT12 tables)",
+               "acs-paper": "RAP-RANK in the paper's ACS setting (halved PUMAs, k-way marginals of one half)",
+               "holdout": "The block-level holdout and tract baselines on one target (extract, no attack)"}
+PAPER["holdout"] = ("Scored on the same half of each block, the tract baseline falls from its whole-block figure; "
+                    "what remains of the gap is the holdout's size (half of a few persons) in an extract whose "
+                    "blocks rarely repeat a row.")
 
 
 def attack(problems, frame, schema, opts: RankOptions):
@@ -160,9 +183,138 @@ def run_extract(args, device: str) -> dict:
     return doc
 
 
+# ------------------------------------------------------------------ the paper's split (tract and ACS settings)
+
+def paper_attack(units, geography, opts: RankOptions) -> dict:
+    """RAP-RANK on each :class:`rank_cases.PaperUnit` (its own call: each tract has its own domains, and its
+    prior, the holdout half, is the only rows its frame holds), scored as the paper does: against ``D``, ``u`` the
+    smaller of D's and the holdout's unique rows for every curve; curves averaged over units."""
+    from audit.attacks.engines.rank_results import match_rates
+
+    curves: dict = {"attack": []}
+    seconds = consistent = 0.0
+    cpu = cpu_seconds()
+    for unit in units:
+        # the holdout is the frame's only rows, so the unit's "closest parent" (the prior of init=parent) is it
+        res = RankAttack([unit.problem], unit.prior, geography, opts).evaluate()
+        seconds += res.seconds
+        consistent += res.units[0].consistent / len(units)
+        truth = set(map(tuple, unit.problem.truth.tolist()))
+        curves["attack"].append(match_rates(res.units[0].ranked, truth, unit.u, GRID))
+        for name, ranked in unit.baselines.items():
+            curves.setdefault(name, []).append(match_rates(ranked, truth, unit.u, GRID))
+    return {"curves": {k: np.mean(v, 0).round(3).tolist() for k, v in curves.items()},
+            "units_with": {k: len(v) for k, v in curves.items()}, "seconds": seconds,
+            "cpu_seconds": cpu_seconds() - cpu, "consistent_runs": consistent,
+            "persons": sum(u.problem.n_rows[1] for u in units)}
+
+
+def paper_rows(setting: str, init: str, got: dict, baselines: bool, names: dict | None = None) -> list[list]:
+    """Record rows: the attack's curve, then (once per setting) each baseline's (``names``: their labels)."""
+    c = got["curves"]
+    out = [[setting, f"RAP-RANK, {init} start", *c["attack"], f"{got['cpu_seconds']:.1f}"]]
+    if baselines:
+        out += [[setting, f"{(names or {}).get(name, name)} baseline ({got['units_with'][name]} units)", *curve, ""]
+                for name, curve in c.items() if name != "attack"]
+    return out
+
+
+def run_tract(args, device: str) -> tuple[dict, list[list]]:
+    """The paper's tract-level setting (Figs. 1-2): with and without the block attribute, uniform and tract starts."""
+    from rank_cases import tract_case
+
+    runs, steps = (8, 100) if args.quick else (16, 300)
+    tracts, blocks = args.tracts or 3, 20 if args.blocks is None else args.blocks
+    doc, rows = {}, []
+    settings = ("with", "without") if args.block_attr == "both" else (args.block_attr,)
+    cases, geography, descs = tract_case(args.data, tracts, blocks, settings, args.seed)
+    for attr in settings:
+        units, desc = cases[attr], descs[attr]
+        print(f"\n{desc}: {sum(u.problem.n_rows[1] for u in units)} persons in D; {runs} runs x {steps} steps on "
+              f"{device}\n{header()}")
+        for init in ("uniform", "parent"):
+            opts = RankOptions(runs=runs, steps=steps, init=init, device=device, seed=args.seed, grid=GRID,
+                               threads=args.threads, project=False)
+            got = paper_attack(units, geography, opts)
+            print(row(f"RAP-RANK {init}", got["curves"]["attack"], f"CPU {got['cpu_seconds']:.1f}"))
+            rows += paper_rows(f"{attr} block", "tract" if init == "parent" else init, got, init == "uniform",
+                               {"holdout": "holdout (= tract)"})
+            doc[f"{attr}-block/{init}"] = {"case": desc, **got}
+        for name, curve in got["curves"].items():
+            if name != "attack":
+                print(row(f"  {name} ({got['units_with'][name]} units)", curve))
+    print(PAPER["extract"])
+    return doc, rows
+
+
+def run_acs_paper(args, device: str) -> tuple[dict, list[list]]:
+    """The paper's ACS setting (Fig. 4): each PUMA halved, 2- and 3-way marginals of one half, uniform start."""
+    from rank_cases import acs_paper_case
+
+    pumas, persons, runs, steps = (2, 300, 8, 100) if args.quick else (args.tracts or 3, 600, 16, 300)
+    doc, rows = {}, []
+    for way in map(int, args.ways.split(",")):
+        units, geography, desc = acs_paper_case(args.data, pumas, persons, way, args.seed)
+        opts = RankOptions(runs=runs, steps=steps, init="uniform", device=device, seed=args.seed, grid=GRID,
+                           threads=args.threads)
+        got = paper_attack(units, geography, opts)
+        print(f"\n{desc}; {runs} runs x {steps} steps on {device}\n{header()}")
+        print(row("RAP-RANK uniform", got["curves"]["attack"], f"CPU {got['cpu_seconds']:.1f}"))
+        print(row("  holdout", got["curves"]["holdout"]))
+        rows += paper_rows(f"ACS {way}-way", "uniform", got, True)
+        doc[f"{way}-way"] = {"case": desc, **got}
+    print(PAPER["acs"])
+    return doc, rows
+
+
+def holdout_check(args, device: str) -> tuple[dict, list[list]]:
+    """Why the block-level holdout sits below the tract baseline: both scored as the engine does, then the tract's
+    ranking scored on the holdout's own target (the other half of the block), then without the block's own persons.
+    No attack runs: the baselines only, on every block of ``--tracts`` seeded tracts (default 1)."""
+    from collections import Counter
+
+    from audit.attacks.engines.rank_results import match_rates, parent_rows, rank_rows
+
+    problems, full, schema, desc = extract_case(args.data, args.tracts or 1, args.seed)
+    rng, cache = np.random.default_rng(args.seed), {}
+    got: dict = {k: [] for k in ("holdout: half ranks, other half scored", "tract: scored on the whole block",
+                                 "tract: scored on the holdout's half", "tract less the block: on that half")}
+    repeats, sizes = [], []
+    for p in problems:
+        truth = p.truth
+        if len(truth) < 2:
+            continue
+        perm = rng.permutation(len(truth))
+        held, target = truth[perm[: len(truth) // 2]], set(map(tuple, truth[perm[len(truth) // 2:]].tolist()))
+        whole = set(map(tuple, truth.tolist()))
+        u = min(len(target), len(rank_rows(held)))
+        tract = Counter(map(tuple, parent_rows(full, schema.geography, p, 3, cache).tolist()))
+        others = tract - Counter(map(tuple, truth.tolist()))
+        for name, ranked, true, k in zip(got, (rank_rows(held), _ranked(tract), _ranked(tract), _ranked(others)),
+                                         (target, whole, target, target), (u, len(whole), u, u)):
+            got[name].append(match_rates(ranked, true, k, GRID))
+        repeats.append(1 - len(whole) / len(truth))
+        sizes.append(len(truth))
+    print(f"\n{desc}: {len(sizes)} blocks of 2+ persons (median {np.median(sizes):.0f} persons); "
+          f"{np.mean(repeats):.1%} of a block's persons repeat another's row\n{header()}")
+    rows = []
+    for name, curves in got.items():
+        curve = np.mean(curves, 0).round(3).tolist()
+        print(row(name[:34], curve))
+        rows.append([name, *curve])
+    return {"case": desc, "blocks": len(sizes), "median_persons": float(np.median(sizes)),
+            "repeat_share": float(np.mean(repeats)), "curves": {r[0]: r[1:] for r in rows}}, rows
+
+
+def _ranked(counts) -> list[tuple[tuple, int]]:
+    return sorted(((r, n) for r, n in counts.items() if n > 0), key=lambda kv: (-kv[1], kv[0]))
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--case", choices=("acs", "extract", "all"), default="all")
+    ap.add_argument("--case", choices=("acs", "extract", "all", "tract", "acs-paper", "holdout"), default="all",
+                    help="tract, acs-paper: the paper's split (a unit's persons halved, one half published); "
+                         "holdout: the block-level baselines scored on one target (no attack)")
     ap.add_argument("--quick", action="store_true", help="small sizes, for a shared 2-core machine")
     ap.add_argument("--device", default="auto")
     ap.add_argument("--data", type=Path, default=None, help="folder holding the case CSV files")
@@ -174,9 +326,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-project", action="store_true", help="extract: no SAT projection of the rounded runs")
     ap.add_argument("--threads", type=int, default=1, help="CPU threads for torch")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--block-attr", choices=("both", "with", "without"), default="both",
+                    help="tract: reconstruct the persons' block (with), or not (block tables summed to the tract)")
     ap.add_argument("--out", type=Path, default=None)
+    record.add_arguments(ap)
     args = ap.parse_args(argv)
     device = resolve_device(args.device)
+    wall = time.perf_counter()
     doc: dict = {"device": device, "quick": args.quick}
     if device == "cuda":
         import torch
@@ -188,6 +344,13 @@ def main(argv: list[str] | None = None) -> int:
         doc["acs"] = run_acs(args, device)
     if args.case in ("extract", "all"):
         doc["extract"] = run_extract(args, device)
+    for case, run in (("tract", run_tract), ("acs-paper", run_acs_paper), ("holdout", holdout_check)):
+        if args.case == case:
+            doc[case], rows = run(args, device)
+            head = ["setting", "curve", *map(str, GRID), "CPU s"] if case != "holdout" else ["curve", *map(str, GRID)]
+            whole = (f" The whole run: {time.perf_counter() - wall:.0f} s wall, {cpu_seconds():.0f} s CPU (this process), "
+                     f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB.")
+            record.write_from_args(ap, args, PAPER_TITLE[case], "rank", head, rows, PAPER[case] + whole)
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / "bench_rank.json").write_text(json.dumps(doc, indent=1, default=str))
@@ -195,4 +358,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except FileNotFoundError as exc:   # a case's data file (rank_cases.find): one line, not a traceback
+        sys.exit(str(exc))
