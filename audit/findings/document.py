@@ -9,6 +9,7 @@ and read as a :class:`audit.findings.model.Findings`.
 from __future__ import annotations
 
 import heapq
+from operator import itemgetter
 import platform
 import time
 from dataclasses import asdict
@@ -74,12 +75,19 @@ def prior_rows(frame: pd.DataFrame, inputs: Inputs, problem: Problem, cache: dic
 def shapes(result: UnitResult) -> tuple[list[int], list[bool]]:
     """Each verdict's claim width and whether it states a full record (:meth:`Problem.width`,
     :meth:`Problem.full_record`), worked out once for both :func:`unit_summary` and :func:`listed`."""
-    problem, verdicts = result.problem, result.verdicts
-    if problem.child:  # a coupled problem: its child-unit column does not describe the persons
-        widths = [problem.width(v.claim.assignment) for v in verdicts]
-    else:
-        widths = [len(v.claim.assignment) for v in verdicts]
-    return widths, [problem.full_record(v.claim.assignment) for v in verdicts]
+    problem = result.problem
+    known: dict[tuple[int, ...], tuple[int, bool]] = {}  # both depend on the claim's columns alone
+    widths, fulls = [], []
+    for v in result.verdicts:
+        assignment = v.claim.assignment
+        cols = tuple(map(itemgetter(0), assignment))
+        shape = known.get(cols)
+        if shape is None:
+            shape = known[cols] = (problem.width(assignment) if problem.child else len(assignment),
+                                   problem.full_record(assignment))
+        widths.append(shape[0])
+        fulls.append(shape[1])
+    return widths, fulls
 
 
 def unit_summary(result: UnitResult, shaped: tuple[list[int], list[bool]] | None = None) -> dict:

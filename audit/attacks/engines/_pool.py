@@ -188,9 +188,9 @@ class Pool:
         base = self.book.base
         if len(base) == 0:
             return
-        rows = base[np.sort(np.unique(base, axis=0, return_index=True)[1])]
+        index = np.sort(np.unique(base, axis=0, return_index=True)[1])  # each distinct row's first position
+        rows = base[index]
         n, sizes = len(rows), self.book.problem.sizes
-        index = np.array([int(np.flatnonzero((base == r).all(axis=1))[0]) for r in rows])
         subsets = [list(cs) for k in (1, 2) for cs in itertools.combinations(range(len(sizes)), k)]
         olds, news = [], []
         for cs in subsets:  # one row changed in every column of cs
