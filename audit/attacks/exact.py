@@ -12,7 +12,7 @@ import numpy as np
 
 from ..errors import AuditError, InconsistentRelease
 from ..problem.build import Problem
-from ..problem.claims import REFUTED, UNDECIDED, VERIFIED, Claim, ClaimTable, Verdict
+from ..problem.claims import REFUTED, UNDECIDED, VERIFIED, Claim, ClaimTable, Verdict, verified_verdicts
 from .engines.histogram import HistogramEngine
 from .implied import MAX_SUPPORT, LinearProof
 from .intervals import feasibility_intervals, hidden_cells
@@ -107,12 +107,12 @@ def audit_counts(problem: Problem, options: ExactOptions = ExactOptions(),
         # cells (this unit's, the coarser unit's, its other children's) the joint propagation derived it from
         settled = proved = True
         result.solutions, result.exhausted = 1, True
-        result.verdicts += [Verdict(todo[i], VERIFIED) for i in pending]
+        result.verdicts += verified_verdicts([todo[i] for i in pending])
     elif linear is not None and linear.determines(problem.truth):
         settled = True
         # the exact counts pin every row: one dataset, so every true claim is verified
         result.solutions, result.exhausted = 1, True
-        result.verdicts += [Verdict(todo[i], VERIFIED) for i in pending]
+        result.verdicts += verified_verdicts([todo[i] for i in pending])
     elif linear is None and no_slots and fits_large(problem, options):
         return audit_large(problem, options, meter, start, f"{no_slots}; the histogram model too large "
                            f"(support past {MAX_SUPPORT:,} atom combinations)", prior_rows)
@@ -258,7 +258,7 @@ def _search(linear: LinearProof | None, hist: HistogramEngine | None, problem: P
         for rows in universe:
             pending, gone = _prune(table, pending, rows)
             result.refuted += gone
-        result.verdicts += [Verdict(todo[i], VERIFIED) for i in pending]
+        result.verdicts += verified_verdicts([todo[i] for i in pending])
         pending = pending[:0]
     pool += universe
     for rows in pool:

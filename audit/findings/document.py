@@ -76,18 +76,22 @@ def shapes(result: UnitResult) -> tuple[list[int], list[bool]]:
     """Each verdict's claim width and whether it states a full record (:meth:`Problem.width`,
     :meth:`Problem.full_record`), worked out once for both :func:`unit_summary` and :func:`listed`."""
     problem = result.problem
+    assignments = [v.claim.assignment for v in result.verdicts]
     known: dict[tuple[int, ...], tuple[int, bool]] = {}  # both depend on the claim's columns alone
-    widths, fulls = [], []
-    for v in result.verdicts:
-        assignment = v.claim.assignment
+
+    def shape(assignment) -> tuple[int, bool]:
         cols = tuple(map(itemgetter(0), assignment))
-        shape = known.get(cols)
-        if shape is None:
-            shape = known[cols] = (problem.width(assignment) if problem.child else len(assignment),
-                                   problem.full_record(assignment))
-        widths.append(shape[0])
-        fulls.append(shape[1])
-    return widths, fulls
+        found = known.get(cols)
+        if found is None:
+            found = known[cols] = (problem.width(assignment), problem.full_record(assignment))
+        return found
+
+    if problem.child:  # a coupled problem: its child-unit column does not describe the persons
+        shapes_ = [shape(a) for a in assignments]
+        return [w for w, _ in shapes_], [f for _, f in shapes_]
+    # a claim narrower than the attributes published cannot state a whole record: most claims, no lookup
+    least = len(problem._published_attributes) or len(problem.domains) + 1
+    return [len(a) for a in assignments], [len(a) >= least and shape(a)[1] for a in assignments]
 
 
 def unit_summary(result: UnitResult, shaped: tuple[list[int], list[bool]] | None = None) -> dict:
