@@ -57,9 +57,7 @@ class Claim:
 def _claim(assignment: tuple, m: int) -> Claim:
     """A claim built from a truth table, valid by construction (skips the checks of ``__init__``)."""
     claim = object.__new__(Claim)
-    object.__setattr__(claim, "assignment", assignment)
-    object.__setattr__(claim, "m", m)
-    object.__setattr__(claim, "_hash", hash((assignment, m)))
+    object.__setattr__(claim, "__dict__", {"assignment": assignment, "m": m, "_hash": hash((assignment, m))})
     return claim
 
 
