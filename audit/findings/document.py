@@ -90,7 +90,7 @@ def shapes(result: UnitResult) -> tuple[list[int], list[bool]]:
         shapes_ = [shape(a) for a in assignments]
         return [w for w, _ in shapes_], [f for _, f in shapes_]
     # a claim narrower than the attributes published cannot state a whole record: most claims, no lookup
-    least = len(problem._published_attributes) or len(problem.domains) + 1
+    least = len(problem.published_attributes) or len(problem.domains) + 1
     return [len(a) for a in assignments], [len(a) >= least and shape(a)[1] for a in assignments]
 
 

@@ -228,14 +228,16 @@ class Problem:
         """Whether a claim covers every attribute the release publishes about (and so states a whole record
         as published): its columns' attributes, the child-unit column aside, are those of
         :attr:`published_columns` (a view column stands for the attribute it groups)."""
-        published = self._published_attributes
+        published = self.published_attributes
         if len(assignment) < len(published) or not published:  # a claim fixes one column per attribute at most
             return False
         attribute = (lambda c: c) if self.views is None else self.views.attribute
         return {attribute(c) for c, _ in assignment if c != self._child_column} == published
 
     @cached_property
-    def _published_attributes(self) -> frozenset[int]:
+    def published_attributes(self) -> frozenset[int]:
+        """The attributes of :attr:`published_columns` (a view column's is the column it groups): a claim
+        narrower than these cannot state a whole record."""
         attribute = (lambda c: c) if self.views is None else self.views.attribute
         return frozenset(attribute(c) for c in self.published_columns)
 
