@@ -11,7 +11,7 @@ from typing import Iterator
 import numpy as np
 
 VERIFIED, REFUTED, UNDECIDED = "verified", "refuted", "undecided"
-PRIOR_TALLIES = 4  # priors whose keyed rows a process keeps (:meth:`ClaimTable.baseline`): a tract's blocks come together
+PRIOR_TALLIES = 2  # priors whose keyed rows a process keeps (:meth:`ClaimTable.baseline`): a tract's blocks come together, and the memory stays a unit's
 _PRIOR_TALLIES: dict[bytes, tuple[np.ndarray, np.ndarray]] = {}
 SUBSET_WORK = 20_000  # count_candidates' work per column subset, in keys: what one unique() call costs (about 50 us)
 
