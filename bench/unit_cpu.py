@@ -3,8 +3,9 @@
 Usage: ``python bench/unit_cpu.py DATA TABLES [--schema samples/sf1/schema.yaml]``, e.g. the
 ``data.csv`` and ``tables_tract.yaml`` that ``bench/scale.py --tract --out DIR`` leaves in ``DIR``.
 Walks the runner's tasks (:func:`audit.scale.runner._tasks`: joint solves, problems, prior rows) and
-audits each unit as a worker does (``audit_unit`` and ``unit_json``, the default options), timing
-both with :func:`time.process_time`. Prints a line per coarser unit, then a table of block units by
+audits each unit as a worker does (:func:`audit.scale.worker.audit_task`: the default options with the
+default policy's attacker model, and the claim store's member encoded), timing it with
+:func:`time.process_time`. Prints a line per coarser unit, then a table of block units by
 size and the totals. Two checkouts run side by side on the same files compare their work, not the
 machine's load.
 """
@@ -23,10 +24,14 @@ BANDS = ((1, "1"), (2, "2"), (4, "3-4"), (9, "5-9"), (19, "10-19"), (10**9, "20+
 
 
 def main(argv: list[str] | None = None) -> int:
-    from audit.attacks.exact import ExactOptions, audit_unit
-    from audit.findings.document import unit_json
+    from audit.attacks.exact import ExactOptions
+    from audit.attacks.reidentify import with_attacker
+    from audit.findings.claimstore import store_columns
+    from audit.findings.document import LISTED_LARGE
+    from audit.policy.rules import load_rules
     from audit.problem.coupled import finest_level
     from audit.scale.runner import ScaleOptions, _tasks
+    from audit.scale.worker import Limits, audit_task
     from audit.specs.schedule import load_schedule
     from audit.specs.schema import load_schema
 
@@ -37,7 +42,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     schema = load_schema(Path(args.schema))
     schedule = load_schedule(Path(args.tables), schema)
-    options = ExactOptions()
+    options = with_attacker(ExactOptions(), schema, load_rules())
+    limits = Limits(claims_cap=LISTED_LARGE, header=store_columns(schema, schedule))  # as a state-sized run
     start = time.process_time()
     tasks = _tasks(args.data, schema, schedule, ScaleOptions(), set(), {"rows": 0}, options.max_rows,
                    options.explain != "none")
@@ -52,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
             break
         making += time.process_time() - t
         t = time.process_time()
-        unit = unit_json(audit_unit(problem, options, None if prior is None else prior.astype("int64")), None)
+        unit = audit_task(problem, options, prior, limits)
         spent = time.process_time() - t
         audited += spent
         if problem.level != finest:

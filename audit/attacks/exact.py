@@ -12,7 +12,7 @@ import numpy as np
 
 from ..errors import AuditError, InconsistentRelease
 from ..problem.build import Problem
-from ..problem.claims import REFUTED, UNDECIDED, VERIFIED, Claim, ClaimTable, Verdict
+from ..problem.claims import REFUTED, UNDECIDED, VERIFIED, Claim, ClaimTable, Verdict, verified_verdicts
 from .engines.histogram import HistogramEngine
 from .implied import MAX_SUPPORT, LinearProof
 from .intervals import feasibility_intervals, hidden_cells
@@ -91,15 +91,11 @@ def audit_counts(problem: Problem, options: ExactOptions = ExactOptions(),
     result = UnitResult(problem)
     table = ClaimTable.of_truth(problem.truth, list(problem.sizes), options.max_columns, problem.views)
     todo = table.claims
-    direct = direct_cells(problem)
-    rest = []
-    for i, claim in enumerate(todo):
-        hit = direct.get(claim.assignment)
-        if hit is not None and hit[0] == claim.m:
-            result.verdicts.append(Verdict(claim, VERIFIED, (hit[1],), True, direct=True))
-        else:
-            rest.append(i)
-    pending = np.array(rest, dtype=np.int64)  # positions in todo of the claims still open
+    stated = _stated(table, direct_cells(problem))
+    result.verdicts += [Verdict(todo[i], VERIFIED, (cell,), True, direct=True) for i, cell in stated]
+    open_ = np.ones(len(todo), dtype=bool)
+    open_[[i for i, _ in stated]] = False
+    pending = np.flatnonzero(open_).astype(np.int64)  # positions in todo of the claims still open
     unit = "/".join(problem.geo)
     pulse.note(unit, "searching for datasets", len(todo) - len(pending), len(todo))
     late = meter.late
@@ -115,12 +111,12 @@ def audit_counts(problem: Problem, options: ExactOptions = ExactOptions(),
         # cells (this unit's, the coarser unit's, its other children's) the joint propagation derived it from
         settled = proved = True
         result.solutions, result.exhausted = 1, True
-        result.verdicts += [Verdict(todo[i], VERIFIED) for i in pending]
+        result.verdicts += verified_verdicts([todo[i] for i in pending])
     elif linear is not None and linear.determines(problem.truth):
         settled = True
         # the exact counts pin every row: one dataset, so every true claim is verified
         result.solutions, result.exhausted = 1, True
-        result.verdicts += [Verdict(todo[i], VERIFIED) for i in pending]
+        result.verdicts += verified_verdicts([todo[i] for i in pending])
     elif linear is None and no_slots and fits_large(problem, options):
         return audit_large(problem, options, meter, start, f"{no_slots}; the histogram model too large "
                            f"(support past {MAX_SUPPORT:,} atom combinations)", prior_rows)
@@ -266,7 +262,7 @@ def _search(linear: LinearProof | None, hist: HistogramEngine | None, problem: P
         for rows in universe:
             pending, gone = _prune(table, pending, rows)
             result.refuted += gone
-        result.verdicts += [Verdict(todo[i], VERIFIED) for i in pending]
+        result.verdicts += verified_verdicts([todo[i] for i in pending])
         pending = pending[:0]
     pool += universe
     for rows in pool:
@@ -326,6 +322,21 @@ def _decided(claim: Claim, linear: LinearProof | None, hist: HistogramEngine | N
     if isinstance(verdict, np.ndarray):
         return Verdict(claim, VERIFIED)
     return verdict if verdict is not None or hist is None else hist.verify(claim)
+
+
+def _stated(table: ClaimTable, direct: dict[tuple, tuple[int, str]]) -> list[tuple[int, str]]:
+    """(position in the table, cell) of each claim a published cell states (``direct``: :func:`direct_cells`),
+    in the table's order: matched by the table's numeric claim keys, not by hashing every assignment."""
+    if not direct or not len(table.claims):
+        return []
+    if not table.exact:  # keys past int64: by assignment
+        return [(i, direct[c.assignment][1]) for i, c in enumerate(table.claims)
+                if direct.get(c.assignment, (None,))[0] == c.m]
+    strides = table.strides.tolist()
+    by_key = {sum((a + 1) * strides[c] for c, a in assignment): hit for assignment, hit in direct.items()}
+    found = np.flatnonzero(np.isin(table.keys, np.fromiter(by_key, dtype=np.int64, count=len(by_key))))
+    keys, m = table.keys[found].tolist(), table.m[found].tolist()
+    return [(i, by_key[k][1]) for i, k, n in zip(found.tolist(), keys, m) if by_key[k][0] == n]
 
 
 def _undecided(result: UnitResult, todo: list[Claim], pending: np.ndarray, reason: str) -> dict:

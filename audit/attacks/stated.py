@@ -35,6 +35,14 @@ def stated_claims(problem: Problem) -> Iterator[tuple[tuple, int, str]]:
 def direct_cells(problem: Problem) -> dict[tuple, tuple[int, str]]:
     """Published exact counts that state a claim (:func:`stated_claims`): claim key -> (m, first such cell)."""
     out = {}
+    if problem.views is None:  # one key per cell at most: stated_claims' loop without its generators
+        names = problem.names
+        for c in problem.constraints:
+            if c.statistic.kind == "count" and c.exact:
+                key = _assignment(names, c.predicate)
+                if key is not None and key not in out:
+                    out[key] = (int(c.lo), c.key.rsplit(":", 1)[0])
+        return out
     for key, m, cell in stated_claims(problem):
         out.setdefault(key, (m, cell))
     return out

@@ -17,6 +17,7 @@ import gzip
 import io
 import zlib
 from contextlib import contextmanager
+from operator import itemgetter
 from pathlib import Path
 from typing import Iterable, Iterator
 
@@ -58,26 +59,31 @@ def encode(result, header: tuple[str, ...], refuted: Iterable = ()) -> bytes:
         raise InternalError(f"a domain of {p.names} is not a column of the claim store {header}") from None
     labels = [[_field(label) for label in d.labels] for d in p.domains]
     lead = f"{_field(p.level)},{_field('/'.join(p.geo))},"
-    empty = [""] * width
+    templates: dict[tuple[int, ...], str] = {}  # a claim's columns -> its attribute fields, each label a {}
+
+    def fields(assignment) -> str:
+        cols = tuple(map(itemgetter(0), assignment))
+        template = templates.get(cols)
+        if template is None:
+            parts = [""] * width
+            for k, c in enumerate(cols):
+                parts[slot[c]] = f"{{{k}}}"
+            template = templates[cols] = f"{len(cols)},{','.join(parts)},"
+        return template.format(*[labels[c][a] for c, a in assignment])
+
     base = result.baseline or {}
     lines = []
     append = lines.append
     for v in result.verdicts:
-        values = empty.copy()
         claim = v.claim
-        for c, a in claim.assignment:
-            values[slot[c]] = labels[c][a]
         b = base.get(claim) if base else None
         cells = v.cells
         tail = (f"{_field(' '.join(cells))},{int(v.minimal) if v.status == 'verified' and not v.direct else ''},"
                 if cells else ",,")
-        append(f"{lead}{v.status},{claim.m},{1 if v.direct else 0},{len(claim.assignment)},{','.join(values)},"
+        append(f"{lead}{v.status},{claim.m},{1 if v.direct else 0},{fields(claim.assignment)}"
                f"{tail}{'' if b is None else format(b, '.6f')},{_field(v.reason) if v.reason else ''}")
     for claim in refuted:
-        values = empty.copy()
-        for c, a in claim.assignment:
-            values[slot[c]] = labels[c][a]
-        lines.append(f"{lead}refuted,{claim.m},0,{len(claim.assignment)},{','.join(values)},,,,")
+        append(f"{lead}refuted,{claim.m},0,{fields(claim.assignment)},,,")
     lines.append("")
     return _member("\n".join(lines))
 

@@ -9,6 +9,7 @@ and read as a :class:`audit.findings.model.Findings`.
 from __future__ import annotations
 
 import heapq
+from operator import itemgetter
 import platform
 import time
 from dataclasses import asdict
@@ -75,12 +76,23 @@ def prior_rows(frame: pd.DataFrame, inputs: Inputs, problem: Problem, cache: dic
 def shapes(result: UnitResult) -> tuple[list[int], list[bool]]:
     """Each verdict's claim width and whether it states a full record (:meth:`Problem.width`,
     :meth:`Problem.full_record`), worked out once for both :func:`unit_summary` and :func:`listed`."""
-    problem, verdicts = result.problem, result.verdicts
+    problem = result.problem
+    assignments = [v.claim.assignment for v in result.verdicts]
+    known: dict[tuple[int, ...], tuple[int, bool]] = {}  # both depend on the claim's columns alone
+
+    def shape(assignment) -> tuple[int, bool]:
+        cols = tuple(map(itemgetter(0), assignment))
+        found = known.get(cols)
+        if found is None:
+            found = known[cols] = (problem.width(assignment), problem.full_record(assignment))
+        return found
+
     if problem.child:  # a coupled problem: its child-unit column does not describe the persons
-        widths = [problem.width(v.claim.assignment) for v in verdicts]
-    else:
-        widths = [len(v.claim.assignment) for v in verdicts]
-    return widths, [problem.full_record(v.claim.assignment) for v in verdicts]
+        shapes_ = [shape(a) for a in assignments]
+        return [w for w, _ in shapes_], [f for _, f in shapes_]
+    # a claim narrower than the attributes published cannot state a whole record: most claims, no lookup
+    least = len(problem.published_attributes) or len(problem.domains) + 1
+    return [len(a) for a in assignments], [len(a) >= least and shape(a)[1] for a in assignments]
 
 
 def unit_summary(result: UnitResult, shaped: tuple[list[int], list[bool]] | None = None) -> dict:

@@ -220,22 +220,26 @@ class Problem:
     def published_columns(self) -> frozenset[int]:
         """The columns the unit's release publishes about: those a published or hidden cell selects on or
         sums (a coupled problem's child-unit column aside). A column no cell names is one value to the attacker."""
-        cols = {self.index(name) for c in self.constraints + self.hidden
-                for name in (*c.predicate.columns, *([c.statistic.column] if c.statistic.column else []))}
-        return frozenset(cols - {self._child_column})
+        names = {c.statistic.column for c in self.constraints + self.hidden}  # None for a count
+        for predicate in {id(c.predicate): c.predicate for c in self.constraints + self.hidden}.values():
+            names.update(name for name, _ in predicate.clauses)
+        names.discard(None)
+        return frozenset({self.index(name) for name in names} - {self._child_column})
 
     def full_record(self, assignment) -> bool:
         """Whether a claim covers every attribute the release publishes about (and so states a whole record
         as published): its columns' attributes, the child-unit column aside, are those of
         :attr:`published_columns` (a view column stands for the attribute it groups)."""
-        published = self._published_attributes
+        published = self.published_attributes
         if len(assignment) < len(published) or not published:  # a claim fixes one column per attribute at most
             return False
         attribute = (lambda c: c) if self.views is None else self.views.attribute
         return {attribute(c) for c, _ in assignment if c != self._child_column} == published
 
     @cached_property
-    def _published_attributes(self) -> frozenset[int]:
+    def published_attributes(self) -> frozenset[int]:
+        """The attributes of :attr:`published_columns` (a view column's is the column it groups): a claim
+        narrower than these cannot state a whole record."""
         attribute = (lambda c: c) if self.views is None else self.views.attribute
         return frozenset(attribute(c) for c in self.published_columns)
 
@@ -293,11 +297,27 @@ def _interned(spec):
     return found
 
 
+def _fraction(pair: tuple[int, int] | None) -> Fraction | None:
+    """The one Fraction a worker keeps for a (numerator, denominator) pair: made once (Fraction() is slow), and an
+    exact count's two ends are one object, which :attr:`Constraint.exact` tells at once."""
+    if pair is None:
+        return None
+    found = _FRACTIONS.get(pair)
+    if found is None:
+        if len(_FRACTIONS) > 1 << 16:
+            _FRACTIONS.clear()
+        found = _FRACTIONS[pair] = Fraction(*pair)
+    return found
+
+
+_FRACTIONS: dict = {}
+
+
 def _restore(level, geo, domains, n_rows, specs, rows, edits, truth, notes, proof="", proof_cells=None,
              hidden=(), joint=None, child="", views=None, values=(), uncoupled=0) -> Problem:
     preds = [_interned(("pred", spec)) for spec in specs]
-    cons, hide, wide = (tuple(Constraint(key, preds[i], _interned(("stat", stat)), None if lo is None else Fraction(*lo),
-                                   None if hi is None else Fraction(*hi), lo_open, hi_open, implied)
+    cons, hide, wide = (tuple(Constraint(key, preds[i], _interned(("stat", stat)), _fraction(lo), _fraction(hi),
+                                         lo_open, hi_open, implied)
                         for key, i, stat, lo, hi, lo_open, hi_open, implied in group) for group in (rows, hidden, values))
     return Problem(level, geo, domains, n_rows, cons, edits, truth, notes, proof, proof_cells, hide, joint, child, views,
                    wide, uncoupled)

@@ -1,6 +1,7 @@
 """Claims about individuals and the verdicts an exact engine gives them."""
 from __future__ import annotations
 
+import hashlib
 import itertools
 from operator import itemgetter
 from dataclasses import dataclass, field
@@ -10,6 +11,8 @@ from typing import Iterator
 import numpy as np
 
 VERIFIED, REFUTED, UNDECIDED = "verified", "refuted", "undecided"
+PRIOR_TALLIES = 2  # priors whose keyed rows a process keeps (:meth:`ClaimTable.baseline`): a tract's blocks come together, and the memory stays a unit's
+_PRIOR_TALLIES: dict[bytes, tuple[np.ndarray, np.ndarray]] = {}
 SUBSET_WORK = 20_000  # count_candidates' work per column subset, in keys: what one unique() call costs (about 50 us)
 
 
@@ -26,6 +29,12 @@ class Claim:
             raise ValueError("a claim needs at least one column, sorted and unique")
         if self.m < 0:
             raise ValueError("multiplicity must be >= 0")
+        object.__setattr__(self, "_hash", hash((self.assignment, self.m)))
+
+    def __hash__(self) -> int:
+        # the dataclass's hash (of its fields), kept: a unit's claims are dict keys many times over
+        # (baselines, verdict lookups, the claim store), and hashing a tuple of pairs each time cost ~3% of a block
+        return self._hash
 
     @property
     def columns(self) -> tuple[int, ...]:
@@ -48,8 +57,7 @@ class Claim:
 def _claim(assignment: tuple, m: int) -> Claim:
     """A claim built from a truth table, valid by construction (skips the checks of ``__init__``)."""
     claim = object.__new__(Claim)
-    object.__setattr__(claim, "assignment", assignment)
-    object.__setattr__(claim, "m", m)
+    object.__setattr__(claim, "__dict__", {"assignment": assignment, "m": m, "_hash": hash((assignment, m))})
     return claim
 
 
@@ -70,6 +78,19 @@ class Verdict:
             raise ValueError(f"unknown status {self.status}")
         if self.status == REFUTED and self.counterexample is None:
             raise ValueError("a refuted claim must carry its counterexample")
+
+
+def verified_verdicts(claims: list[Claim]) -> list[Verdict]:
+    """A plain verified verdict for each claim (no cells yet), as ``Verdict(claim, VERIFIED)`` makes it: without
+    its checks, which cannot fail here, and its per-field setting (a unit verifies thousands of claims at once)."""
+    new, fields = object.__new__, object.__setattr__
+    out = []
+    for claim in claims:
+        v = new(Verdict)
+        fields(v, "__dict__", {"claim": claim, "status": VERIFIED, "cells": (), "minimal": False, "direct": False,
+                               "counterexample": None, "reason": ""})
+        out.append(v)
+    return out
 
 
 @dataclass(frozen=True)
@@ -256,22 +277,49 @@ class ClaimTable:
         """How many rows of the dataset match each claim (each row counted ``weights`` times if given)."""
         if len(rows) == 0 or len(self.keys) == 0:
             return np.zeros(len(self.keys), dtype=np.int64)
+        return self._matched(*self._tallies(rows, weights))
+
+    def _tallies(self, rows: np.ndarray, weights: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Every claim key the rows have (over each column subset of the table), sorted, and its rows."""
         row_keys = ((np.asarray(rows) + 1) * self.strides) @ self.masks.T
         if weights is None:
-            values, counts = np.unique(row_keys.ravel(), return_counts=True)
-        else:
-            values, inverse = np.unique(row_keys.ravel(), return_inverse=True)
-            counts = np.bincount(inverse.ravel(), weights=np.repeat(weights, row_keys.shape[1]))
+            return np.unique(row_keys.ravel(), return_counts=True)
+        values, inverse = np.unique(row_keys.ravel(), return_inverse=True)
+        return values, np.bincount(inverse.ravel(), weights=np.repeat(weights, row_keys.shape[1]))
+
+    def _matched(self, values: np.ndarray, counts: np.ndarray) -> np.ndarray:
+        """Each claim's count among :meth:`_tallies`' keys (0 where its key is not among them)."""
         at = np.searchsorted(values, self.keys)
         inside = at < len(values)
         at = np.where(inside, at, 0)
         found = inside & (values[at] == self.keys)
         return np.where(found, counts[at], 0).astype(np.int64)
 
+    def _prior_tallies(self, prior_rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`_tallies` of the prior's distinct rows, weighted: worked out once for the units that share a
+        prior and the table's subsets (a tract's blocks: the tract's every row keyed and sorted was a twentieth
+        of a block's CPU)."""
+        prior = np.ascontiguousarray(prior_rows)
+        memo = None
+        if self.exact:
+            digest = hashlib.blake2b(prior.tobytes(), digest_size=16)
+            for part in (str(prior.shape).encode(), prior.dtype.str.encode(), self.strides.tobytes(), self.masks.tobytes()):
+                digest.update(part)
+            memo = digest.digest()
+            if memo in _PRIOR_TALLIES:
+                return _PRIOR_TALLIES[memo]
+        found = self._tallies(*np.unique(prior, axis=0, return_counts=True))
+        if memo is not None:
+            if len(_PRIOR_TALLIES) >= PRIOR_TALLIES:
+                _PRIOR_TALLIES.pop(next(iter(_PRIOR_TALLIES)))
+            _PRIOR_TALLIES[memo] = found
+        return found
+
     def baseline(self, n: int, prior_rows: np.ndarray) -> np.ndarray:
         """Probability each claim holds in ``n`` rows drawn from the prior (Generate-then-Verify eq. 17)."""
-        distinct, weights = np.unique(np.asarray(prior_rows), axis=0, return_counts=True)
-        p = self.counts(distinct, weights) / len(prior_rows)
+        empty = len(self.keys) == 0 or len(prior_rows) == 0
+        p = (np.zeros(len(self.keys), dtype=np.int64) if empty else self._matched(*self._prior_tallies(prior_rows))
+             ) / len(prior_rows)
         m = np.minimum(self.m, n)
         if n <= 1000:  # comb(n, k) is a float up to n = 1029
             ways = np.array([comb(n, k) for k in range(n + 1)], dtype=float)

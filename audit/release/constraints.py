@@ -120,7 +120,8 @@ class Constraint:
 
     @property
     def exact(self) -> bool:
-        return self.lo is not None and self.lo == self.hi and not (self.lo_open or self.hi_open)
+        # one object at both ends (a published value; a worker's restored problem) needs no Fraction comparison
+        return self.lo is not None and (self.lo is self.hi or self.lo == self.hi) and not (self.lo_open or self.hi_open)
 
     @property
     def unbounded(self) -> bool:

@@ -26,6 +26,18 @@ class Predicate:
         if names != sorted(set(names)):
             raise ValueError(f"predicate clauses must be sorted and unique: {names}")
 
+    def __hash__(self) -> int:
+        # the dataclass's hash, kept once worked out: predicates key the per-level caches (flat masks, stated
+        # claims) thousands of times a unit. Never pickled: a string's hash differs between processes.
+        found = self.__dict__.get("_hash")
+        if found is None:
+            found = hash((self.clauses,))
+            object.__setattr__(self, "_hash", found)
+        return found
+
+    def __getstate__(self) -> dict:
+        return {"clauses": self.clauses}
+
     @classmethod
     def of(cls, mapping: Mapping[str, Iterable[Any]]) -> "Predicate":
         return cls(tuple(sorted((c, frozenset(v)) for c, v in mapping.items())))

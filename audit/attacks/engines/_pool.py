@@ -30,18 +30,19 @@ class CellBook:
         self.problem, self.keys = problem, list(keys)
         self.bounds = np.cumsum((0,) + problem.sizes)
         index = {k: i for i, k in enumerate(self.keys)}
-        counts = [c for c in problem.constraints if c.statistic.kind == "count" and c.key.rsplit(":", 1)[0] in index]
+        cell = {c.key: c.key.rsplit(":", 1)[0] for c in (*problem.constraints, *fixed)}  # TABLE:CELL of each
+        counts = [c for c in problem.constraints if c.statistic.kind == "count" and cell[c.key] in index]
         self.n_cells = len(counts)
-        counts += [c for c in fixed if c.key.rsplit(":", 1)[0] not in index]  # the last columns of the counts
-        self.numeric = [(index[c.key.rsplit(":", 1)[0]], c) for c in problem.constraints
-                        if c.statistic.kind != "count" and c.key.rsplit(":", 1)[0] in index]
+        counts += [c for c in fixed if cell[c.key] not in index]  # the last columns of the counts
+        self.numeric = [(index[cell[c.key]], c) for c in problem.constraints
+                        if c.statistic.kind != "count" and cell[c.key] in index]
         width = self.bounds[-1]
         self.flats = np.array([flat_mask(problem, c.predicate) for c in counts], dtype=np.int64).reshape(len(counts), width)
         self._by_atom = np.ascontiguousarray(self.flats.T.astype(bool))  # atom -> count cells whose region allows it
         self.lo = np.array([int_lo(c.lo, c.lo_open) or 0 for c in counts], dtype=np.int64)
         self.hi = np.array([np.iinfo(np.int32).max if c.hi is None else int_hi(c.hi, c.hi_open) for c in counts],
                            dtype=np.int64)
-        self._cell = np.array([index.get(c.key.rsplit(":", 1)[0], -1) for c in counts], dtype=np.int64)
+        self._cell = np.array([index.get(cell[c.key], -1) for c in counts], dtype=np.int64)
         edits = np.array([flat_mask(problem, e) for e in problem.edits], dtype=np.int64).reshape(len(problem.edits), width)
         self._edit_by_atom = np.ascontiguousarray(edits.T.astype(bool))
         self.base = np.asarray(base, dtype=np.int64).reshape(-1, len(problem.sizes))
@@ -188,9 +189,9 @@ class Pool:
         base = self.book.base
         if len(base) == 0:
             return
-        rows = base[np.sort(np.unique(base, axis=0, return_index=True)[1])]
+        index = np.sort(np.unique(base, axis=0, return_index=True)[1])  # each distinct row's first position
+        rows = base[index]
         n, sizes = len(rows), self.book.problem.sizes
-        index = np.array([int(np.flatnonzero((base == r).all(axis=1))[0]) for r in rows])
         subsets = [list(cs) for k in (1, 2) for cs in itertools.combinations(range(len(sizes)), k)]
         olds, news = [], []
         for cs in subsets:  # one row changed in every column of cs
