@@ -18,11 +18,9 @@ HINT = f"{TORCH_CPU} && pip install 'disclosure-audit[rank]'"
 
 
 def torch_available() -> bool:
-    try:
-        import torch  # noqa: F401
-    except ImportError:
-        return False
-    return True
+    """Whether PyTorch is installed, found without importing it (an import costs seconds per run)."""
+    import importlib.util
+    return importlib.util.find_spec("torch") is not None
 
 
 def _torch():
