@@ -329,4 +329,7 @@ def test_small_units_batched_row_by_row_rank_as_one_unit_at_a_time(tmp_path):
     batched = RankAttack(blocks, options=opts).evaluate().units
     alone = RankAttack(blocks, options=replace(opts, combine="factor", batch_elements=1)).evaluate().units
     assert [u.ranked for u in batched] == [u.ranked for u in alone]
+    two = RankAttack(blocks, options=opts, workers=2).evaluate().units     # forked workers: the same results
+    assert [(u.ranked, u.baselines) for u in two] == [(u.ranked, u.baselines) for u in batched]
+    assert [u.loss for u in two] == pytest.approx([u.loss for u in batched], rel=1e-4, abs=1e-5)
     assert [u.loss for u in batched] == pytest.approx([u.loss for u in alone], rel=1e-4, abs=1e-5)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Iterable, Mapping
 
 import numpy as np
@@ -31,8 +32,8 @@ class Predicate:
     def as_dict(self) -> dict[str, frozenset]:
         return dict(self.clauses)
 
-    @property
-    def columns(self) -> tuple[str, ...]:
+    @cached_property
+    def columns(self) -> tuple[str, ...]:   # cached: every unit's problem checks its cells' predicates
         return tuple(c for c, _ in self.clauses)
 
     @property
