@@ -164,22 +164,28 @@ def _attack_batch(problems: Sequence[Problem], priors: Sequence[np.ndarray | Non
 
 
 def _respect_edits(problems, unit_ids, rounded: np.ndarray, ps, ns, opts: RankOptions) -> np.ndarray:
-    """Redraw the rounded rows that break an edit (:func:`respect_edits`), fetching only their softmaxes."""
-    B, K = rounded.shape[:2]
+    """Redraw the rounded rows that break an edit (:func:`respect_edits`), fetching only their softmaxes. Units
+    with the same edits (a level's) are checked in one pass over all their runs' rows."""
+    B, K, N, C = rounded.shape
     torch = _torch()
+    groups: dict = {}
     for b, u in enumerate(unit_ids):
-        edits = edit_tables(problems[u])
+        groups.setdefault(tuple(map(id, problems[u].edits)), []).append(b)
+    for members in groups.values():
+        edits = edit_tables(problems[unit_ids[members[0]]])
         if not edits:
             continue
-        for k in range(K):
-            rows = rounded[b, k, :ns[b]]
-            bad = np.flatnonzero(breaks(rows, edits))
-            if len(bad):
-                r = b * K + k
-                probs = [np.zeros((len(rows), p.shape[-1]), np.float64) for p in ps]
-                for c, p in enumerate(ps):
-                    probs[c][bad] = p[r].index_select(0, torch.as_tensor(bad, device=p.device)).cpu().numpy()
-                rounded[b, k, :ns[b]] = respect_edits(problems[u], rows, probs, opts.seed, k, edits)
+        sub = rounded[members]
+        bad_rows = breaks(sub.reshape(-1, C), edits).reshape(len(members), K, N)
+        bad_rows &= np.arange(N) < np.asarray([ns[b] for b in members])[:, None, None]
+        for i, k in zip(*np.nonzero(bad_rows.any(2))):
+            b, u = members[i], unit_ids[members[i]]
+            rows, bad = rounded[b, k, :ns[b]], np.flatnonzero(bad_rows[i, k])
+            r = b * K + k
+            probs = [np.zeros((len(rows), p.shape[-1]), np.float64) for p in ps]
+            for c, p in enumerate(ps):
+                probs[c][bad] = p[r].index_select(0, torch.as_tensor(bad, device=p.device)).cpu().numpy()
+            rounded[b, k, :ns[b]] = respect_edits(problems[u], rows, probs, opts.seed, k, edits)
     return rounded
 
 
