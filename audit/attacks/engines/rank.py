@@ -31,7 +31,10 @@ parent start rounds back to itself too rarely when the release barely moves it, 
 **Batching.** Units of one level share their domains, so every (unit, run) pair of a batch is one
 slice of a ``[units * runs, rows, atoms]`` tensor (units padded to a common row count, pad rows masked
 out of every answer) and one Adam optimiser steps them all: one tensor program per batch, on the GPU
-when there is one. Units are sorted by size and cut into batches under ``batch_elements``.
+when there is one. Units are sorted by size and cut into batches under ``batch_elements`` (and at 25% padding
+on CPU, 2x on a GPU). A batch of small units is answered row by row (:mod:`.rank_rows`), else through its
+slots' Gram matrix (:mod:`.rank_program`). A unit's result does not depend on the units batched with it (up
+to float rounding), so ``workers`` forked processes on CPU give the rankings of one.
 
 **Determinism.** All randomness (start datasets, rounding uniforms, holdout splits) comes from numpy
 generators seeded by ``(seed, crc32(unit geo), run)``, independent of batching and device; the
@@ -184,12 +187,15 @@ class RankAttack:
         return out, skipped
 
     def _batches(self, order: list[int], n_queries: int):
-        budget = self.options.batch_elements or (2 ** 28 if self._device == "cuda" else 2 ** 24)
+        cuda = self._device == "cuda"
+        budget = self.options.batch_elements or (2 ** 28 if cuda else 2 ** 24)
+        # a GPU step of the extract's small blocks costs its kernel launches, not its padding: wider batches there
+        spread = 2.0 if cuda else 1.25
         batch: list[int] = []
         first = 0
-        for i in order:   # sorted by size: cut at the memory budget, or when padding would waste > ~25%
+        for i in order:   # sorted by size: cut at the memory budget, or when padding would waste > ~25% (CPU)
             n = max(1, self.problems[i].n_rows[1])
-            if batch and ((len(batch) + 1) * n * n_queries * self.options.runs > budget or n > first * 1.25 + 1):
+            if batch and ((len(batch) + 1) * n * n_queries * self.options.runs > budget or n > first * spread + 1):
                 yield batch
                 batch = []
             if not batch:
