@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from functools import cached_property
+from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
 import numpy as np
