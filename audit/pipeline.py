@@ -178,7 +178,8 @@ def run_audit(data: Optional[Path], schema: Optional[Path], tables: Path, out: P
     fresh: dict[str, dict] = {}
     if options.rank:
         ranked = inputs or inputs_from(data, schema, tables, options.infer_schema, options.geography)
-        fresh["rank"], _ = write_ranking(ranked, RankOptions(seed=options.seed), out, made_from=made_from)
+        fresh["rank"], _ = write_ranking(ranked, RankOptions(seed=options.seed), out, made_from=made_from,
+                                         workers=options.scale.workers if options.scale else 1)
     if options.linear_secret:
         fresh["linear"] = write_linear(data, options.linear_secret, options.linear_public or "", out,
                                        seed=options.seed, sweep=True, memory_mb=options.memory_mb)

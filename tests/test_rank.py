@@ -297,3 +297,39 @@ def test_a_match_rate_of_zero_is_explained():
     assert unit.explain() == ["no ranked row matches a true row exactly: age is published only as a mean, "
                               "so a row must guess its exact value among 3"]
     assert averaged_only(base) == []                              # the full histogram selects on age
+
+
+def _small_sf1_blocks(tmp_path, persons: int = 3):
+    """samples/sf1 cut to its first ``persons`` persons a block: units small enough for the row-by-row answers."""
+    import pandas as pd
+    from audit.inputs import load_inputs
+
+    frame = pd.read_csv(SF1 / "data.csv", dtype=str, keep_default_na=False)
+    frame.groupby(["tract", "block"], sort=False).head(persons).to_csv(tmp_path / "data.csv", index=False)
+    problems = load_inputs(tmp_path / "data.csv", SF1 / "schema.yaml", SF1 / "tables.yaml").problems()
+    return [p for p in problems if p.level == "block"]
+
+
+def test_small_units_batched_row_by_row_rank_as_one_unit_at_a_time(tmp_path):
+    # the row-by-row answers (auto, small units batched) against the Gram form one unit per batch: same
+    # rankings and losses up to float rounding; exact on integer data (residual > 0 exactly on the violations)
+    blocks = _small_sf1_blocks(tmp_path)
+    assert len(blocks) >= 5 and max(p.n_rows[1] for p in blocks) <= 3
+    p = blocks[0]
+    keys = [t.key for t in _Encoding([p], {}).terms[0]]
+    rng = np.random.default_rng(1)
+    for trial in range(3):
+        rows = p.truth.copy()
+        if trial:
+            rows[rng.integers(len(rows)), rng.integers(len(p.sizes))] = 0
+        r = relaxed_residuals(p, rows, combine="auto")
+        assert {k for k, v in zip(keys, r) if v > 1e-3} == set(p.violations(rows))
+    opts = RankOptions(runs=3, steps=30, device="cpu", init="uniform", project=False)
+    blocks = blocks[:6]
+    batched = RankAttack(blocks, options=opts).evaluate().units
+    alone = RankAttack(blocks, options=replace(opts, combine="factor", batch_elements=1)).evaluate().units
+    assert [u.ranked for u in batched] == [u.ranked for u in alone]
+    two = RankAttack(blocks, options=opts, workers=2).evaluate().units     # forked workers: the same results
+    assert [(u.ranked, u.baselines) for u in two] == [(u.ranked, u.baselines) for u in batched]
+    assert [u.loss for u in two] == pytest.approx([u.loss for u in batched], rel=1e-4, abs=1e-5)
+    assert [u.loss for u in batched] == pytest.approx([u.loss for u in alone], rel=1e-4, abs=1e-5)

@@ -138,6 +138,9 @@ def test_rank_lift_per_unit_and_skipped_without_rank(tmp_path):
     assert outcomes(checks, "rank_lift") == ["fail", "pass", "skipped"]
     lift, at, which = rank_lift(rank["units"][0], rank["pooled"]["k_over_u"], 0.5)
     assert lift == pytest.approx(0.2) and at == 0.1 and which == "tract"  # k/u = 1.0 ignored (above 0.5)
+    # a 1-person unit has no holdout baseline (None): the other baselines stand (crashed audit run --rank)
+    one = {"attack": [1.0, 1.0, 1.0], "baselines": {"holdout": None, "tract": [0.3, 0.2, 0.2]}}
+    assert rank_lift(one, rank["pooled"]["k_over_u"], 0.5) == (pytest.approx(0.8), 0.5, "tract")
 
 
 def test_linear_accuracy_is_release_wide(tmp_path):

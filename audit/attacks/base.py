@@ -117,11 +117,12 @@ class RankingAttack(_Evaluator):
 
     name = "rank"
 
-    def __init__(self, inputs: Inputs, options: RankOptions | None = None, noise: Mapping[str, float] | None = None):
-        self.inputs, self.options, self.noise = inputs, options, noise
+    def __init__(self, inputs: Inputs, options: RankOptions | None = None, noise: Mapping[str, float] | None = None,
+                 workers: int = 1):
+        self.inputs, self.options, self.noise, self.workers = inputs, options, noise, workers
 
     def evaluate(self) -> "RankingAttack":
-        self._result = rank_result(rank_inputs(self.inputs, self.options, self.noise))
+        self._result = rank_result(rank_inputs(self.inputs, self.options, self.noise, self.workers))
         return self
 
 

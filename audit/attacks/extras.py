@@ -27,10 +27,11 @@ RANK_WRITES = ("rank.json", "rank.svg", "*.tmp")  # what audit rank writes in it
 LINEAR_WRITES = ("linear.json", "linear_*.svg", "*.tmp")  # and audit linear
 
 
-def write_ranking(inputs, options, out: Path, top: Optional[int] = None, made_from: dict | None = None):
-    """Run the ranking attack, write ``out/rank.json`` (with the inputs' fingerprint) and ``rank.svg``;
-    return the document and the results."""
-    results = RankingAttack(inputs, options).evaluate().results().detail
+def write_ranking(inputs, options, out: Path, top: Optional[int] = None, made_from: dict | None = None,
+                  workers: int = 1):
+    """Run the ranking attack (on CPU in ``workers`` processes), write ``out/rank.json`` (with the inputs'
+    fingerprint) and ``rank.svg``; return the document and the results."""
+    results = RankingAttack(inputs, options, workers=workers).evaluate().results().detail
     doc = {"notice": NOTICE, "confidential": True,
            "inputs": {"data": inputs.data_path, "schema": inputs.schema.source, "tables": inputs.schedule.source},
            "fingerprint": {**(made_from or {}), "options": asdict(options)},

@@ -191,7 +191,8 @@ def rank_lift(curve: Mapping, k_over_u: list | None, upto: float) -> tuple[float
     for i, k in enumerate(ks):
         if k is None or k > upto + 1e-12 or i >= len(attack) or attack[i] is None:
             continue
-        bases = {n: b[i] for n, b in (curve.get("baselines") or {}).items() if i < len(b) and b[i] is not None}
+        bases = {n: b[i] for n, b in (curve.get("baselines") or {}).items()   # None: no holdout (a 1-person unit)
+                 if b is not None and i < len(b) and b[i] is not None}
         name, base = max(bases.items(), key=lambda kv: kv[1]) if bases else ("chance", k)
         if attack[i] - base > best:
             best, at, which = attack[i] - base, k, name

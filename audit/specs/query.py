@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import re
+from functools import cached_property
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
@@ -45,8 +46,8 @@ class Predicate:
     def as_dict(self) -> dict[str, frozenset]:
         return dict(self.clauses)
 
-    @property
-    def columns(self) -> tuple[str, ...]:
+    @cached_property
+    def columns(self) -> tuple[str, ...]:   # cached: every unit's problem checks its cells' predicates
         return tuple(c for c, _ in self.clauses)
 
     @property

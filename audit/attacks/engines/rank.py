@@ -31,7 +31,10 @@ parent start rounds back to itself too rarely when the release barely moves it, 
 **Batching.** Units of one level share their domains, so every (unit, run) pair of a batch is one
 slice of a ``[units * runs, rows, atoms]`` tensor (units padded to a common row count, pad rows masked
 out of every answer) and one Adam optimiser steps them all: one tensor program per batch, on the GPU
-when there is one. Units are sorted by size and cut into batches under ``batch_elements``.
+when there is one. Units are sorted by size and cut into batches under ``batch_elements`` (and at 25% padding
+on CPU, 2x on a GPU). A batch of small units is answered row by row (:mod:`.rank_rows`), else through its
+slots' Gram matrix (:mod:`.rank_program`). A unit's result does not depend on the units batched with it (up
+to float rounding), so ``workers`` forked processes on CPU give the rankings of one.
 
 **Determinism.** All randomness (start datasets, rounding uniforms, holdout splits) comes from numpy
 generators seeded by ``(seed, crc32(unit geo), run)``, independent of batching and device; the
@@ -63,16 +66,27 @@ Lift is the attack's match rate minus the baseline's at each ``k/u``.
 """
 from __future__ import annotations
 
+import multiprocessing
 import time
+from collections import Counter
+from dataclasses import fields
 from typing import Mapping, Sequence
 
 import numpy as np
 
 from ...problem.build import Problem
 from .rank_options import RankOptions, _seed, _torch, resolve_device, unit_key
-from .rank_encoding import _Encoding
+from .rank_encoding import _Encoding, skip_notes
 from .rank_relaxation import _attack_batch
 from .rank_results import RankResults, UnitRank, match_rates, parent_rows, rank_rows
+
+
+_FORKED = None   # (attack, parents, priors) while a pool of forked workers ranks its units
+
+
+def _rank_part(indices: list[int]) -> tuple[dict, Counter]:
+    attack, parents, priors = _FORKED
+    return attack._rank_units(indices, parents, priors)
 
 
 class RankAttack:
@@ -85,11 +99,14 @@ class RankAttack:
         baselines and ``init='parent'``; without them only the holdout baseline is computed.
     options : :class:`RankOptions`.
     noise : constraint key (or ``"*"``) -> noise standard deviation of that published value.
+    workers : on CPU, rank the units in this many forked processes (units of every size in each; the rankings
+        are those of one process: a unit's result does not depend on the units batched with it).
     """
 
     def __init__(self, problems: Sequence[Problem], frame=None, geography: Sequence[str] = (),
-                 options: RankOptions | None = None, noise: Mapping[str, float] | None = None):
+                 options: RankOptions | None = None, noise: Mapping[str, float] | None = None, workers: int = 1):
         self.problems = list(problems)
+        self.workers = max(1, int(workers))
         self.frame, self.geography = frame, tuple(geography)
         self.options = options or RankOptions()
         self.noise = dict(noise or {})
@@ -124,30 +141,61 @@ class RankAttack:
             notes = ["init=parent: units without a parent geography start uniform"]
         else:
             notes = []
-        out: list = [None] * len(self.problems)
-        groups: dict = {}
-        for i, p in enumerate(self.problems):
-            groups.setdefault(p.domains, []).append(i)
-        for domains, members in groups.items():
-            enc = _Encoding([self.problems[i] for i in members], self.noise)
-            notes.extend(n for n in enc.notes if n not in notes)
-            local = {i: j for j, i in enumerate(members)}
-            order = sorted(members, key=lambda i: (self.problems[i].n_rows[1], i))
-            for batch in self._batches(order, len(enc.query_slots)):
-                sub = [self.problems[i] for i in members]
-                res = _attack_batch(sub, [priors[i] for i in members], enc, [local[i] for i in batch], opts, device)
-                for j, i in enumerate(batch):
-                    out[i] = (res.rounded[j], res.loss[j], res.consistent[j], res.broken[j], res.rounded_ok[j])
-        units = tuple(self._score(p, parents[i], *out[i]) for i, p in enumerate(self.problems))
+        order = sorted(range(len(self.problems)), key=lambda i: (self.problems[i].n_rows[1], i))
+        workers = min(self.workers, len(order))
+        if workers > 1 and device == "cpu" and "fork" in multiprocessing.get_all_start_methods():
+            global _FORKED
+            _FORKED = (self, parents, priors)     # the workers inherit the problems and frame by fork, unpickled
+            try:
+                with multiprocessing.get_context("fork").Pool(workers) as pool:   # units of every size in each
+                    parts = pool.map(_rank_part, [order[w::workers] for w in range(workers)])
+            finally:
+                _FORKED = None
+        else:
+            parts = [self._rank_units(order, parents, priors)]
+        scored: dict = {}
+        skipped: Counter = Counter()
+        for part, skips in parts:
+            scored.update(part)
+            skipped.update(skips)
+        units = tuple(UnitRank(p, **scored[i]) for i, p in enumerate(self.problems))
+        notes.extend(skip_notes(skipped))
         return RankResults(units, opts, device, time.perf_counter() - start, tuple(notes))
 
+    def _rank_units(self, indices: Sequence[int], parents: list, priors: list) -> tuple[dict, Counter]:
+        """Attack and score the units ``indices``: each one's :class:`UnitRank` fields but its problem, and the
+        cells left out of the relaxed loss."""
+        opts, device = self.options, self._device
+        self._parent_ranks: dict = {}
+        out: dict = {}
+        skipped: Counter = Counter()
+        groups: dict = {}
+        for i in indices:
+            groups.setdefault(self.problems[i].domains, []).append(i)
+        for domains, members in groups.items():
+            enc = _Encoding([self.problems[i] for i in members], self.noise)
+            skipped.update(enc.skipped)
+            local = {i: j for j, i in enumerate(members)}
+            sub = [self.problems[i] for i in members]
+            order = sorted(members, key=lambda i: (self.problems[i].n_rows[1], i))
+            for batch in self._batches(order, len(enc.query_slots)):
+                res = _attack_batch(sub, [priors[i] for i in members], enc, [local[i] for i in batch], opts, device)
+                for j, i in enumerate(batch):
+                    unit = self._score(self.problems[i], parents[i], res.rounded[j], res.loss[j], res.consistent[j],
+                                       res.broken[j], res.rounded_ok[j])
+                    out[i] = {f.name: getattr(unit, f.name) for f in fields(UnitRank) if f.name != "problem"}
+        return out, skipped
+
     def _batches(self, order: list[int], n_queries: int):
-        budget = self.options.batch_elements or (2 ** 28 if self._device == "cuda" else 2 ** 24)
+        cuda = self._device == "cuda"
+        budget = self.options.batch_elements or (2 ** 28 if cuda else 2 ** 24)
+        # a GPU step of the extract's small blocks costs its kernel launches, not its padding: wider batches there
+        spread = 2.0 if cuda else 1.25
         batch: list[int] = []
         first = 0
-        for i in order:   # sorted by size: cut at the memory budget, or when padding would waste > ~25%
+        for i in order:   # sorted by size: cut at the memory budget, or when padding would waste > ~25% (CPU)
             n = max(1, self.problems[i].n_rows[1])
-            if batch and ((len(batch) + 1) * n * n_queries * self.options.runs > budget or n > first * 1.25 + 1):
+            if batch and ((len(batch) + 1) * n * n_queries * self.options.runs > budget or n > first * spread + 1):
                 yield batch
                 batch = []
             if not batch:
@@ -172,14 +220,18 @@ class RankAttack:
             tset = set(map(tuple, target.tolist()))
             hranked = rank_rows(held)
             baselines["holdout"] = match_rates(hranked, tset, min(len(tset), len(hranked)), grid)
-        for name, rows in parents.items():
-            baselines[name] = match_rates(rank_rows(rows), true_set, u, grid) if len(rows) else None
+        for name, rows in parents.items():   # a parent's ranking once for all its units (the state's: 64k rows)
+            if id(rows) not in self._parent_ranks:
+                self._parent_ranks[id(rows)] = (rows, rank_rows(rows))
+            ranked_parent = self._parent_ranks[id(rows)][1]
+            baselines[name] = match_rates(ranked_parent, true_set, u, grid) if len(rows) else None
         return UnitRank(p, ranked, None if attack is None else tuple(attack),
                         {k: None if v is None else tuple(v) for k, v in baselines.items()}, u, loss, consistent,
                         broken, rounded_ok)
 
 
-def rank_inputs(inputs, options: RankOptions | None = None, noise: Mapping[str, float] | None = None) -> RankResults:
+def rank_inputs(inputs, options: RankOptions | None = None, noise: Mapping[str, float] | None = None,
+                workers: int = 1) -> RankResults:
     """Tabulate the inputs, build every unit's problem and run :class:`RankAttack` on them."""
     problems = inputs.problems(inputs.release())
-    return RankAttack(problems, inputs.frame, inputs.schema.geography, options, noise).evaluate()
+    return RankAttack(problems, inputs.frame, inputs.schema.geography, options, noise, workers).evaluate()

@@ -55,8 +55,8 @@ class _Encoding:
             for i, e in enumerate(p.edits):
                 terms.append(_Term(self.query(self._clauses(p, e)), -1, 0.0, 0.0, 1.0, True, f"edit:{i}"))
             self.terms.append(terms)
-        for kind, n in sorted(skipped.items()):
-            self.notes.append(f"{n} {kind} cells are not in the relaxed loss (no differentiable form here)")
+        self.skipped = skipped
+        self.notes.extend(skip_notes(skipped))
 
     def _clauses(self, p: Problem, predicate) -> tuple:
         key = id(predicate)          # units of a level share their predicates (kept alive by the problems)
@@ -164,6 +164,12 @@ class _Encoding:
         for c, a in enumerate(self.sizes):
             out.setdefault(a, []).append(c)
         return list(out.values())
+
+
+def skip_notes(skipped: Counter) -> list[str]:
+    """The notes on the cells left out of the relaxed loss, by kind (counts of :attr:`_Encoding.skipped`)."""
+    return [f"{n} {kind} cells are not in the relaxed loss (no differentiable form here)"
+            for kind, n in sorted(skipped.items())]
 
 
 def _with(clauses: tuple, col: int, member: np.ndarray) -> tuple:

@@ -66,7 +66,8 @@ class RankOptions:
     grid: tuple[float, ...] = GRID
     batch_elements: int | None = None  # bound on runs * units * rows * queries per tensor program
                                        # (None: 2**24 on CPU, 2**28 on CUDA, ~5 GB of activations)
-    combine: str = "auto"           # answers: factor (Gram matrix of the slots; default), matmul (log space) or gather
+    combine: str = "auto"           # answers: auto (factor, small units row by row), factor (Gram matrix of the slots),
+                                    # matmul (log space) or gather
     confidence: float = 0.95
     keep: float = 0.5               # share of terms in each step's loss while exploring (1: all)
     explore: float = 0.5            # share of the steps that explore

@@ -1,12 +1,13 @@
 """RAP-RANK's tensor program for a batch of (unit, run) pairs: relaxed rows, answers and residuals.
 
-``combine="factor"`` (the default) keeps one logits tensor per group of columns with the same number of
+``combine="factor"`` keeps one logits tensor per group of columns with the same number of
 atoms (one softmax per group, no per-column slices whose backward fills a full-size zero tensor each), maps
 each group's softmaxes to its clause slots with one block matrix, and answers every query of at most two
 clauses from the slots' Gram matrix (one batched matmul); longer queries are products of slots, taken in log
 space through a small dense incidence (one matmul per product table) where they span several slots.
-``matmul`` (products in log space through a dense incidence) and ``gather`` are the earlier forms, kept to
-measure against.
+``auto`` (the default) is ``factor``, except that a batch of small units is answered row by row
+(:mod:`.rank_rows`) where that takes fewer products than the Gram matrix. ``matmul`` (products in log space
+through a dense incidence) and ``gather`` are the earlier forms, kept to measure against.
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import numpy as np
 
 from .rank_encoding import _Encoding, _Term, factor_plan, split_plan
 from .rank_options import _torch
+from .rank_rows import row_answers, row_loss, row_residual
 
 
 class _Program:
@@ -24,7 +26,8 @@ class _Program:
     def __init__(self, enc: _Encoding, terms: Sequence[Sequence[_Term]], runs: int, rowmask: np.ndarray, dev,
                  combine: str = "factor"):
         torch = self.torch = _torch()
-        self.enc, self.combine, self.dev = enc, combine, dev
+        self.enc, self.dev = enc, dev
+        self.combine, self._rows_allowed = ("factor", True) if combine == "auto" else (combine, False)
         B, T = len(terms), max(1, max(len(t) for t in terms))
         cols = {name: np.zeros((B, T), dt) for name, dt in
                 (("q1", np.int64), ("q2", np.int64), ("lo", np.float32), ("hi", np.float32), ("w", np.float32),
@@ -42,9 +45,15 @@ class _Program:
             cols["w"][b, :n], cols["check"][b, :n] = a[:, 4], a[:, 5] != 0
         for name, arr in cols.items():
             setattr(self, name, torch.tensor(np.repeat(arr, runs, axis=0), device=dev))
+        # units of a level usually publish the same cells: one index for every row then (a gather's backward
+        # is a scatter-add over the whole batch), and no divisor when every term is a count or sum
+        q1 = cols["q1"]
+        self.shared_q1 = torch.tensor(q1[0], device=dev) if (q1 == q1[0]).all() else None
+        self.no_divisor = not cols["q2"].any()
         self.mask = torch.tensor(rowmask, device=dev, dtype=torch.float32)
         self.groups = enc.groups()
-        if combine == "factor":
+        self.per_row = False
+        if self.combine == "factor":
             self._factor_tensors()
         else:
             self.mats, self.gather, self.incidence = enc.tensors(torch, dev)
@@ -89,6 +98,23 @@ class _Program:
                 cost = plan[0].size + plan[1].size + len(plan[0]) * len(plan[1]) / 8
                 if cost < best:
                     best, self.halves = cost, tuple(torch.tensor(x, device=self.dev) for x in plan)
+        # per row (rank_rows) rather than a Gram matrix when the Gram has more entries than the rows have
+        # answers (small units: the extract's blocks of 1-6 rows), where every unit has the same count terms
+        gram = (counts[wide] + n_rest) * n_rest + (len(self.halves[0]) * len(self.halves[1]) if self.halves else 0)
+        self.per_row = (self._rows_allowed and self.shared_q1 is not None and self.no_divisor and bool((self.shared_q1 > 0).all())
+                        and self.mask.shape[1] * len(enc.query_slots) < gram)
+        if self.per_row:   # slot-major bounds (open ends infinite) and each term's query in the plan's order
+            inf = torch.tensor(np.inf, device=self.dev)
+            self.lo_t = torch.where(self.has_lo > 0, self.lo, -inf).t().contiguous()
+            self.hi_t = torch.where(self.has_hi > 0, self.hi, inf).t().contiguous()
+            self.term_index = self.shared_q1 - 1
+            inc = np.zeros((len(enc.query_slots), total), dtype=np.float32)     # queries x (slots 1.., mask)
+            for q, slots in enumerate(enc.query_slots):
+                for col, j in slots:
+                    inc[q, base[col] + j - 1] += 1.0
+            inc[:, -1] = 1.0
+            self.row_incidence = torch.tensor(inc, device=self.dev)
+            self.log_mask = torch.where(self.mask > 0, 0.0, -1e4).reshape(1, -1)
         self.tables = {}   # a product table -> its log-space incidence (slots x products), when over one slot wide
         for table in ([self.halves[0], self.halves[1]] if self.halves is not None else [self.high]):
             t = table.cpu().numpy()
@@ -169,7 +195,10 @@ class _Program:
 
     def _factored(self, slots):
         """Answers from the slots' Gram matrix (every query of <= 2 clauses) and products of gathered
-        slots (longer ones); ``slots`` is (R, N, S) without the constant slot 0, prepended here."""
+        slots (longer ones); ``slots`` is (R, N, S) without the constant slot 0, prepended here. Small units:
+        per row, slot-major (:func:`.rank_rows.row_answers`)."""
+        if self.per_row:
+            return row_answers(self, slots)
         torch = self.torch
         mass = torch.cat([torch.ones_like(slots[..., :1]), slots], dim=-1)
         masked = mass * self.mask[..., None]
@@ -200,10 +229,25 @@ class _Program:
             prod = prod * mass.index_select(-1, table[:, j])
         return prod
 
+    def orient(self, x):
+        """A per-term tensor ``(R, terms)`` in the layout :meth:`loss` takes (slot-major on the per-row path)."""
+        return x.t().contiguous() if self.per_row else x
+
+    def loss(self, ans, weight):
+        """Per (unit, run), the terms' weighted squared residuals; ``weight`` as :meth:`orient` gives it."""
+        if self.per_row:
+            return row_loss(self, ans, weight)
+        r = self.residual(ans)
+        return (weight * r * r).sum(1)
+
     def residual(self, ans):
         """How far each term lies outside ``[lo * d, hi * d]`` (0 inside)."""
+        if self.per_row:
+            return row_residual(self, ans)
         torch = self.torch
-        a = torch.gather(ans, 1, self.q1)
+        a = torch.gather(ans, 1, self.q1) if self.shared_q1 is None else ans.index_select(1, self.shared_q1)
+        if self.no_divisor:     # d = 1
+            return torch.relu(self.lo - a) * self.has_lo + torch.relu(a - self.hi) * self.has_hi
         d = torch.gather(ans, 1, self.q2)
         return (torch.relu(self.lo * d - a) * self.has_lo + torch.relu(a - self.hi * d) * self.has_hi)
 

@@ -74,18 +74,12 @@ def _attack_batch(problems: Sequence[Problem], priors: Sequence[np.ndarray | Non
     torch = _torch()
     dev = torch.device(device)
     torch.manual_seed(opts.seed)
-    combine = opts.combine
     K, B = opts.runs, len(unit_ids)
     sizes = enc.sizes
     C = len(sizes)
     ns = [problems[u].n_rows[1] for u in unit_ids]
     N = max(1, max(ns))
     width = int(enc.offsets[-1])
-    if combine == "auto":   # the factorised form everywhere since its longer products are taken in log space:
-        # samples/sf1's blocks (17 rows), 16 runs x 100 steps, CPU: 3.6-3.9 s against 5.8-7.8 s for the log-space
-        # matmul; 100 extract blocks of 3.5 rows, 300 steps: 37.8 s against 35.8 s. One form for every batch, so
-        # a unit's form no longer depends on the rows of the units batched with it.
-        combine = "factor"
     init = np.zeros((B, K, N, width), dtype=np.float32)
     uniforms = np.zeros((B, K, N, C), dtype=np.float32)
     rowmask = np.zeros((B, K, N), dtype=np.float32)
@@ -98,7 +92,7 @@ def _attack_batch(problems: Sequence[Problem], priors: Sequence[np.ndarray | Non
             starts.append(_start_rows(p, n, priors[u], opts.init, rng))
             uniforms[b, k, :n] = rng.random((n, C))
         init[b, :, :n] = _row_logits(np.concatenate(starts), sizes, opts.init_mass).reshape(K, n, width)
-    prog = _Program(enc, [enc.terms[u] for u in unit_ids], K, rowmask.reshape(B * K, N), dev, combine)
+    prog = _Program(enc, [enc.terms[u] for u in unit_ids], K, rowmask.reshape(B * K, N), dev, opts.combine)
     R = B * K
     theta = prog.leaves(init.reshape(R, N, width))
     residual, tw = prog.residual, prog.w
@@ -109,22 +103,22 @@ def _attack_batch(problems: Sequence[Problem], priors: Sequence[np.ndarray | Non
     # drawn per (unit, run, term) from the numpy generators: deterministic and batch-independent.
     phase = torch.tensor(np.repeat(np.stack([_seed(opts.seed, unit_key(problems[u]), 0x5EED).random(tw.shape[1])
                                              for u in unit_ids]), K, axis=0), device=dev, dtype=torch.float32)
-    phase = torch.remainder(phase + torch.arange(R, device=dev, dtype=torch.float32)[:, None] * 0.7548776662, 1.0)
+    run = torch.arange(K, device=dev, dtype=torch.float32).repeat(B)[:, None]     # the run, not the batch row: batch-independent
+    phase = torch.remainder(phase + run * 0.7548776662, 1.0)
+    phase, tw = prog.orient(phase), prog.orient(tw)
     explore = int(opts.steps * opts.explore) if opts.keep < 1 else 0
     for step in range(opts.steps):
         opt.zero_grad(set_to_none=True)
-        r = residual(prog.forward(theta))
         weight = tw
         if step < explore:
             weight = tw * (torch.remainder(phase + step * 0.6180339887, 1.0) < opts.keep)
-        loss_r = (weight * r * r).sum(1)
+        loss_r = prog.loss(prog.forward(theta), weight)
         loss_r.sum().backward()
         opt.step()
     with torch.no_grad():
         ps = prog.column_probs(theta)
         if opts.steps == 0:
-            r = residual(prog.forward(theta))
-            loss_r = (tw * r * r).sum(1)
+            loss_r = prog.loss(prog.forward(theta), tw)
         u = torch.tensor(uniforms.reshape(R, N, C), device=dev)
         picks = []
         for c in range(C):
@@ -170,22 +164,28 @@ def _attack_batch(problems: Sequence[Problem], priors: Sequence[np.ndarray | Non
 
 
 def _respect_edits(problems, unit_ids, rounded: np.ndarray, ps, ns, opts: RankOptions) -> np.ndarray:
-    """Redraw the rounded rows that break an edit (:func:`respect_edits`), fetching only their softmaxes."""
-    B, K = rounded.shape[:2]
+    """Redraw the rounded rows that break an edit (:func:`respect_edits`), fetching only their softmaxes. Units
+    with the same edits (a level's) are checked in one pass over all their runs' rows."""
+    B, K, N, C = rounded.shape
     torch = _torch()
+    groups: dict = {}
     for b, u in enumerate(unit_ids):
-        edits = edit_tables(problems[u])
+        groups.setdefault(tuple(map(id, problems[u].edits)), []).append(b)
+    for members in groups.values():
+        edits = edit_tables(problems[unit_ids[members[0]]])
         if not edits:
             continue
-        for k in range(K):
-            rows = rounded[b, k, :ns[b]]
-            bad = np.flatnonzero(breaks(rows, edits))
-            if len(bad):
-                r = b * K + k
-                probs = [np.zeros((len(rows), p.shape[-1]), np.float64) for p in ps]
-                for c, p in enumerate(ps):
-                    probs[c][bad] = p[r].index_select(0, torch.as_tensor(bad, device=p.device)).cpu().numpy()
-                rounded[b, k, :ns[b]] = respect_edits(problems[u], rows, probs, opts.seed, k, edits)
+        sub = rounded[members]
+        bad_rows = breaks(sub.reshape(-1, C), edits).reshape(len(members), K, N)
+        bad_rows &= np.arange(N) < np.asarray([ns[b] for b in members])[:, None, None]
+        for i, k in zip(*np.nonzero(bad_rows.any(2))):
+            b, u = members[i], unit_ids[members[i]]
+            rows, bad = rounded[b, k, :ns[b]], np.flatnonzero(bad_rows[i, k])
+            r = b * K + k
+            probs = [np.zeros((len(rows), p.shape[-1]), np.float64) for p in ps]
+            for c, p in enumerate(ps):
+                probs[c][bad] = p[r].index_select(0, torch.as_tensor(bad, device=p.device)).cpu().numpy()
+            rounded[b, k, :ns[b]] = respect_edits(problems[u], rows, probs, opts.seed, k, edits)
     return rounded
 
 

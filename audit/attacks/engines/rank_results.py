@@ -25,7 +25,11 @@ def match_rates(ranked: Sequence[tuple[tuple, int]], truth: set, u: int, grid: S
     if u <= 0:
         return None
     groups: list[tuple[int, int]] = []           # (size, matches) per frequency, in rank order
+    need, seen = max(1, int(round(max(grid) * u))), 0
     for row, freq in ranked:
+        if seen >= need and groups[-1][2] != freq:   # the groups the largest k reaches are complete
+            break
+        seen += 1
         hit = row in truth
         if groups and groups[-1][2] == freq:
             size, m, _ = groups[-1]
