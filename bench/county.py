@@ -92,9 +92,11 @@ def main() -> int:
         from audit.policy.rules import load_rules
         from audit.protection.options import ProtectOptions
         from audit.protection.protect import protect
+        from audit.scale.protect import ProtectPool
 
         wall = time.perf_counter()
-        report = protect(load_inputs(*paths), ProtectOptions(), load_rules("default"), args.out / "protect")
+        report = protect(load_inputs(*paths), ProtectOptions(), load_rules("default"), args.out / "protect",
+                         pool=ProtectPool())
         print(json.dumps({"protect_wall_s": round(time.perf_counter() - wall, 1), "after": report["after"]["verdict"],
                           "peak_mb": round(_peak())}))
     return 0

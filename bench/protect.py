@@ -90,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
     names = list(args.samples or ([] if args.extract is not None else ["sf1"]))
     names += ["extract"] if args.extract is not None else []
     rules = load_rules(None)
-    pool = ProtectPool.of(args.workers)
+    pool = ProtectPool(args.workers)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(args.out or tmp)

@@ -23,6 +23,7 @@ from audit.inputs import load_inputs
 from audit.policy.rules import load_rules
 from audit.problem.claims import candidates, count_candidates, n_subsets
 from audit.protection.protect import ProtectInterrupted, ProtectOptions, protect
+from audit.scale.protect import ProtectPool
 
 ROOT = Path(__file__).resolve().parents[1]
 BLOCK7 = ROOT / "samples" / "block7"
@@ -243,7 +244,8 @@ def interrupted(tmp_path_factory) -> Path:
             raise KeyboardInterrupt
     inputs = load_inputs(d / "data.csv", d / "schema.yaml", d / "tables.yaml")
     with pytest.raises(ProtectInterrupted):
-        protect(inputs, ProtectOptions(exact=ExactOptions(explain="none")), load_rules(None), d / "out", ctrl_c)
+        protect(inputs, ProtectOptions(exact=ExactOptions(explain="none")), load_rules(None), d / "out", ctrl_c,
+                pool=ProtectPool())
     return d
 
 

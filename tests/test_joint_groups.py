@@ -209,13 +209,14 @@ def test_a_protected_tract_that_passes_has_no_provable_singleton(tmp_path, seed)
     from audit.policy.rules import load_rules
     from audit.protection.options import ProtectOptions
     from audit.protection.protect import protect
+    from audit.scale.protect import ProtectPool
 
     rng = np.random.default_rng(300 + seed)
     tables, rows = random_tract(rng)
     paths = _write(tmp_path, tables, rows)
     (tmp_path / "rules.yaml").write_text("name: ds\nderived_singletons: {min_columns: 1}\n")
     report = protect(load_inputs(*paths), ProtectOptions(exact=ExactOptions(explain="none")),
-                     load_rules(tmp_path / "rules.yaml"), tmp_path / "out")
+                     load_rules(tmp_path / "rules.yaml"), tmp_path / "out", pool=ProtectPool())
     if report["after"]["verdict"] != "pass":
         pytest.skip("protect found no passing pattern")
     inputs = load_inputs(paths[0], paths[1], tmp_path / "out" / "protected.yaml")

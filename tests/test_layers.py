@@ -7,10 +7,8 @@ import audit
 ORDER = ["lazy", "errors", "paths", "signals", "specs", "data", "release", "problem", "inputs", "attacks", "policy", "findings",
          "outputs", "peers", "protection", "scale", "published", "pipeline", "imports", "cli", "commands", "__main__"]
 # Known exceptions, each a reason to split a module further (issue 15): ExactAttack wraps the per-unit
-# run in findings/document.py; the ranking and linear attacks draw their own plots; protect's audits and
-# re-audit stream through audit run's scaled runner (issue 32: protection.protect.audited makes a ProtectPool
-# when none is passed; moving that default to commands/ would remove this one).
-ALLOWED = {("attacks", "findings"), ("attacks", "outputs"), ("protection", "scale")}
+# run in findings/document.py; the ranking and linear attacks draw their own plots.
+ALLOWED = {("attacks", "findings"), ("attacks", "outputs")}
 ROOT = Path(audit.__file__).parent
 
 

@@ -20,6 +20,7 @@ import pytest
 from audit import protection
 from audit.errors import AuditError
 from audit.protection.protect import ProtectInterrupted, protect
+from audit.scale.protect import ProtectPool
 
 LEVELS = {"upper": 1, "lower": 1}
 
@@ -69,7 +70,7 @@ def _persons_hidden(inputs, cells: dict) -> int:
 
 def test_a_block_suppression_the_tract_table_undoes_is_protected_jointly(tmp_path):
     inputs, rules = _tract(tmp_path)
-    report = protect(inputs, ProtectOptions(exact=ExactOptions(explain="none")), rules, tmp_path / "out")
+    report = protect(inputs, ProtectOptions(exact=ExactOptions(explain="none")), rules, tmp_path / "out", pool=ProtectPool())
     per_unit = {u["geo"]: frozenset(u["cells"]) for u in report["units"] if u["cells"]}
     assert per_unit == {"t1/b1": {"B1:M", "B1:F"}}  # the man and his complement: [0, 5] in the block alone
     assert _narrow(inputs, per_unit) == {"b1/B1:M": (1, 1), "b1/B1:F": (4, 4)}  # tract 5 men - b2's 4 = 1
@@ -128,7 +129,7 @@ def _proved_singletons(inputs, suppress: dict) -> set[tuple]:
 
 def test_a_claim_proved_only_with_the_tract_table_is_protected_jointly(tmp_path):
     inputs, rules = _claims_tract(tmp_path)
-    report = protect(inputs, ProtectOptions(exact=ExactOptions(explain="none")), rules, tmp_path / "out")
+    report = protect(inputs, ProtectOptions(exact=ExactOptions(explain="none")), rules, tmp_path / "out", pool=ProtectPool())
     # the audit attacks the tract coupled with its blocks, so it fails from the start; on its own tables
     # every unit passes, so the per-unit search adds nothing and the joint search protects it
     assert report["before"]["failing"][0]["unit_list"] == ["t1"]
@@ -187,14 +188,14 @@ def test_an_interrupted_protect_resumes_to_the_same_recommendation(tmp_path, mon
     recommendation an uninterrupted run gives; a partial file of other rules is refused."""
     inputs, rules = _tract(tmp_path)
     options = ProtectOptions(exact=ExactOptions(explain="none"))
-    fresh = protect(inputs, options, rules, tmp_path / "fresh")
+    fresh = protect(inputs, options, rules, tmp_path / "fresh", pool=ProtectPool())
     out = tmp_path / "out"
 
     def ctrl_c(message):
         if "protecting jointly" in message:
             raise KeyboardInterrupt
     with pytest.raises(ProtectInterrupted, match="interrupted: 1 of 1 units protected, kept in"):
-        protect(inputs, options, rules, out, ctrl_c)
+        protect(inputs, options, rules, out, ctrl_c, pool=ProtectPool())
     partial = json.loads((out / "protection.partial.json").read_text())
     assert partial["stage"] == "search" and [u["geo"] for u in partial["units"]] == ["t1/b1"] and partial["levels"] == []
     assert not (out / "protected.yaml").exists() and not (out / "protection.json").exists()
@@ -203,7 +204,7 @@ def test_an_interrupted_protect_resumes_to_the_same_recommendation(tmp_path, mon
     monkeypatch.setattr(protection.protect, "reaudit", lambda *a, **k: (_ for _ in ()).throw(KeyboardInterrupt()))
     seen = []
     with pytest.raises(ProtectInterrupted, match="and 1 parent units"):
-        protect(inputs, options, rules, out, seen.append, resume=True)
+        protect(inputs, options, rules, out, seen.append, resume=True, pool=ProtectPool())
     assert "unit t1/b1: finished by the interrupted run (protected)" in seen
     assert not (out / "protected.yaml").exists()
     partial = json.loads((out / "protection.partial.json").read_text())
@@ -212,14 +213,14 @@ def test_an_interrupted_protect_resumes_to_the_same_recommendation(tmp_path, mon
 
     monkeypatch.setattr(protection.protect, "reaudit", real)
     seen.clear()
-    report = protect(inputs, options, rules, out, seen.append, resume=True)
+    report = protect(inputs, options, rules, out, seen.append, resume=True, pool=ProtectPool())
     assert "tract t1: finished by the interrupted run (protected)" in seen and not any("protecting" in m for m in seen)
     assert report["recommendation"] == fresh["recommendation"] and report["after"]["verdict"] == "pass"
     assert report["units"] == kept and report["levels"] == partial["levels"]  # taken as they were written
     assert (out / "protected.yaml").exists() and not (out / "protection.partial.json").exists()
 
     with pytest.raises(ProtectInterrupted):
-        protect(inputs, options, rules, out, ctrl_c)
+        protect(inputs, options, rules, out, ctrl_c, pool=ProtectPool())
     (tmp_path / "rules.yaml").write_text("name: levels\nsmall_cells: {threshold: 4}\n")
     with pytest.raises(AuditError, match="was made from other rules"):
-        protect(inputs, options, load_rules(tmp_path / "rules.yaml"), out, resume=True)
+        protect(inputs, options, load_rules(tmp_path / "rules.yaml"), out, resume=True, pool=ProtectPool())

@@ -18,6 +18,7 @@ from audit.policy.checks import unit_intervals
 from audit.policy.rules import load_rules
 from audit.protection.options import Policy, ProtectOptions
 from audit.protection.protect import protect
+from audit.scale.protect import ProtectPool
 from audit.protection.unit import forced_cells, unit_contexts
 from audit.release.constraints import PUBLISHED, SUPPRESSED, Value, pinned_count
 from audit.specs.query import Predicate, Statistic
@@ -120,7 +121,7 @@ def test_protect_lists_a_pinned_cell_and_says_the_rule_pins_it(tmp_path, capsys)
                                           ProtectOptions())
     # the 1 the rule pins is primary, and its line needs a partner: the threshold's suppression hides nothing
     assert primary == ["P2:B"] and len(complementary) == 1 and complementary[0].startswith("P2:")
-    report = protect(inputs, ProtectOptions(), load_rules(), tmp_path / "out")
+    report = protect(inputs, ProtectOptions(), load_rules(), tmp_path / "out", pool=ProtectPool())
     assert report["before"]["verdict"] == "fail" and report["after"]["verdict"] == "pass"
     rec = report["recommendation"]
     assert "P2:B" in rec["cells"]["0001"] and rec["pinned_by_rule"]["cells"] == {"0001": {"P2:B": 1}}
@@ -133,7 +134,8 @@ def test_protect_with_protection_levels_widens_a_pinned_cell(tmp_path):
     """The joint secondary search: the pinned 1 is an interval of one value, so it is listed, with a partner."""
     data, schema, tables = _write(tmp_path, {"suppress_below": 2})
     (tmp_path / "pl.yaml").write_text("name: pl\nprotection_levels: {upper: 1, lower: 1}\n")
-    report = protect(load_inputs(data, schema, tables), ProtectOptions(), load_rules(tmp_path / "pl.yaml"), tmp_path / "out")
+    report = protect(load_inputs(data, schema, tables), ProtectOptions(), load_rules(tmp_path / "pl.yaml"), tmp_path / "out",
+                     pool=ProtectPool())
     assert [f["rule"] for f in report["before"]["failing"]] == ["protection_levels"]
     assert "P2:B suppressed but pinned by its rule (value 1)" in report["before"]["failing"][0]["example"]
     unit, = report["units"]

@@ -19,6 +19,7 @@ from audit.findings.document import unit_json
 from audit.inputs import load_inputs
 from audit.protection.options import Policy, ProtectOptions
 from audit.protection.protect import protect
+from audit.scale.protect import ProtectPool
 from audit.protection.rounds import PRUNE, Rounds, prune
 from audit.protection.unit import suppress_unit, unit_contexts
 from audit.policy.checks import evaluate
@@ -224,7 +225,7 @@ def test_per_unit_suppress_key_is_validated(tmp_path):
 def test_round_and_noise_find_the_smallest_passing_parameter(tmp_path, strategy):
     inputs, rules = _case(tmp_path, *CASES[0])
     options = ProtectOptions(strategy=strategy, rank=False)
-    report = protect(inputs, options, rules, tmp_path / "out")
+    report = protect(inputs, options, rules, tmp_path / "out", pool=ProtectPool())
     sweep = report["sweep"]
     assert [p["passes"] for p in sweep] == [False] * (len(sweep) - 1) + [True]
     assert report["recommendation"] is not None and report["after"]["verdict"] == "pass"
@@ -359,7 +360,8 @@ def test_explain_among_cells_that_do_not_imply_the_claim_is_none(tmp_path):
 
 def test_failed_suppression_search_writes_no_schedule_and_names_the_rules(tmp_path):
     inputs, rules = _case(tmp_path, *CASES[0])
-    report = protect(inputs, ProtectOptions(max_iterations=0, exact=ExactOptions(explain="none")), rules, tmp_path / "out")
+    report = protect(inputs, ProtectOptions(max_iterations=0, exact=ExactOptions(explain="none")), rules, tmp_path / "out",
+                     pool=ProtectPool())
     assert report["recommendation"] is None and not (tmp_path / "out" / "protected.yaml").exists()
     assert report["failing_units"] == {"b1": ["derived_singletons"]}
     assert report["units"][0]["status"] == "gave-up" and "no passing pattern" in report["reason"]
@@ -378,7 +380,7 @@ def test_protect_prints_labels_and_a_failed_round_search_exits_1(tmp_path, capsy
     assert all(f"  {labels[k]} ({k})" in out for k in cells)
     # rounding cannot pass when every base is 1: no protected.yaml, the rules still failing named, exit 1
     report = protect(inputs, ProtectOptions(strategy="round", round_bases=(1,)), load_rules(tmp_path / "rules.yaml"),
-                     tmp_path / "r")
+                     tmp_path / "r", pool=ProtectPool())
     assert report["round_to"] is None and report["recommendation"] is None
     assert report["failing_units"] == {"b1": ["derived_singletons"]} and not (tmp_path / "r" / "protected.yaml").exists()
 

@@ -49,7 +49,7 @@ def test_one_and_two_workers_give_the_same_pattern_with_each_tract_and_its_block
     tasks = list(groups(inputs, {"t1/b1", "t2/b1"}))
     assert [(sorted(set(g.inputs.frame.tract)), sorted(g.todo), g.coupled) for g in tasks] == [
         (["t1"], ["t1/b1"], True), (["t2"], ["t2/b1"], True)]  # a tract's rows and its failing blocks, together
-    one = protect(inputs, options, rules, tmp_path / "one")
+    one = protect(inputs, options, rules, tmp_path / "one", pool=ProtectPool())
     two = protect(inputs, options, rules, tmp_path / "two", pool=ProtectPool(workers=2))
     assert _pattern(one) == _pattern(two)
     assert [d["geo"] for d in two["levels"]] == ["t1", "t2"] and all(d["status"] == "protected" for d in two["levels"])
@@ -86,7 +86,7 @@ def test_ctrl_c_on_the_pool_keeps_the_finished_tasks_and_resume_gives_the_same_p
 
     inputs, rules = _two_tracts(tmp_path)
     options = ProtectOptions(exact=ExactOptions(explain="none"))
-    fresh = protect(inputs, options, rules, tmp_path / "fresh")
+    fresh = protect(inputs, options, rules, tmp_path / "fresh", pool=ProtectPool())
 
     class StopAfterOne(protect_module.Progress):  # Ctrl-C once the first task is recorded
         def update(self, done=None, note="", key=None):
@@ -118,7 +118,7 @@ def test_a_unit_with_the_persons_of_one_searched_before_takes_its_search(tmp_pat
     real = group_module.suppress_unit
     group_module.suppress_unit = lambda *a, **k: calls.append(a[0].geo) or real(*a, **k)
     try:
-        shared = protect(inputs, options, rules, tmp_path / "shared")
+        shared = protect(inputs, options, rules, tmp_path / "shared", pool=ProtectPool())
     finally:
         group_module.suppress_unit = real
     assert calls == [("t1", "b1")]  # t2/b1 took t1/b1's search

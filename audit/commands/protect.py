@@ -62,14 +62,14 @@ def register(app: typer.Typer) -> None:
             raise AuditError("--pattern is audited, not protected", "--pattern", "add --audit-only")
         output_folder(out, inputs={"DATA": data, "--schema": schema, "--tables": tables,
                                    "--rules": named_file(rules), "--pattern": pattern}, writes=WRITES)
-        pool = ProtectPool.of(workers, scheduler, memory_mb)
+        pool = ProtectPool(workers, scheduler, memory_mb)
         inputs = inputs_from(data, schema, tables)
         policy = load_rules(rules)
         exact = ExactOptions(max_columns=max_columns, seed=seed, conflicts=conflicts, unit_seconds=unit_seconds,
                              unit_work=unit_work, max_rows=max_rows, explain_budget=PROTECT_EXPLAIN_BUDGET)
         if audit_only:
             given = None if pattern is None else read_pattern(pattern, inputs, pattern_status, pattern_table)
-            _audit_only(inputs if given is None else with_pattern(inputs, given), exact, policy, out, quiet, given, pool)
+            _audit_only(inputs if given is None else with_pattern(inputs, given), exact, policy, out, quiet, given, pool=pool)
             return
         options = ProtectOptions(strategy=strategy, exact=exact, hitting=hitting, exact_rounds=exact_rounds, cost=cost,
                                  primary=primary, complementary=complementary, alpha=alpha, rank=rank)
@@ -161,7 +161,7 @@ def _joint_note(entry: dict) -> str:
             + (f"; after: {failed(entry['after'])}" if entry.get("after") else ""))
 
 
-def _audit_only(inputs, exact, policy, out: Path, quiet: bool, pattern=None, pool=None) -> None:
+def _audit_only(inputs, exact, policy, out: Path, quiet: bool, pattern=None, *, pool) -> None:
     """Print each unit's hidden cells with their intervals and the failing rules; exit 1 on fail. With
     another tool's ``pattern``: mark the cells it leaves pinned or narrow, list the claims the published
     cells prove, and write the release and review sheet in every form (:mod:`audit.peers.release`)."""

@@ -83,11 +83,6 @@ class GridKeeper:
         return True
 
 
-def kept_grids(ranks: dict, cap: int) -> set:
-    """The keys of the ``cap`` units of highest :func:`grid_rank` (``ranks``: key -> rank)."""
-    return set(heapq.nlargest(cap, ranks, key=ranks.__getitem__))
-
-
 def tables_json(schedule, schema) -> list[dict]:
     """The table schedule as the report draws it: per table its id, title, level, statistics, cells
     (ids in order) and, for cross-classified tables, the ``by`` axes with their codes and labels

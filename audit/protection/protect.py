@@ -57,31 +57,29 @@ WRITES = (*OUTPUTS, *RELEASE_WRITES, STORE_FILE, "noisy_release.csv", "rank.json
 
 
 def audited(inputs: Inputs, exact: ExactOptions, rules, label: str, progress: bool = False,
-            out: Path | None = None, pool=None) -> dict:
-    """``audit run`` at scale (:meth:`audit.scale.protect.ProtectPool.audit`, one process when ``pool`` is
-    None) with units done / total and the ETA shown under ``label``; claim store in ``out`` if given. The
-    units' findings stream through parts on disk, so the document holds none of them in memory."""
-    from ..scale.protect import ProtectPool
-
+            out: Path | None = None, *, pool) -> dict:
+    """``audit run`` at scale on ``pool`` (:meth:`audit.scale.protect.ProtectPool.audit`) with units done / total
+    and the ETA shown under ``label``; claim store in ``out`` if given. The units' findings stream through
+    parts on disk, so the document holds none of them in memory."""
     with Progress(label, quiet=not progress) as bar:
-        return (pool or ProtectPool()).audit(
+        return pool.audit(
             inputs, exact, rules, out, lambda u, done, n: bar.update(done, u["geo"], key=(u["level"], u["geo"])),
             lambda n, done: bar.total(n, done))
 
 
 def reaudit(inputs: Inputs, schedule_path: Path, exact: ExactOptions, rules, progress: bool = False,
-            out: Path | None = None, pool=None) -> dict:
+            out: Path | None = None, *, pool) -> dict:
     """``audit run`` on the protected schedule (the inputs' rows read once): the findings document, with the
     rules' verdict."""
     protected = Inputs(inputs.schema, load_schedule(schedule_path, inputs.schema), inputs.frame, inputs.data_path)
-    return audited(protected, exact, rules, "re-audit: units", progress, out, pool)
+    return audited(protected, exact, rules, "re-audit: units", progress, out, pool=pool)
 
 
-def audit_pattern(inputs: Inputs, exact: ExactOptions, rules, out: Path, progress: bool = False, pool=None) -> dict:
+def audit_pattern(inputs: Inputs, exact: ExactOptions, rules, out: Path, progress: bool = False, *, pool) -> dict:
     """``audit protect --audit-only``: the schedule's own suppression pattern audited as it stands (the
     peers' "Audit"): no new suppression is searched for. Writes findings.json and the claim store to
     ``out``; the document carries every hidden count's feasibility interval and the rules' verdict."""
-    doc = audited(inputs, with_attacker(exact, inputs.schema, rules), rules, "audit: units", progress, out, pool)
+    doc = audited(inputs, with_attacker(exact, inputs.schema, rules), rules, "audit: units", progress, out, pool=pool)
     write_json(doc, out / "findings.json")
     return doc
 
@@ -92,17 +90,18 @@ def _failing_units(doc: dict) -> list[str]:
 
 def protect(inputs: Inputs, options: ProtectOptions, rules, out: Path,
             log: Callable[[str], None] | None = None, progress: bool = False, resume: bool = False,
-            pool=None) -> dict:
+            *, pool) -> dict:
     """Attack, protect and re-audit; write protected.yaml, protection.json, findings.json and
     claims.csv.gz to ``out``; with ``progress``, show units done / total of each stage on stderr. With
     ``resume``, the units and parent units an interrupted run of the same inputs, options and rules
     finished (its ``protection.partial.json``) are taken as they are.
 
-    ``pool`` (:class:`audit.scale.protect.ProtectPool`; None: everything in this process) runs the audits'
-    units (``pool.audit(exact)``: a ``run_units`` for :func:`~audit.findings.document.run_exact`) and the
-    search's tasks (``pool.search(tasks, search, record)``: :func:`~audit.protection.group.protect_group` on
-    each (group, None, index), ``record(result, index)`` as each finishes). The pattern does not depend on
-    it: every task is searched alone and the results are put in the tasks' order."""
+    ``pool`` (:class:`audit.scale.protect.ProtectPool`, made by the caller: this stage does not import scale)
+    runs the audits' units (``pool.audit(exact)``: a ``run_units`` for :func:`~audit.findings.document.run_exact`)
+    and, unless ``pool.local`` (everything in this process), the search's tasks (``pool.search(tasks, search,
+    record)``: :func:`~audit.protection.group.protect_group` on each (group, None, index), ``record(result,
+    index)`` as each finishes). The pattern does not depend on it: every task is searched alone and the
+    results are put in the tasks' order."""
     start = time.perf_counter()
     policy = Policy.from_rules(rules)
     options = replace(options, exact=with_attacker(options.exact, inputs.schema, rules))
@@ -148,12 +147,12 @@ def protect(inputs: Inputs, options: ProtectOptions, rules, out: Path,
                     results[index] = result
                     units.extend(result["units"])
                     levels.extend(result["levels"])
-                    if log and pool is not None:  # the workers' own lines stay in the workers
+                    if log and not pool.local:  # the workers' own lines stay in the workers
                         for d in result["units"] + result["levels"]:
                             log(f"{d['level']} {d['geo']}: {d['status']}, {len(d['cells'])} cells")
                     bar.update(note=", ".join(d["geo"] for d in result["units"][:1]))
                 search = Search(policy, options, rules, content_digest(key))
-                if pool is None:
+                if pool.local:
                     for i, g in enumerate(tasks):
                         current: dict = {"units": [], "levels": []}
                         try:
@@ -220,7 +219,7 @@ def protect(inputs: Inputs, options: ProtectOptions, rules, out: Path,
                                        "noise scale in protection.json (noise is not a schedule option).")
     if options.strategy in ("suppress", "round") and sched_path.exists():
         try:
-            after = reaudit(inputs, sched_path, options.exact, rules, progress, out, pool)
+            after = reaudit(inputs, sched_path, options.exact, rules, progress, out, pool=pool)
         except KeyboardInterrupt:  # a protected.yaml not re-audited is no recommendation
             sched_path.unlink(missing_ok=True)
             if options.strategy == "suppress":

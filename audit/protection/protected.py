@@ -64,10 +64,11 @@ def _rounded(protection: Protection, base: int) -> Protection:
 
 def write_schedule_yaml(source: str, out: Path, suppress: dict[str, list[str]] | None = None,
                         round_to: int | None = None, header: str = "") -> None:
-    """``protected.yaml``: the original schedule document plus the protection (comments are not kept)."""
+    """``protected.yaml``: the original schedule document plus the protection (comments are not kept); read and
+    written by libyaml where PyYAML has it (the same document and text, four times faster on sf1's schedule)."""
     import yaml
 
-    doc = yaml.safe_load(Path(source).read_text(encoding="utf-8"))
+    doc = yaml.load(Path(source).read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     if round_to is not None:
         default = doc.get("protection") or {}
         for spec, inherited in [(default, {})] + [(t["protection"], default) for t in doc["tables"]
@@ -82,5 +83,6 @@ def write_schedule_yaml(source: str, out: Path, suppress: dict[str, list[str]] |
             merged[k] = sorted(set(merged.get(k, [])) | set(cells))
         doc["suppress"] = merged
     out.parent.mkdir(parents=True, exist_ok=True)
-    text = yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=120)
+    text = yaml.dump(doc, Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper), sort_keys=False, allow_unicode=True,
+                     width=120)
     out.write_text("".join(f"# {line}\n" for line in header.splitlines()) + text, encoding="utf-8")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import heapq
+from array import array
 import json
 import os
 import re
@@ -22,8 +23,7 @@ from ..findings.certfile import CertificateWriter
 from ..findings.claimstore import FILE as STORE_FILE
 from ..findings.claimstore import StoreWriter, store_columns
 from ..findings.cells import grid_cap
-from ..findings.document import document, input_digests, listing_cap, unit_order
-from ..findings.cells import grid_rank, kept_grids
+from ..findings.document import document, input_digests, listing_cap
 from ..findings.lines import JsonLines
 from ..findings.model import Findings
 from ..findings.provenance import file_digest
@@ -31,6 +31,7 @@ from ..inputs import Inputs
 from ..problem.coupled import coupled_levels
 from ..specs.schedule import Schedule
 from ..specs.schema import Schema
+from .index import PartIndex
 from ..lazy import LazyModule
 
 pd = LazyModule("pandas")  # imported on first use (audit/lazy.py)
@@ -205,18 +206,24 @@ def merge(parts: Path, schema: Schema, schedule: Schedule, options: ExactOptions
           data_path: str, rows: int, seconds: float, rules=None, out: Path | None = None) -> Findings:
     """Stream the parts (last line per unit wins) in unit order into the claim store and the document.
 
-    Memory holds one part offset per unit; claims go from the parts to ``claims.csv.gz`` and unit
+    Where each unit's latest line is, and the units' order, are indexed on disk (:class:`PartIndex`), so
+    memory does not grow with the units either; claims go from the parts to ``claims.csv.gz`` and unit
     entries to a temporary file that the document reads them back from (:class:`JsonLines`).
     """
     out = Path(out) if out is not None else parts.parent
-    latest: dict[tuple[str, str], tuple[Path, int]] = {}
-    ranks: dict[tuple[str, str], tuple] = {}
-    for path, at, unit in _part_lines(parts):
-        latest[unit_key(unit)] = (path, at)
-        ranks[unit_key(unit)] = grid_rank(unit)
-    grids = kept_grids(ranks, grid_cap(len(ranks)))
-    del ranks
-    keys = sorted(latest, key=unit_order(schedule))
+    index = PartIndex(parts, schedule)
+    try:
+        for path, at, unit in _part_lines(parts):
+            index.add(path, at, unit)
+        return _merged(index, parts, schema, schedule, options, scale, data_path, rows, seconds, rules, out)
+    finally:
+        index.close()
+
+
+def _merged(index: PartIndex, parts: Path, schema: Schema, schedule: Schedule, options: ExactOptions,
+            scale: ScaleOptions, data_path: str, rows: int, seconds: float, rules, out: Path) -> Findings:
+    """:func:`merge` once the parts are indexed."""
+    grids = index.top(grid_cap(len(index)))
     writer = StoreWriter(out / STORE_FILE, store_columns(schema, schedule))
     certificates = CertificateWriter(out / CERTIFICATES_FILE)
     files: dict[Path, Any] = {}
@@ -229,8 +236,7 @@ def merge(parts: Path, schema: Schema, schedule: Schedule, options: ExactOptions
         return fh.readline() if size is None else fh.read(size)
 
     def units() -> Iterator[dict]:
-        for key in keys:
-            path, at = latest.pop(key)
+        for key, path, at in index:
             unit = json.loads(read(path, at))
             unit.pop(SUM, None)
             if key not in grids:
@@ -261,7 +267,7 @@ def summarise(units, cap: int, parts: Path, worst: int = 20) -> dict:
     """Distributions and worst units, in one pass over the units: what a reader of a large run needs."""
     by_status: dict[str, int] = {}
     bins = [{"units": 0, "reconstructed": 0, "with_derived_singletons": 0, "undecided_units": 0} for _ in _SIZE_BINS]
-    seconds, derived, ranked, not_finished = [], [], [], []
+    seconds, derived, ranked, not_finished = array("d"), array("d"), [], []  # 8 bytes a unit each
     for u in units:
         s = u["summary"]
         by_status[u["status"]] = by_status.get(u["status"], 0) + 1

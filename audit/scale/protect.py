@@ -23,8 +23,9 @@ from .worker import Limits, _apply_limits
 @dataclass(frozen=True)
 class ProtectPool:
     """Where ``audit protect`` runs its units: ``workers`` local processes (each under ``RLIMIT_AS`` of
-    ``memory_mb``), or a Dask ``scheduler``. With one worker, no scheduler and no memory bound, pass None
-    to :func:`audit.protection.protect.protect` instead (everything in its process)."""
+    ``memory_mb``), or a Dask ``scheduler``; with one worker, no scheduler and no memory bound (``local``),
+    everything in this process. Made by the command line (:mod:`audit.commands.protect`) and passed to
+    :func:`audit.protection.protect.protect`, which does not import this stage."""
 
     workers: int = 1
     scheduler: Any = None
@@ -33,11 +34,10 @@ class ProtectPool:
     def __post_init__(self):
         ScaleOptions(workers=self.workers, memory_mb=self.memory_mb)  # the same checks, with the options' names
 
-    @classmethod
-    def of(cls, workers: int = 1, scheduler: Any = None, memory_mb: int | None = None) -> "ProtectPool | None":
-        """The pool the options ask for; None where they ask for none (one process, unbounded)."""
-        pool = cls(workers, scheduler, memory_mb)
-        return None if workers == 1 and scheduler is None and not memory_mb else pool
+    @property
+    def local(self) -> bool:
+        """Everything in this process: one worker, no scheduler, no memory bound."""
+        return self.workers == 1 and self.scheduler is None and not self.memory_mb
 
     def audit(self, inputs: Inputs, exact: ExactOptions, rules, out: Path | None = None,
               on_unit: Callable | None = None, on_total: Callable | None = None) -> Findings:

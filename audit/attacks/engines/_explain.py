@@ -53,28 +53,39 @@ class Session(Protocol):
 
 def hitting_set(sets: np.ndarray, allowed: np.ndarray | None = None) -> list[int] | None:
     """An irredundant hitting set of the rows of a bool matrix (columns: cells), greedy, lowest
-    column first on ties; confined to ``allowed`` columns when given (None if that is impossible)."""
+    column first on ties; confined to ``allowed`` columns when given (None if that is impossible).
+    The column counts are kept as rows are hit and each later column is dropped once every row it
+    hits has another (the same picks as recounting and re-checking the rest, in a fraction of the time)."""
+    index = None
     if allowed is not None:
-        sets = sets & allowed
+        index = np.flatnonzero(allowed)
+        sets = sets[:, index]
     if not len(sets):
         return []
     if not sets.any(axis=1).all():
         return None
     cols = np.flatnonzero(sets.any(axis=0))
-    sets = sets[:, cols]
-    packed = np.ascontiguousarray(np.packbits(sets, axis=1))
+    sets = np.ascontiguousarray(sets[:, cols])
+    if index is not None:
+        cols = index[cols]
+    packed = np.packbits(sets, axis=1)
     _, first = np.unique(packed.view(np.dtype((np.void, packed.shape[1]))).ravel(), return_index=True)
     sets = sets[np.sort(first)]
+    counts = sets.sum(axis=0, dtype=np.int64)  # rows not yet hit that each column hits
+    left = np.ones(len(sets), dtype=bool)
     chosen: list[int] = []
-    left = sets
-    while len(left):
-        j = int(left.sum(axis=0).argmax())
+    while left.any():
+        j = int(counts.argmax())
         chosen.append(j)
-        left = left[~left[:, j]]
+        gone = left & sets[:, j]
+        left &= ~gone
+        counts -= sets[gone].sum(axis=0, dtype=np.int64)
+    cover = sets[:, chosen].sum(axis=1, dtype=np.int64)  # chosen columns hitting each row
     for j in reversed(list(chosen)):
-        rest = [c for c in chosen if c != j]
-        if sets[:, rest].any(axis=1).all():
-            chosen = rest
+        rows = sets[:, j]
+        if (cover[rows] >= 2).all():  # the rest hit every row it hits
+            chosen.remove(j)
+            cover[rows] -= 1
     return sorted(cols[chosen].tolist())
 
 
