@@ -171,8 +171,9 @@ class HistogramEngine:
             rows = None if proof is True else proof
         return Verdict(claim, VERIFIED) if rows is None else Verdict(claim, REFUTED, counterexample=rows)
 
-    def counterexample(self, claim: Claim, c: np.ndarray | None = None) -> np.ndarray | None:
-        """A checked dataset in which the claim's count is not ``m``, from integer programs; None if none found."""
+    def counterexample(self, claim: Claim, c: np.ndarray | None = None, cost: np.ndarray | None = None) -> np.ndarray | None:
+        """A checked dataset in which the claim's count is not ``m``, from integer programs; None if none found
+        (``cost``: an objective over the support rows for those programs, e.g. to move other claims too)."""
         import highspy
 
         c = self.linear.claim_vector(claim) if c is None else c
@@ -181,13 +182,13 @@ class HistogramEngine:
             if hi < 0 or lo > self.problem.n_rows[1]:
                 continue
             # the relaxation first: its vertex names rows a counterexample may need, or shows there is none
-            x = self._with_row(self._lp, index, lo, hi, None)
+            x = self._with_row(self._lp, index, lo, hi, cost)
             if x is None:
                 continue
             self.used |= x > 1e-9
             rows = self.dataset(x)
             for where in ((self.used.copy(), None) if rows is None else ()):
-                x = self._with_row(self._integer(where), index, lo, hi, None)
+                x = self._with_row(self._integer(where), index, lo, hi, cost)
                 rows = None if x is None else self.dataset(x)
                 if rows is not None:
                     break
