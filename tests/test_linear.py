@@ -416,3 +416,22 @@ def test_cli_user_errors_exit_2(tmp_path, capsys):
     assert run(["linear", str(FULTON), "--secret", "uscitizen", "--public", pub, "--method", "simplex"]) == 2
     with pytest.raises(AuditError):
         prepare(pd.DataFrame({"a": [1], "s": [1]}), "s", ["s"])
+
+
+def test_the_linear_lp_leaves_the_exact_attack_s_solvers_working_in_the_same_process():
+    """HiGHS sizes one thread scheduler per process from its first solve and refuses a later solver asking
+    for another count ("Not Set", nothing solved): the linear attack's LP once used the default count, and a
+    block audited after it in the same process found no dataset. A fresh process shows it."""
+    import subprocess
+
+    code = ("import numpy as np, highspy\n"
+            "from audit.attacks.engines.linear import solve_lp\n"
+            "from audit.attacks.highs import highs, run\n"
+            "q = np.array([[1, 1, 0], [0, 1, 1]], dtype=bool)\n"
+            "solve_lp(q, np.array([1.0, 2.0]), 0, 1)\n"
+            "h = highs(threads=1, random_seed=0)\n"
+            "h.addVar(0, 3); h.changeColCost(0, -1); h.changeColIntegrality(0, highspy.HighsVarType.kInteger)\n"
+            "run(h)\n"
+            "assert h.getModelStatus() == highspy.HighsModelStatus.kOptimal, h.modelStatusToString(h.getModelStatus())\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]

@@ -11,7 +11,11 @@ _work = [0]  # HiGHS work done in this process by run(): a unit's meter reads it
 
 def run(h) -> None:
     """``h.run()``, its simplex iterations and branch-and-bound nodes added to this process's HiGHS work."""
-    h.run()
+    import highspy
+
+    if h.run() == highspy.HighsStatus.kError and h.getModelStatus() == highspy.HighsModelStatus.kNotset:
+        from ..errors import InternalError
+        raise InternalError("HiGHS refused to solve (an option it rejects, such as a second thread count)")
     info = h.getInfo()
     _work[0] += ITERATION_WORK * max(int(info.simplex_iteration_count), 0) + MIP_WORK * max(int(info.mip_node_count), 0)
 
@@ -22,7 +26,12 @@ def work() -> int:
 
 
 def highs(**options):
-    """A ``highspy.Highs`` with ``output_flag`` off and ``options`` set (``threads=1, random_seed=0``...).
+    """A ``highspy.Highs`` with ``output_flag`` off, one thread and ``options`` set (``random_seed=0``...).
+
+    HiGHS sizes one scheduler per process from the first solve's ``threads``, and a later solver asking for
+    another count fails without solving ("Not Set"): so every solver made here runs on one thread (the
+    workers give the parallelism). Before, the linear attack's default-thread solve left the exact attack's
+    later one-thread solves of the same process unsolved.
 
     HiGHS 1.16 prints its banner to the process's standard output when the first solver is made,
     before any option can be set; that would corrupt JSON or CSV written to stdout (``audit ... -o -``,
@@ -50,6 +59,7 @@ def highs(**options):
                 os.close(null)
         _banner_done = True
     h.setOptionValue("output_flag", False)
+    h.setOptionValue("threads", 1)
     for name, value in options.items():
         h.setOptionValue(name, value)
     return h
