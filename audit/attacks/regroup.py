@@ -51,11 +51,15 @@ def groups(problem: Problem) -> tuple[int, list[list[int]]]:
     size = int(PART_ROWS // max(others, 1))
     if size < 2 or problem.sizes[col] < 2:
         return col, []
-    n = problem.sizes[col]
-    ranked = np.argsort(-np.bincount(problem.truth[:, col], minlength=n), kind="stable").tolist()
-    turns = -(-n // size)
+    ranked = _by_persons(problem, col)
+    turns = -(-problem.sizes[col] // size)
     dealt = [sorted(ranked[k::turns]) for k in range(turns)]
     return col, [g for g in dealt if len(g) >= 2]
+
+
+def _by_persons(problem: Problem, col: int) -> list[int]:
+    """The column's atoms, most persons first (ties: the lower atom)."""
+    return np.argsort(-np.bincount(problem.truth[:, col], minlength=problem.sizes[col]), kind="stable").tolist()
 
 
 def part(problem: Problem, col: int, group: list[int], counts: np.ndarray) -> tuple[Problem, list[int]]:
@@ -121,7 +125,7 @@ def regroup_refuted(problem: Problem, table: ClaimTable, pending: np.ndarray, la
         if made is not None:
             for found in made[0].sample(PART_SAMPLES, seed + k):
                 made[3](found)
-    ranked = np.argsort(-np.bincount(problem.truth[:, col], minlength=problem.sizes[col]), kind="stable").tolist()
+    ranked = _by_persons(problem, col)
     size = max(len(g) for g in parts)
     for atom in np.unique(at[~out & (at >= 0)]).tolist():
         made = model(sorted([atom] + [a for a in ranked if a != atom][:size - 1]))

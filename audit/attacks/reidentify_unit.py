@@ -4,14 +4,13 @@ proves or the ranking attack guesses about each person (the release-level measur
 from __future__ import annotations
 
 import itertools
-from math import prod
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 import numpy as np
 
 from ..specs.attacker import AttackerModel, Attribute
-from ..problem.claims import REFUTED, UNDECIDED, VERIFIED, Claim, Verdict
+from ..problem.claims import REFUTED, UNDECIDED, VERIFIED, Claim, Verdict, distinct_rows
 from ..problem.build import Problem
 from ..lazy import LazyModule
 
@@ -30,19 +29,17 @@ def unique_mask(keys: np.ndarray) -> np.ndarray:
 
 
 def _mode(keys: np.ndarray) -> np.ndarray | None:
-    """The most frequent row (ties: the smallest), each row taken as one mixed-radix number over its columns'
-    ranges (their order is the rows' order), as ``np.unique(axis=0)`` would find it, several times faster."""
+    """The most frequent row (ties: the smallest, as ``np.unique(axis=0)`` orders rows): the rows shifted to
+    start at 0 in each column, so that :func:`distinct_rows` takes them as mixed-radix numbers."""
     keys = np.asarray(keys, dtype=np.int64)
     if not len(keys):
         return None
-    low = keys.min(axis=0)
-    span = keys.max(axis=0) - low + 1
-    if keys.ndim != 2 or prod(span.tolist()) >= 2**62:
-        values, counts = np.unique(keys, axis=0, return_counts=True)
+    if keys.ndim != 2:
+        values, counts = distinct_rows(keys)
         return values[int(np.argmax(counts))]
-    radix = np.cumprod(np.concatenate([[1], span[:0:-1]]))[::-1].astype(np.int64)
-    values, counts = np.unique((keys - low) @ radix, return_counts=True)
-    return values[int(np.argmax(counts))] // radix % span + low
+    low = keys.min(axis=0)
+    values, counts = distinct_rows(keys - low, tuple((keys.max(axis=0) - low + 1).tolist()))
+    return values[int(np.argmax(counts))] + low
 
 
 def uniqueness(frame: pd.DataFrame, schema) -> pd.DataFrame:
@@ -112,7 +109,7 @@ class _Persons:
         sensitive attributes ``members`` (indices; all of them by default) taken together. Worked out once
         per prior and members (a unit's counts ask for each several times; the parent's rows are many)."""
         cols = list(range(len(self.sensitive))) if members is None else list(members)
-        memo = (id(prior), tuple(cols))
+        memo = tuple(cols)  # the memo holds one prior's baselines: it is emptied when another prior comes
         if self._baselines.get("prior") is not prior:
             self._baselines = {"prior": prior}
         if memo in self._baselines:

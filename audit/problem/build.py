@@ -284,13 +284,15 @@ _INTERNED: dict = {}
 
 
 def _interned(spec):
-    """The one Predicate or Statistic a worker keeps for a spec (units of a level share them)."""
+    """The one Predicate, Statistic or Fraction a worker keeps for a spec (units of a level share them)."""
     found = _INTERNED.get(spec)
     if found is None:
         if len(_INTERNED) > 1 << 16:
             _INTERNED.clear()
         if spec[0] == "stat":
             found = Statistic(*spec[1])
+        elif spec[0] == "frac":
+            found = Fraction(*spec[1])
         else:
             found = Predicate(tuple((name, frozenset(atoms)) for name, atoms in spec[1]))
         _INTERNED[spec] = found
@@ -298,19 +300,9 @@ def _interned(spec):
 
 
 def _fraction(pair: tuple[int, int] | None) -> Fraction | None:
-    """The one Fraction a worker keeps for a (numerator, denominator) pair: made once (Fraction() is slow), and an
-    exact count's two ends are one object, which :attr:`Constraint.exact` tells at once."""
-    if pair is None:
-        return None
-    found = _FRACTIONS.get(pair)
-    if found is None:
-        if len(_FRACTIONS) > 1 << 16:
-            _FRACTIONS.clear()
-        found = _FRACTIONS[pair] = Fraction(*pair)
-    return found
-
-
-_FRACTIONS: dict = {}
+    """The one Fraction a worker keeps for a (numerator, denominator) pair (:func:`_interned`): Fraction() is
+    slow, and an exact count's two ends are then one object, which :attr:`Constraint.exact` tells at once."""
+    return None if pair is None else _interned(("frac", pair))
 
 
 def _restore(level, geo, domains, n_rows, specs, rows, edits, truth, notes, proof="", proof_cells=None,

@@ -68,7 +68,9 @@ def write_schedule_yaml(source: str, out: Path, suppress: dict[str, list[str]] |
     written by libyaml where PyYAML has it (the same document and text, four times faster on sf1's schedule)."""
     import yaml
 
-    doc = yaml.load(Path(source).read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    from ..specs._yaml import FAST_LOADER
+
+    doc = yaml.load(Path(source).read_text(encoding="utf-8"), Loader=FAST_LOADER)
     if round_to is not None:
         default = doc.get("protection") or {}
         for spec, inherited in [(default, {})] + [(t["protection"], default) for t in doc["tables"]

@@ -19,7 +19,7 @@ MAX_ALIAS_NODES = 100_000  # nodes that aliases may add to a document when expan
 MAX_DEPTH = 100            # nesting of mappings and lists
 _STR = "tag:yaml.org,2002:str"
 _KINDS = {bool: "the boolean", int: "the number", float: "the number", type(None): "null"}
-_FAST = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's parser, same resolver and nodes
+FAST_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's parser, same resolver and nodes
 
 
 class Located:
@@ -124,9 +124,9 @@ def load_yaml(path: str | Path) -> Located:
 def _compose(text: str) -> yaml.Node | None:
     """The document's node graph, composed by libyaml where PyYAML was built with it (a tenth of the time);
     a document libyaml refuses is composed again in Python, whose error (message, line) is the one reported."""
-    if _FAST is not yaml.SafeLoader:
+    if FAST_LOADER is not yaml.SafeLoader:
         try:
-            return yaml.compose(text, Loader=_FAST)
+            return yaml.compose(text, Loader=FAST_LOADER)
         except yaml.YAMLError:
             pass
     return yaml.compose(text, Loader=yaml.SafeLoader)
