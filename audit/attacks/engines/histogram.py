@@ -34,6 +34,7 @@ import numpy as np
 
 from ...problem.claims import REFUTED, VERIFIED, Claim, Verdict
 from ..implied import LinearProof
+from .propagate import Propagator
 from ..highs import run as run_highs
 from ...problem.build import Problem
 from ...release.constraints import int_hi, int_lo
@@ -197,6 +198,10 @@ class HistogramEngine:
         return None
 
     # -- solver plumbing ------------------------------------------------------------------------
+    @cached_property
+    def _propagator(self) -> Propagator:
+        return Propagator(self.linear)
+
     def _run(self, h, cost: np.ndarray | None) -> np.ndarray | None:
         """Solve with this objective (None: keep it); the column values, or None unless optimal."""
         import highspy
@@ -376,11 +381,18 @@ class HistogramEngine:
                 lower, upper = np.zeros(n, dtype=np.int64), np.full(n, -1, dtype=np.int64)
                 for j, (lo, hi) in node.items():
                     lower[j], upper[j] = lo, hi
-                touched = np.array(sorted(applied | set(node)), dtype=np.int32)
+                bounded = set(node)
+                if leaves is None:  # a certificate may then rest on the box's propagated bounds
+                    box = self._propagator.tighten(lower, upper)
+                    if box is None:
+                        continue  # no integer point in the box meets every cell: closed, proved in integers
+                    lower, upper = box
+                    bounded = set(np.flatnonzero((lower > 0) | (upper >= 0)).tolist())
+                touched = np.array(sorted(applied | bounded), dtype=np.int32)
                 if len(touched):
                     lp.changeColsBounds(len(touched), touched, lower[touched].astype(float),
                                         np.where(upper[touched] < 0, highspy.kHighsInf, upper[touched]).astype(float))
-                applied = set(node)
+                applied = bounded
                 run_highs(lp)
                 status = lp.getModelStatus()
                 if status == highspy.HighsModelStatus.kInfeasible:
