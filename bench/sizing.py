@@ -4,7 +4,7 @@ larger ones (a 20,000-person SF1 block, synthetic two-way and three-way tables).
 Usage: ``python bench/sizing.py [--cases block7,z3,two-way,...]``. For each case the largest unit's
 cost is estimated before anything is built (:func:`audit.attacks.unit.unit_cost`,
 :func:`~audit.attacks.unit.plan`: row slots, or claims and atoms x cells in histogram space), then the
-unit is audited with the default options (``--max-rows 1000000`` for ``sf1-20k``) in a fresh process
+unit is audited with the default options (``--max-rows 1000000`` for ``sf1-20k``, ``--max-rows 1000`` for ``z2-1000``) in a fresh process
 (the unit pickled, as a worker receives it). Measured: the process's peak resident memory during the
 attack (VmHWM, reset through /proc/self/clear_refs once the unit is loaded) less its resident memory
 then (interpreter, libraries, the problem: the worker's own footprint, ``BASE_MB`` in the limits).
@@ -74,7 +74,7 @@ def cases(folder: Path, names: set[str]) -> dict[str, tuple[Path, Path, Path, di
 
     from test_bounds import resampled
     from test_cellspace import z2_folder
-    from test_peers import PEERS, _cross_table, z3_context
+    from test_peers import PEERS, _cross_table, z2_context, z3_context
 
     out = {s: (ROOT / "samples" / s / "data.csv", ROOT / "samples" / s / "schema.yaml",
                ROOT / "samples" / s / "tables.yaml", {}) for s in ("block7", "households", "sf1")}
@@ -82,14 +82,17 @@ def cases(folder: Path, names: set[str]) -> dict[str, tuple[Path, Path, Path, di
     if "sf1-20k" in names:  # the 20,000-person block, count cells only: histogram space
         out["sf1-20k"] = (resampled(sf1, 20_000, folder / "sf1-20k.csv"), sf1 / "schema.yaml", sf1 / "tables.yaml",
                           {"max_rows": 10**6})
-    for name in names & {"z1", "z2", "z3", *SYNTHETIC}:
+    for name in names & {"z1", "z2", "z3", "z2-1000", *SYNTHETIC}:
         (folder / name).mkdir()
-        out[name] = (folder / name / "data.csv", folder / name / "schema.yaml", folder / name / "tables.yaml", {})
+        out[name] = (folder / name / "data.csv", folder / name / "schema.yaml", folder / name / "tables.yaml",
+                     {"max_rows": 1000} if name == "z2-1000" else {})
         if name == "z1":
             table = pd.read_csv(PEERS / "gausssuppression_z1.csv")
             _cross_table(folder / "z1", table, ("region", "hovedint"), "ant", table["ant"] <= 3)
         elif name == "z2":
-            z2_folder(folder / "z2")
+            z2_folder(folder / name)
+        elif name == "z2-1000":  # the issue's: GaussSuppression's 9 primaries hidden, row slots (--max-rows 1000)
+            z2_context(folder / name, 3)
         elif name == "z3":
             z3_context(folder / "z3", None, 5)
         else:
@@ -121,7 +124,7 @@ def largest_unit(data: Path, schema: Path, tables: Path, to: Path) -> str:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--cases", default="block7,households,sf1,z1,z2,z3,extract,sf1-20k,two-way,three-way")
+    ap.add_argument("--cases", default="block7,households,sf1,z1,z2,z2-1000,z3,extract,sf1-20k,two-way,three-way")
     args = ap.parse_args()
     folder = Path(tempfile.mkdtemp())
     names = args.cases.split(",")
