@@ -14,6 +14,10 @@ no slot symmetry: one ``h`` is one dataset. A claim's count is linear in it, ``c
   (:meth:`~audit.attacks.implied.LinearProof.certificate`) together with the box's variable bounds.
 * Every dataset of a unit that has few: the same box search, each integer point taken out of its
   box by splitting the rest on its first differing coordinate, empty boxes closed by checked rays.
+* In both searches a box is first narrowed by bound propagation over every count cell
+  (:mod:`~audit.attacks.engines.propagate`, exact in integers): a box it empties is closed without a
+  linear program, and coordinates it fixes are not split on (z2's lists: 3-12 boxes, not ~430).
+  The searches of :meth:`extreme`, whose certificates are written out box by box, are not narrowed.
 
 Soundness. HiGHS works in floating point with tolerances. A dataset it returns counts only after
 rounding to integers and an exact re-check against every published value and edit
@@ -357,7 +361,9 @@ class HistogramEngine:
     def _tree(self, cost: np.ndarray, nodes: int, expand: Callable, leaves: list | None = None) -> object:
         """Depth-first search over boxes ``lower <= h <= upper`` of the relaxation, minimising ``cost``.
 
-        A box whose relaxation is infeasible closes only with a Farkas ray that checks exactly.
+        A box whose relaxation is infeasible closes only with a Farkas ray that checks exactly. Without
+        ``leaves`` a box is first narrowed by bound propagation (``expand`` then gets the narrowed bounds,
+        which every integer point of the box meets), and one it empties closes with no solver call.
         ``expand(node, lower, upper, solution)`` gives a feasible box's children (boxes as
         ``{column: (lo, hi)}``, ``hi = -1`` for none, or callables making one; an empty list closes it)
         or a final answer. Returns True when every box closed, False when ``nodes`` ran out, None on a
