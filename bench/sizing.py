@@ -21,7 +21,9 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "bench")]
+
+import record  # noqa: E402
 
 FLOOR = 50  # MB: smaller units are printed, not judged
 CHILD = r"""
@@ -125,13 +127,14 @@ def largest_unit(data: Path, schema: Path, tables: Path, to: Path) -> str:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cases", default="block7,households,sf1,z1,z2,z2-1000,z3,extract,sf1-20k,two-way,three-way")
+    record.add_arguments(ap)
     args = ap.parse_args()
     folder = Path(tempfile.mkdtemp())
     names = args.cases.split(",")
     every = cases(folder, set(names))
     print(f"{'case':<11} {'unit':<16} {'rows':>6} {'cells':>6} {'combos':>7} {'keys':>8} {'space':>6} {'estimate MB':>11} "
           f"{'measured MB':>11} {'ratio':>6} {'cpu s':>6} {'wall s':>6} {'base MB':>7}", flush=True)
-    worst, n_judged = 1.0, 0
+    worst, n_judged, rows = 1.0, 0, []
     for name in names:
         if name not in every:
             print(f"{name:<11} not available here")
@@ -152,7 +155,14 @@ def main() -> int:
               f"{r['estimate']:>11.0f} {r['measured']:>11.0f} {ratio:>6.2f} {r['cpu']:>6.1f} {r['wall']:>6.1f} {r['base']:>7.0f}"
               + ("" if judged else "  (below the floor: not judged)") + (f"  refused: {r['refused']}" if r["refused"] else ""),
               flush=True)
+        rows.append([name, f"{r['rows']:,}", f"{r['cells']:,}", f"{r['combinations']:,}", f"{r['keys']:,}", r["space"],
+                     f"{r['estimate']:.0f}", f"{r['measured']:.0f}",
+                     f"{ratio:.2f}" if judged else f"({ratio:.2f}, under {FLOOR} MB)", f"{r['cpu']:.1f}"])
     print(f"worst ratio {worst:.2f} over {n_judged} judged units (target 1.5)")
+    record.write_from_args(ap, args, "A unit's estimated memory beside its measured peak, samples, peer tables and larger tables",
+                           "sizing", ["case", "persons", "cells (above 0)", "support rows", "candidate keys", "space",
+                                      "estimate MB", "measured MB", "ratio", "CPU s"], rows,
+                           f"Worst ratio {worst:.2f} over {n_judged} judged units (target 1.5).")
     return 0 if worst <= 1.5 else 1
 
 

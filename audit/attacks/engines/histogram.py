@@ -75,6 +75,9 @@ class HistogramEngine:
     def __init__(self, problem: Problem, linear: LinearProof, truth: np.ndarray | None, nodes: int = NODES):
         self.problem, self.linear, self.nodes = problem, linear, nodes
         self.n = len(linear.rows)
+        # a dataset is its support rows repeated: in 4-byte atoms (an atom index is below 10,001) it holds half
+        # the memory, which counts where an interval search keeps one witness dataset per hidden cell end
+        self._rows = linear.rows.astype(np.int32)
         self._cols = np.arange(self.n, dtype=np.int32)
         self._lp = linear.program()
         self._mip = None
@@ -98,7 +101,7 @@ class HistogramEngine:
         if key not in self._checked:  # solvers return the same histogram often; check each once
             if not self.linear.fits(counts):
                 return None
-            rows = np.repeat(self.linear.rows, counts, axis=0)
+            rows = np.repeat(self._rows, counts, axis=0)
             if wanted is not None and not wanted(rows):
                 return None
             ok = self._reproduces(counts) if self.exact else not self.problem.violations(rows)
