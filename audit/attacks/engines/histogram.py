@@ -391,7 +391,7 @@ class HistogramEngine:
                 for j, (lo, hi) in node.items():
                     lower[j], upper[j] = lo, hi
                 bounded = set(node)
-                if leaves is None:  # a certificate may then rest on the box's propagated bounds
+                if leaves is None:  # no box's certificate is written out: one may rest on propagated bounds
                     box = self._propagator.tighten(lower, upper)
                     if box is None:
                         continue  # no integer point in the box meets every cell: closed, proved in integers
