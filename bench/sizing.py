@@ -4,7 +4,7 @@ larger ones (a 20,000-person SF1 block, synthetic two-way and three-way tables).
 Usage: ``python bench/sizing.py [--cases block7,z3,two-way,...]``. For each case the largest unit's
 cost is estimated before anything is built (:func:`audit.attacks.unit.unit_cost`,
 :func:`~audit.attacks.unit.plan`: row slots, or claims and atoms x cells in histogram space), then the
-unit is audited with the default options (``--max-rows 1000000`` for ``sf1-20k``) in a fresh process
+unit is audited with the default options (``--max-rows 1000000`` for ``sf1-20k``, ``--max-rows 1000`` for ``z2-1000``) in a fresh process
 (the unit pickled, as a worker receives it). Measured: the process's peak resident memory during the
 attack (VmHWM, reset through /proc/self/clear_refs once the unit is loaded) less its resident memory
 then (interpreter, libraries, the problem: the worker's own footprint, ``BASE_MB`` in the limits).
@@ -21,7 +21,9 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "bench")]
+
+import record  # noqa: E402
 
 FLOOR = 50  # MB: smaller units are printed, not judged
 CHILD = r"""
@@ -74,7 +76,7 @@ def cases(folder: Path, names: set[str]) -> dict[str, tuple[Path, Path, Path, di
 
     from test_bounds import resampled
     from test_cellspace import z2_folder
-    from test_peers import PEERS, _cross_table, z3_context
+    from test_peers import PEERS, _cross_table, z2_context, z3_context
 
     out = {s: (ROOT / "samples" / s / "data.csv", ROOT / "samples" / s / "schema.yaml",
                ROOT / "samples" / s / "tables.yaml", {}) for s in ("block7", "households", "sf1")}
@@ -82,14 +84,17 @@ def cases(folder: Path, names: set[str]) -> dict[str, tuple[Path, Path, Path, di
     if "sf1-20k" in names:  # the issue's 20,000-person block, count cells only: histogram space
         out["sf1-20k"] = (resampled(sf1, 20_000, folder / "sf1-20k.csv"), sf1 / "schema.yaml", sf1 / "tables.yaml",
                           {"max_rows": 10**6})
-    for name in names & {"z1", "z2", "z3", *SYNTHETIC}:
+    for name in names & {"z1", "z2", "z3", "z2-1000", *SYNTHETIC}:
         (folder / name).mkdir()
-        out[name] = (folder / name / "data.csv", folder / name / "schema.yaml", folder / name / "tables.yaml", {})
+        out[name] = (folder / name / "data.csv", folder / name / "schema.yaml", folder / name / "tables.yaml",
+                     {"max_rows": 1000} if name == "z2-1000" else {})
         if name == "z1":
             table = pd.read_csv(PEERS / "gausssuppression_z1.csv")
             _cross_table(folder / "z1", table, ("region", "hovedint"), "ant", table["ant"] <= 3)
         elif name == "z2":
-            z2_folder(folder / "z2")
+            z2_folder(folder / name)
+        elif name == "z2-1000":  # the issue's: GaussSuppression's 9 primaries hidden, row slots (--max-rows 1000)
+            z2_context(folder / name, 3)
         elif name == "z3":
             z3_context(folder / "z3", None, 5)
         else:
@@ -121,14 +126,15 @@ def largest_unit(data: Path, schema: Path, tables: Path, to: Path) -> str:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--cases", default="block7,households,sf1,z1,z2,z3,extract,sf1-20k,two-way,three-way")
+    ap.add_argument("--cases", default="block7,households,sf1,z1,z2,z2-1000,z3,extract,sf1-20k,two-way,three-way")
+    record.add_arguments(ap)
     args = ap.parse_args()
     folder = Path(tempfile.mkdtemp())
     names = args.cases.split(",")
     every = cases(folder, set(names))
     print(f"{'case':<11} {'unit':<16} {'rows':>6} {'cells':>6} {'combos':>7} {'keys':>8} {'space':>6} {'estimate MB':>11} "
           f"{'measured MB':>11} {'ratio':>6} {'cpu s':>6} {'wall s':>6} {'base MB':>7}", flush=True)
-    worst, n_judged = 1.0, 0
+    worst, n_judged, rows = 1.0, 0, []
     for name in names:
         if name not in every:
             print(f"{name:<11} not available here")
@@ -149,7 +155,14 @@ def main() -> int:
               f"{r['estimate']:>11.0f} {r['measured']:>11.0f} {ratio:>6.2f} {r['cpu']:>6.1f} {r['wall']:>6.1f} {r['base']:>7.0f}"
               + ("" if judged else "  (below the floor: not judged)") + (f"  refused: {r['refused']}" if r["refused"] else ""),
               flush=True)
+        rows.append([name, f"{r['rows']:,}", f"{r['cells']:,}", f"{r['combinations']:,}", f"{r['keys']:,}", r["space"],
+                     f"{r['estimate']:.0f}", f"{r['measured']:.0f}",
+                     f"{ratio:.2f}" if judged else f"({ratio:.2f}, under {FLOOR} MB)", f"{r['cpu']:.1f}"])
     print(f"worst ratio {worst:.2f} over {n_judged} judged units (target 1.5)")
+    record.write_from_args(ap, args, "A unit's estimated memory beside its measured peak, samples, peer tables and larger tables",
+                           "sizing", ["case", "persons", "cells (above 0)", "support rows", "candidate keys", "space",
+                                      "estimate MB", "measured MB", "ratio", "CPU s"], rows,
+                           f"Worst ratio {worst:.2f} over {n_judged} judged units (target 1.5).")
     return 0 if worst <= 1.5 else 1
 
 

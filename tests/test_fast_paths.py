@@ -59,3 +59,17 @@ def test_verified_verdicts_in_bulk_are_plain_verdicts():
     bulk = verified_verdicts(table.claims)
     assert bulk == [Verdict(c, VERIFIED) for c in table.claims]
     assert [hash(v) for v in bulk] == [hash(Verdict(c, VERIFIED)) for c in table.claims]
+
+
+def test_refuted_on_many_rows_counts_each_claim_as_the_rows_do():
+    """Past 256 rows a dataset is counted by its distinct rows (mixed-radix keys): each claim is refuted
+    exactly when its count in the rows is not its m."""
+    rng = np.random.default_rng(3)
+    sizes = [3, 4, 2]
+    table = ClaimTable.of_truth(np.column_stack([rng.integers(0, s, size=300) for s in sizes]), sizes)
+    idx = np.arange(len(table.claims))
+    for _ in range(5):
+        n = int(rng.integers(257, 400))
+        rows = np.column_stack([rng.integers(0, s, size=n) for s in sizes])
+        plain = [c.count(rows) != c.m for c in table.claims]
+        assert table.refuted(idx, rows).tolist() == plain

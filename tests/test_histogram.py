@@ -10,6 +10,7 @@ from _oracle import all_datasets, canonical, random_problem, verified_claims
 
 from audit.problem.claims import REFUTED, VERIFIED, Claim, candidates
 from audit.attacks.engines.histogram import HistogramEngine
+from audit.attacks.engines.propagate import Propagator
 from audit.attacks.exact import ExactOptions, audit_unit
 from audit.attacks.implied import LinearProof
 from audit.inputs import load_inputs
@@ -69,10 +70,33 @@ def test_enumeration_lists_every_dataset_or_says_it_did_not(seed):
     assert done and {canonical(d) for d in listed} == worlds and len(listed) == len(worlds)
     for d in listed:
         assert problem.violations(d) == []
-    assert not _engine(problem).enumerate(len(worlds), 1)[1]  # the root box alone proves nothing
     if len(worlds) > 1:
+        assert not _engine(problem).enumerate(len(worlds), 1)[1]  # the root box alone lists one dataset at most
         listed, done = _engine(problem).enumerate(len(worlds) - 1, 4_000)
         assert not done and len(listed) == len(worlds)  # one past the limit: more than it, not how many
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_propagation_keeps_every_dataset_in_the_box_and_empties_only_empty_boxes(seed):
+    """Random boxes of histogram space: a box propagation empties holds no dataset, and every dataset in
+    a box it narrows lies in the narrowed box (brute force over every consistent dataset)."""
+    rng = np.random.default_rng(7000 + seed)
+    problem = random_problem(rng, max_rows=5, numeric=False, n_cells=int(rng.integers(2, 7)))
+    linear = LinearProof(problem)
+    hists = np.array([linear.histogram(d) for d in all_datasets(problem)])
+    propagator = Propagator(linear)
+    n = len(linear.rows)
+    for _ in range(30):
+        lower = rng.integers(0, 3, n) * (rng.random(n) < 0.3)
+        upper = np.where(rng.random(n) < 0.5, -1, lower + rng.integers(0, 3, n))
+        inside = ((hists >= lower) & ((upper < 0) | (hists <= upper))).all(axis=1)
+        box = propagator.tighten(lower, upper)
+        if box is None:
+            assert not inside.any()
+            continue
+        lo, hi = box
+        assert ((hists[inside] >= lo) & ((hi < 0) | (hists[inside] <= hi))).all()
+        assert (lo >= lower).all() and ((upper < 0) | ((hi >= 0) & (hi <= upper))).all()
 
 
 def _two_triangles() -> Problem:

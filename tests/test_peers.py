@@ -270,6 +270,22 @@ def test_gausssuppression_z2_our_suppression_has_its_15_cells_proved_fewest(z2):
     assert not too_narrow(_intervals(ctx, unit.complementary), LEVELS)
 
 
+def test_gausssuppression_z2_with_row_slots_is_sized_by_the_cells_its_explanations_encode(z2):
+    """z2 with its primaries hidden at --max-rows 1000 is pinned by its exact counts: its explanations encode the
+    cells of their targets' linear proofs (4 of 105), not every cell's 14.9 M clauses (689 MB estimated for a
+    201 MB peak before; bench/sizing.py's z2-1000); without explanations nothing is encoded."""
+    from dataclasses import replace
+
+    from audit.attacks.unit import PINNED_MB, encoding_clauses, unit_cost
+
+    problem, _ = z2[0].problem()
+    options = ExactOptions(max_rows=1000)
+    cost = unit_cost(problem, options, linear=LinearProof(problem))
+    assert cost.pinned and 0 < cost.explained < encoding_clauses(problem) // 20 and 150 < cost.megabytes < 300
+    quiet = unit_cost(problem, replace(options, explain="none"), linear=LinearProof(problem))
+    assert quiet.explained == 0 and quiet.megabytes < PINNED_MB + 1
+
+
 def test_tauargus_audit_example_feasibility_interval_of_x11_is_3_to_6(tmp_path):
     """tau-Argus manual 4.1, section 2.15 (Audit): a 3 x 2 table with X11, X12, X21, X22 suppressed; the
     manual's LP bounds for X11 are [3, 6]. The manual gives no inner values, so every filling that

@@ -11,7 +11,8 @@ from ..errors import AuditError
 from ..problem.build import Problem
 from ..problem.coupled import child_sizes, child_total
 from ..release.constraints import int_hi, int_lo
-from ..problem.claims import UNDECIDED, VERIFIED, Verdict, candidates, claimable, count_candidates, distinct_rows, n_subsets
+from ..problem.claims import (UNDECIDED, VERIFIED, ClaimTable, Verdict, candidates, claimable, count_candidates,
+                              distinct_rows, n_subsets)
 from .engines import engine_class, get_engine
 from .engines._explain import EXPLAIN_BUDGET
 from .highs import work as highs_work
@@ -32,6 +33,11 @@ BYTES_PER_KEY = 600
 BYTES_PER_CLAUSE = 500
 BYTES_PER_SLOT_CLAUSE = 1000
 BYTES_PER_PINNED_CLAUSE = 48
+# A pinned unit's explanations encode a cell when they first assume it, and they start from the cells of
+# their targets' linear proofs: about 500 bytes for each of those clauses (the Python lists, the solver's copy
+# and what its search learns; z2 at --max-rows 1000: 0.41 M clauses, 201 MB measured).
+BYTES_PER_EXPLAINED_CLAUSE = 500
+EXPLAINED_FROM_MB = 64  # a pinned unit whose every-cell bound is smaller is not looked into further
 SLOTS_MB = 28  # a row-slot search's own fixed share (histogram sampling, HiGHS models, solvers), beyond its clauses
 PINNED_MB = 8  # the same for a unit its exact counts pin: its explanations' engine alone
 SECONDS_PER_CLAUSE = 3e-6  # building the SAT encoding (measured: 1.9 M clauses in 5-7 s on 2 loaded cores)
@@ -171,13 +177,16 @@ class UnitCost:
     cells: int = 0  # count cells above 0 (a zero cell cuts the support instead), the histogram model's rows
     slots: bool = True  # a sum, mean or median cell needs row slots: the unit cannot be attacked by cells alone
     pinned: bool = False  # the unit's exact counts determine its rows (known once its linear proof is built)
+    explained: int | None = None  # clauses a pinned unit's explanations encode (None: not counted, see megabytes)
 
     @property
     def megabytes(self) -> float:
         """The attack with row slots: claims, the encoding as it is used (see BYTES_PER_CLAUSE), a fixed share."""
-        fixed, per_clause = ((PINNED_MB, BYTES_PER_PINNED_CLAUSE) if self.pinned else
-                             (SLOTS_MB, BYTES_PER_SLOT_CLAUSE if self.slots else BYTES_PER_CLAUSE))
-        return fixed + (BYTES_PER_KEY * self.keys + 16 * self.prior_keys + per_clause * self.clauses) / 2**20
+        fixed, per_clause, clauses = ((PINNED_MB, BYTES_PER_PINNED_CLAUSE, self.clauses) if self.pinned else
+                                      (SLOTS_MB, BYTES_PER_SLOT_CLAUSE if self.slots else BYTES_PER_CLAUSE, self.clauses))
+        if self.pinned and self.explained is not None:  # the explanations' cells alone, at what they cost
+            per_clause, clauses = BYTES_PER_EXPLAINED_CLAUSE, self.explained
+        return fixed + (BYTES_PER_KEY * self.keys + 16 * self.prior_keys + per_clause * clauses) / 2**20
 
     @property
     def cell_megabytes(self) -> float:
@@ -255,10 +264,38 @@ def unit_cost(problem: Problem, options: ExactOptions, prior_rows: np.ndarray | 
                     combinations, 1 + sum(c.statistic.kind == "count" and (c.hi is None or int_hi(c.hi, c.hi_open) > 0)
                                           for c in problem.constraints), needs_slots(problem),  # and the population
                     linear is not None and problem.truth is not None and linear.determines(problem.truth))
+    if cost.pinned:
+        cost = replace(cost, explained=explained_clauses(problem, options, linear, cost))
     if not cost.slots and too_large(cost, options) is not None:  # to be attacked in cell space: its support
         rows = problem_support(problem)  # after its zero cells too (bounded: None when too large to try)
         cost = cost if rows is None else replace(cost, combinations=len(rows))
     return cost
+
+
+def explained_clauses(problem: Problem, options: ExactOptions, linear: LinearProof, cost: UnitCost) -> int | None:
+    """Clauses the explanations of a unit its exact counts pin encode: none without explanations; else, where
+    every cell at :data:`BYTES_PER_PINNED_CLAUSE` would come to :data:`EXPLAINED_FROM_MB` or more, the slots'
+    and those of the cells of its explanation targets' linear proofs, where their searches start (z2 at
+    --max-rows 1000: 4 of 105 cells, 0.41 M of 14.9 M clauses). None when the bound is smaller or a target
+    has no linear proof (its search may assume any cell)."""
+    if options.explain == "none":
+        return 0
+    if PINNED_MB + BYTES_PER_PINNED_CLAUSE * cost.clauses / 2**20 < EXPLAINED_FROM_MB:
+        return None
+    from .exact import _stated  # (these import this module)
+    from .stated import direct_cells
+    from .unit_explain import certificate_cells, explain_targets
+
+    table = ClaimTable.of_truth(problem.truth, list(problem.sizes), options.max_columns, problem.views)
+    stated = {i for i, _ in _stated(table, direct_cells(problem))}
+    verdicts = [Verdict(c, VERIFIED, direct=i in stated) for i, c in enumerate(table.claims)]
+    claims = [verdicts[i].claim for i in explain_targets(problem, verdicts, options.explain)]
+    known = certificate_cells(linear, claims, {})
+    if len(known) < len(claims):
+        return None
+    cells = set().union(*known.values()) if known else set()
+    return encoding_clauses(replace(problem, constraints=tuple(
+        c for c in problem.constraints if c.key.rsplit(":", 1)[0] in cells)))
 
 
 @lru_cache(maxsize=256)

@@ -335,5 +335,6 @@ class ClaimTable:
         """For each claim of the table at positions ``idx``, whether the dataset contradicts it."""
         rows = np.asarray(rows)
         if len(rows) > 256:  # count each distinct row once, weighted: persons repeat the same few rows
-            return self.counts(*np.unique(rows, axis=0, return_counts=True))[idx] != self.m[idx]
+            sizes = tuple(int(r) - 1 for r in self.radix)  # the mixed-radix path of distinct_rows where it fits
+            return self.counts(*distinct_rows(rows, sizes))[idx] != self.m[idx]
         return self.counts(rows)[idx] != self.m[idx]
