@@ -8,8 +8,9 @@ options and the default rules (the product's figure) on ``--workers`` processes
 (:class:`audit.scale.protect.ProtectPool`), and with ``--greedy`` also with ``--hitting greedy`` (the
 baseline: a greedy hitting set, as the peers' heuristics, no lower bound). Prints per input: units
 protected, cells suppressed, units proved minimal, cells the pruning took out, whether the re-audit
-passes with nothing undecided, wall and CPU seconds (this process and its workers), cells per CPU
-second, and peak memory (this process; the largest worker). ``--extract N``: about N blocks of the
+passes with nothing undecided, whether protected.csv is the re-audited release (read back by
+tests/test_protect_scale.py's ``release_matches_reaudit``), wall and CPU seconds (this process and its
+workers), cells per CPU second, and peak memory (this process; the largest worker). ``--extract N``: about N blocks of the
 Bureau's extract (every k-th, bench/scale.py's subset; 0: all 8,530) with the SF1 block tables
 (``--tract``: with the tract tables), and the wall time extrapolated to every block.
 ``--tables`` replaces a sample's schedule. ``--record PATH`` also writes the table as a record (bench/README.md).
@@ -39,6 +40,15 @@ def _run(inputs, options, rules, out: Path, pool) -> dict:
     start, cpu = time.perf_counter(), _cpu()
     report = protect(inputs, options, rules, out, pool=pool, progress=True)
     wall, cpu = time.perf_counter() - start, _cpu() - cpu
+    csv_check = "not written"
+    if report.get("release_files"):  # protected.csv read back against the re-audit (tests/test_protect_scale.py)
+        from test_protect_scale import release_matches_reaudit
+
+        files = (inputs.data_path, inputs.schema.source, inputs.schedule.source)
+        try:
+            csv_check = f"as re-audited ({release_matches_reaudit(out, *map(Path, files))} hidden values)"
+        except AssertionError as exc:
+            csv_check = f"MISMATCH: {exc}"
     units = list(report.get("units", ())) + list(report.get("levels", ()))
     cells = report.get("totals", {}).get("cells_suppressed") or 0
     return {"units": sum(u["status"] == "protected" for u in units), "cells": cells,
@@ -46,7 +56,7 @@ def _run(inputs, options, rules, out: Path, pool) -> dict:
             "pruned": sum(u.get("pruned", 0) for u in units),
             "passes": report["recommendation"] is not None and report["after"]["summary"].get("undecided", 0) == 0,
             "undecided": report["after"]["summary"].get("undecided", 0), "blocks": report["before"]["summary"]["units"],
-            "wall": wall, "cpu": cpu, "per_s": cells / cpu if cpu else 0.0,
+            "csv": csv_check, "wall": wall, "cpu": cpu, "per_s": cells / cpu if cpu else 0.0,
             "rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
             "worker_rss": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024}
 
@@ -104,18 +114,18 @@ def main(argv: list[str] | None = None) -> int:
             rows.append((name, runs, total))
             print(f"{name}: {runs}", file=sys.stderr, flush=True)
     header = ["input", "search", "units", "units protected", "cells", "proved minimal", "pruned", "re-audit",
-              "undecided", "wall s", "CPU s", "cells / CPU s", "peak RSS MB (worker)"]
+              "undecided", "protected.csv", "wall s", "CPU s", "cells / CPU s", "peak RSS MB (worker)"]
     table = []
     for name, runs, total in rows:
         for label, r in runs:
             table.append([name, label, r["blocks"], r["units"], r["cells"], r["minimal"], r["pruned"],
-                          "pass" if r["passes"] else "FAIL", r["undecided"], f"{r['wall']:.1f}", f"{r['cpu']:.1f}",
+                          "pass" if r["passes"] else "FAIL", r["undecided"], r["csv"], f"{r['wall']:.1f}", f"{r['cpu']:.1f}",
                           f"{r['per_s']:.1f}", f"{r['rss']:.0f} ({r['worker_rss']:.0f})"])
         if total and runs[0][1]["blocks"] < total:
             r = runs[0][1]
             scale = total / r["blocks"]
             table.append([name, f"extrapolated to {total} blocks (wall: CPU / {args.workers} workers)", "", "",
-                          f"{r['cells'] * scale:.0f}", "", "", "", "",
+                          f"{r['cells'] * scale:.0f}", "", "", "", "", "",
                           f"{r['cpu'] * scale / args.workers / 60:.1f} min",
                           f"{r['cpu'] * scale / 60:.1f} min", "", ""])
     print(f"workers: {args.workers}")

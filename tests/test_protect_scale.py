@@ -2,7 +2,10 @@
 blocks in one task, and a task whose worker fails is undecided (fail closed)."""
 from __future__ import annotations
 
+import csv
 import json
+from fractions import Fraction
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -11,10 +14,14 @@ import yaml
 from audit.attacks.exact import ExactOptions
 from audit.cli import run as cli
 from audit.inputs import load_inputs
+from audit.peers import codes
+from audit.peers.pattern import read_pattern
+from audit.peers.release import CODE_COLUMNS, PEER_CODES
 from audit.policy.rules import load_rules
 from audit.protection.group import Search, failed_group, groups
 from audit.protection.options import Policy, ProtectOptions
 from audit.protection.protect import protect
+from audit.release.constraints import SUPPRESSED
 from audit.scale.protect import ProtectPool
 
 STABLE = ("geo", "level", "status", "cells", "primary", "complementary", "reconstruction", "minimal", "lower_bound")
@@ -57,15 +64,60 @@ def test_one_and_two_workers_give_the_same_pattern_with_each_tract_and_its_block
     assert (tmp_path / "one" / "protected.yaml").read_text() == (tmp_path / "two" / "protected.yaml").read_text()
 
 
+def release_matches_reaudit(out: Path, data: Path, schema: Path, tables: Path) -> int:
+    """protected.csv read back against protected.yaml's release and its re-audit (findings.json): one row per
+    published value; each hidden one blank, with a reason and the re-audit's interval, primary where the search
+    (or the schedule) hid it as such, else secondary; the rest as the data give them; each status in the peers'
+    codes; read back as a pattern, the same hidden cells. The number of hidden values (bench/protect.py runs it)."""
+    original, protected = load_inputs(data, schema, tables), load_inputs(data, schema, out / "protected.yaml")
+    release = {("/".join(r.geo), v.key): v for r in protected.release() for v in r.values}
+    truth = {("/".join(r.geo), v.key): v for r in original.release() for v in r.values}
+    findings = json.loads((out / "findings.json").read_text())
+    intervals = {u["geo"]: u.get("intervals") or {} for u in findings["units"]}
+    report = json.loads((out / "protection.json").read_text())
+    primary = {(d["geo"], cell) for d in report["units"] for cell in d["primary"]}
+    with (out / "protected.csv").open(newline="", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == len(release)
+    hidden = 0
+    for r in rows:
+        geo, cell = "/".join(r[g] for g in original.schema.geography if r[g]), f"{r['table']}:{r['cell']}"
+        key = f"{cell}:{r['statistic']}"
+        assert {c: r[c] for c in CODE_COLUMNS} == {c: str(v) for c, v in PEER_CODES[r["status"]].items()}
+        assert (r["status"] in codes.HIDDEN) == (release[(geo, key)].status == SUPPRESSED), (geo, key)
+        if r["status"] in codes.HIDDEN:
+            hidden += 1
+            iv = intervals[geo][cell if r["statistic"] == "count" else key]
+            given = truth[(geo, key)]  # the schedule's own threshold suppression is primary too
+            own = given.status == SUPPRESSED and given.suppression == "primary"
+            assert r["value"] == "" and r["reason"] and r["status"] == ("primary" if (geo, cell) in primary or own
+                                                                        else "secondary")
+            assert [Fraction(r["lower"]), Fraction(r["upper"])] == [Fraction(x).limit_denominator(1000) for x in iv]
+        else:
+            assert r["value"] == truth[(geo, key)].text() and r["lower"] == r["upper"] == ""
+    back = {geo: cells for geo, cells in read_pattern(out / "protected.csv", original).hidden().items() if cells}
+    hidden_counts: dict[str, set] = {}
+    for (geo, key), v in release.items():
+        if v.status == SUPPRESSED and key.endswith(":count"):
+            hidden_counts.setdefault(geo, set()).add(key.rpartition(":")[0])
+    assert back == hidden_counts
+    return hidden
+
+
 def test_the_cli_with_two_workers_writes_what_one_worker_writes(tmp_path):
+    """The pattern, protected.yaml and protected.csv are the same with one worker and two, and protected.csv
+    is the re-audited release (:func:`release_matches_reaudit`)."""
     _two_tracts(tmp_path, tract_table=False)
-    args = [str(tmp_path / "data.csv"), "-s", str(tmp_path / "schema.yaml"), "-t", str(tmp_path / "tables.yaml"),
-            "-r", str(tmp_path / "rules.yaml"), "-q"]
+    files = [tmp_path / "data.csv", tmp_path / "schema.yaml", tmp_path / "tables.yaml"]
+    args = [str(files[0]), "-s", str(files[1]), "-t", str(files[2]), "-r", str(tmp_path / "rules.yaml"), "-q"]
     assert cli(["protect", *args, "-o", str(tmp_path / "one")]) == 0
     assert cli(["protect", *args, "-o", str(tmp_path / "two"), "--workers", "2", "--memory-mb", "4096"]) == 0
     one, two = (json.loads((tmp_path / d / "protection.json").read_text()) for d in ("one", "two"))
     assert _pattern(one) == _pattern(two) and len(one["units"]) == 2  # one task per failing block
-    assert (tmp_path / "one" / "protected.yaml").read_text() == (tmp_path / "two" / "protected.yaml").read_text()
+    for name in ("protected.yaml", "protected.csv"):
+        assert (tmp_path / "one" / name).read_text() == (tmp_path / "two" / name).read_text()
+    assert two["after"]["verdict"] == "pass" and two["after"]["summary"]["undecided"] == 0
+    assert release_matches_reaudit(tmp_path / "two", *files) == 4  # each tract's b1: its man and a complement
 
 
 def test_a_task_whose_worker_failed_leaves_its_units_undecided(tmp_path):

@@ -28,7 +28,7 @@ the atom and a note says so. The evaluator follows anonymeter's shape: ``Reident
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Iterable, Mapping, Sequence
+from typing import Iterable, Iterator, Mapping, Sequence
 
 from ..errors import AuditError
 from ..specs.attacker import AttackerModel
@@ -202,16 +202,25 @@ def section(attacker: AttackerModel | None, units: Sequence[Mapping], confidence
     if attacker is None:
         return {"status": "no attacker model",
                 "reason": "the schema has no 'attacker:' (quasi-identifiers and sensitive columns)"}
-    at_level = [u for u in units if u.get("level") == attacker.geography]
-    measured = [u["reidentification"] for u in at_level if u.get("reidentification")]
-    if measured:
-        exact = ReidentificationResults.of("exact", measured, confidence).to_dict()
+    seen = {"at_level": 0, "missing": 0, "persons": 0}  # one pass over units that may be on disk, none held
+
+    def measured() -> Iterator[Mapping]:
+        for u in units:
+            if u.get("level") == attacker.geography:
+                seen["at_level"] += 1
+                if u.get("reidentification"):
+                    yield u["reidentification"]
+                else:
+                    seen["missing"] += 1
+                    seen["persons"] += u.get("rows", 0)
+    results = ReidentificationResults.of("exact", measured(), confidence)
+    if results.units:
+        exact = results.to_dict()
     else:
         exact = {"status": "not measured", "reason": f"no unit at the attacker's level '{attacker.geography}' was "
-                 "attacked to the end" if at_level else f"no tables are published at '{attacker.geography}'"}
-    missing = [u for u in at_level if not u.get("reidentification")]
-    exact["units_not_measured"] = len(missing)
-    exact["persons_not_measured"] = int(sum(u.get("rows", 0) for u in missing))
+                 "attacked to the end" if seen["at_level"] else f"no tables are published at '{attacker.geography}'"}
+    exact["units_not_measured"] = seen["missing"]
+    exact["persons_not_measured"] = int(seen["persons"])
     return {"status": "run", "attacker": attacker.describe(), "confidence": confidence, "definitions": DEFINITIONS,
             "exact": exact, "ranking": {"status": "not run", "reason": "the ranking attack was not run (audit run --rank)"}}
 

@@ -300,18 +300,22 @@ def _reid_release(rule: Rule, reid: Mapping, names: list[str], limit: float) -> 
         len(over) + sum(u.startswith("exact:") for u in unmeasured), attributes={k: values[k] for k in over} or None)
 
 
-def _reid_checks(rule: Rule, units: Iterable[Mapping], reid: Mapping | None) -> list[Check]:
+def _reid_checks(rule: Rule, units: Iterable[Mapping], reid: Mapping | None) -> Iterator[Check]:
     """Per unit (exact attack: persons whose values are proved) and for the release (each attack's rate),
-    each sensitive attribute and named combination judged on its own."""
+    each sensitive attribute and named combination judged on its own; one at a time (none held)."""
     reid = reid or {}
     if reid.get("status") != "run":
-        return [_check(rule, RELEASE, None, reid.get("reason") or "the findings have no re-identification section")]
+        yield _check(rule, RELEASE, None, reid.get("reason") or "the findings have no re-identification section")
+        return
     names = _judged(rule, reid)
     bound, limit = rule.settings["max_persons"], rule.settings[REID_RULES[rule.id][1]]
-    out = [_reid_unit(rule, unit, names, bound) for unit in (units if bound is not None else ())
-           if unit.get("level") == reid["attacker"]["geography"]]
-    release = _reid_release(rule, reid, names, limit) if limit is not None else None
-    return out + ([release] if release is not None else [])
+    for unit in (units if bound is not None else ()):
+        if unit.get("level") == reid["attacker"]["geography"]:
+            yield _reid_unit(rule, unit, names, bound)
+    if limit is not None:
+        release = _reid_release(rule, reid, names, limit)
+        if release is not None:
+            yield release
 
 
 def evaluate(doc: Mapping, rules: Rules, rank: Mapping | None = None, linear: Mapping | None = None) -> list[dict]:
