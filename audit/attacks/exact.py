@@ -12,7 +12,7 @@ import numpy as np
 
 from ..errors import AuditError, InconsistentRelease
 from ..problem.build import Problem
-from ..problem.claims import REFUTED, UNDECIDED, VERIFIED, Claim, ClaimTable, Verdict, verified_verdicts
+from ..problem.claims import REFUTED, UNDECIDED, VERIFIED, Claim, ClaimTable, Verdict
 from .engines.histogram import HistogramEngine
 from .implied import MAX_SUPPORT, LinearProof
 from .intervals import feasibility_intervals, hidden_cells
@@ -111,12 +111,12 @@ def audit_counts(problem: Problem, options: ExactOptions = ExactOptions(),
         # cells (this unit's, the coarser unit's, its other children's) the joint propagation derived it from
         settled = proved = True
         result.solutions, result.exhausted = 1, True
-        result.verdicts += verified_verdicts([todo[i] for i in pending])
+        result.verdicts += table.verified(pending)
     elif linear is not None and linear.determines(problem.truth):
         settled = True
         # the exact counts pin every row: one dataset, so every true claim is verified
         result.solutions, result.exhausted = 1, True
-        result.verdicts += verified_verdicts([todo[i] for i in pending])
+        result.verdicts += table.verified(pending)
     elif linear is None and no_slots and fits_large(problem, options):
         return audit_large(problem, options, meter, start, f"{no_slots}; the histogram model too large "
                            f"(support past {MAX_SUPPORT:,} atom combinations)", prior_rows)
@@ -179,9 +179,12 @@ def audit_counts(problem: Problem, options: ExactOptions = ExactOptions(),
 
         result.reidentification = measure_exact(result, options.attacker, prior_rows, verify)
     if prior_rows is not None and len(prior_rows) and todo:
-        verified = {id(v.claim) for v in result.verdicts if v.status == VERIFIED}  # the verdicts hold todo's claims
-        result.baseline = {c: p for c, p in zip(todo, table.baseline(problem.n_rows[1], prior_rows).tolist())
-                           if id(c) in verified}
+        chances = table.baseline(problem.n_rows[1], prior_rows).tolist()
+        if settled:  # one dataset: every claim of the table is verified
+            result.baseline = dict(zip(todo, chances))
+        else:
+            verified = {id(v.claim) for v in result.verdicts if v.status == VERIFIED}  # the verdicts hold todo's claims
+            result.baseline = {c: p for c, p in zip(todo, chances) if id(c) in verified}
     result.seconds = time.perf_counter() - start
     return result
 
@@ -262,7 +265,7 @@ def _search(linear: LinearProof | None, hist: HistogramEngine | None, problem: P
         for rows in universe:
             pending, gone = _prune(table, pending, rows)
             result.refuted += gone
-        result.verdicts += verified_verdicts([todo[i] for i in pending])
+        result.verdicts += table.verified(pending)
         pending = pending[:0]
     pool += universe
     for rows in pool:
