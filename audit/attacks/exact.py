@@ -18,7 +18,7 @@ from .implied import MAX_SUPPORT, LinearProof
 from .intervals import feasibility_intervals, hidden_cells
 from .joint_claims import decide_open
 from .large import audit_large, fits_large
-from . import pulse
+from . import pulse, unit_memo
 from .reidentify import measure_exact
 from .stated import direct_cells
 from .values import as_values, audit_values, unenumerated
@@ -66,6 +66,10 @@ def audit_counts(problem: Problem, options: ExactOptions = ExactOptions(),
     undecided (status ``timeout``).
     """
     start = time.perf_counter()
+    memo = unit_memo.key(problem, options) if built is None else None
+    kept = unit_memo.recall(memo, problem) if memo is not None else None
+    if kept is not None:
+        return _again(kept, problem, options, prior_rows, start)
     meter = Meter(options, start)
     deadline = meter.deadline
     if problem.truth is None:
@@ -155,11 +159,13 @@ def audit_counts(problem: Problem, options: ExactOptions = ExactOptions(),
         if result.intervals is None:
             result.intervals_note = ("feasibility intervals not computed: the histogram model could not be built "
                                      "(support too large, or --no-linear)")
+    proofs, asked = {}, []
     if options.attacker is not None and problem.level == options.attacker.geography:
         pulse.note(unit, "re-identification", len(todo), len(todo))
         engines = [hist if no_slots else engine]
 
         def verify(claim: Claim) -> Verdict:  # what the verdicts leave open, on the same solver
+            asked.append(claim)
             if proved:  # one dataset: the true rows decide every claim
                 return (Verdict(claim, VERIFIED) if claim.count(problem.truth) == claim.m
                         else Verdict(claim, REFUTED, counterexample=problem.truth))
@@ -177,14 +183,38 @@ def audit_counts(problem: Problem, options: ExactOptions = ExactOptions(),
                 engines[0].ensure_main()
             return engines[0].verify(claim, explain="none")
 
-        result.reidentification = measure_exact(result, options.attacker, prior_rows, verify)
+        result.reidentification = measure_exact(result, options.attacker, prior_rows, verify, proofs)
+    if memo is not None and result.status == "done" and not asked:
+        unit_memo.keep(memo, unit_memo.Kept(problem.constraints, problem.hidden, table, replace(result), proofs or None,
+                                            settled))
+    _baselines(result, table, prior_rows, settled)
+    result.seconds = time.perf_counter() - start
+    return result
+
+
+def _baselines(result: UnitResult, table: ClaimTable, prior_rows: np.ndarray | None, settled: bool) -> None:
+    """Each verified claim's chance of holding in rows drawn from the prior (``settled``: every claim of the
+    table is verified, one dataset)."""
+    todo = table.claims
     if prior_rows is not None and len(prior_rows) and todo:
-        chances = table.baseline(problem.n_rows[1], prior_rows).tolist()
-        if settled:  # one dataset: every claim of the table is verified
+        chances = table.baseline(result.problem.n_rows[1], prior_rows).tolist()
+        if settled:
             result.baseline = dict(zip(todo, chances))
         else:
             verified = {id(v.claim) for v in result.verdicts if v.status == VERIFIED}  # the verdicts hold todo's claims
             result.baseline = {c: p for c, p in zip(todo, chances) if id(c) in verified}
+
+
+def _again(kept: unit_memo.Kept, problem: Problem, options: ExactOptions, prior_rows: np.ndarray | None,
+           start: float) -> UnitResult:
+    """The findings of a unit with the same release and rows as one attacked before (:mod:`.unit_memo`), the
+    prior's part worked out for this one."""
+    was = kept.result
+    result = replace(was, problem=problem, verdicts=list(was.verdicts),
+                     intervals=None if was.intervals is None else dict(was.intervals))
+    if kept.proofs is not None:
+        result.reidentification = measure_exact(result, options.attacker, prior_rows, None, kept.proofs)
+    _baselines(result, kept.table, prior_rows, kept.settled)
     result.seconds = time.perf_counter() - start
     return result
 
