@@ -185,8 +185,8 @@ def audit_counts(problem: Problem, options: ExactOptions = ExactOptions(),
 
         result.reidentification = measure_exact(result, options.attacker, prior_rows, verify, proofs)
     if memo is not None and result.status == "done" and not asked:
-        unit_memo.keep(memo, unit_memo.Kept(problem.constraints, problem.hidden, table, replace(result), proofs or None,
-                                            settled))
+        unit_memo.keep(memo, unit_memo.Kept(*unit_memo.release(problem), table.lean(), replace(result, problem=None),
+                                            proofs or None, settled))
     _baselines(result, table, prior_rows, settled)
     result.seconds = time.perf_counter() - start
     return result

@@ -18,14 +18,17 @@ ROWS = 2  # persons of a unit kept: past two, a state's blocks rarely repeat (it
 _KEPT: OrderedDict = OrderedDict()
 
 
+_SHAPES: dict[tuple, tuple] = {}  # a release's cells without their values -> that one tuple (units share it)
+
+
 @dataclass(frozen=True)
 class Kept:
     """What :func:`audit.attacks.exact.audit_counts` needs to give a unit another unit's findings."""
 
-    constraints: tuple  # the release, compared in full on a hit (the key holds the rows, not the cells)
-    hidden: tuple
+    shape: tuple  # the release's cells without their values (shared), and the values: compared in full on a hit
+    values: tuple
     table: object  # the unit's ClaimTable, for the baselines
-    result: object  # its UnitResult, without baselines and re-identification
+    result: object  # its UnitResult, without its problem, baselines and re-identification
     proofs: dict | None  # the re-identification measure's proofs (audit.attacks.reidentify_unit)
     settled: bool  # one dataset: every claim of the table verified
 
@@ -44,10 +47,23 @@ def key(problem: Problem, options) -> tuple | None:
         return None
 
 
+def release(problem: Problem) -> tuple[tuple, tuple]:
+    """The unit's cells as (shape, values): what each cell is (shared by the units of one schedule, so that a
+    unit kept holds its values alone) and each cell's published ends."""
+    cells = problem.constraints + problem.hidden
+    shape = (len(problem.constraints), *((c.key, c.predicate, c.statistic, c.lo_open, c.hi_open, c.implied) for c in cells))
+    found = _SHAPES.get(shape)
+    if found is None:
+        if len(_SHAPES) >= 8:
+            _SHAPES.clear()
+        found = _SHAPES[shape] = shape
+    return found, tuple(v for c in cells for v in (c.lo, c.hi))
+
+
 def recall(memo: tuple, problem: Problem) -> Kept | None:
     """The unit kept under ``memo`` whose cells are the problem's, if any."""
     kept = _KEPT.get(memo)
-    if kept is None or kept.constraints != problem.constraints or kept.hidden != problem.hidden:
+    if kept is None or (kept.shape, kept.values) != release(problem):
         return None
     try:
         _KEPT.move_to_end(memo)

@@ -1,6 +1,7 @@
 """Claims about individuals and the verdicts an exact engine gives them."""
 from __future__ import annotations
 
+import copy
 import hashlib
 import itertools
 from operator import itemgetter
@@ -329,6 +330,12 @@ class ClaimTable:
         made = verified_verdicts(_claims(subsets, rows, subset[missing], row[missing], self.m[missing]))
         for k, v, key in zip(missing, made, self._combined[missing].tolist()):
             self._plain[k] = self._known[key] = v
+
+    def lean(self) -> "ClaimTable":
+        """The table without what only :meth:`verified` needs (to be kept, see :mod:`audit.attacks.unit_memo`)."""
+        out = copy.copy(self)
+        out._plain = out._combined = out._known = None
+        return out
 
     def verified(self, idx) -> list[Verdict]:
         """Plain verified verdicts of the claims at positions ``idx``, as :func:`verified_verdicts` makes them."""
