@@ -9,7 +9,7 @@ import numpy as np
 
 from audit.attacks.exact import _stated
 from audit.attacks.reidentify_unit import _mode
-from audit.problem.claims import VERIFIED, ClaimTable, Verdict, verified_verdicts
+from audit.problem.claims import VERIFIED, ClaimTable, Verdict, stated_verdicts, verified_verdicts
 
 
 def test_mode_is_np_uniques_most_frequent_row_smallest_on_ties():
@@ -59,6 +59,9 @@ def test_verified_verdicts_in_bulk_are_plain_verdicts():
     bulk = verified_verdicts(table.claims)
     assert bulk == [Verdict(c, VERIFIED) for c in table.claims]
     assert [hash(v) for v in bulk] == [hash(Verdict(c, VERIFIED)) for c in table.claims]
+    stated = stated_verdicts([(c, f"T:{i}") for i, c in enumerate(table.claims)])
+    plain = [Verdict(c, VERIFIED, (f"T:{i}",), True, direct=True) for i, c in enumerate(table.claims)]
+    assert stated == plain and [v.__dict__ for v in stated] == [v.__dict__ for v in plain]
 
 
 def test_interned_claims_and_verdicts_are_the_plain_tables():

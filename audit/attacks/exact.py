@@ -12,7 +12,7 @@ import numpy as np
 
 from ..errors import AuditError, InconsistentRelease
 from ..problem.build import Problem
-from ..problem.claims import REFUTED, UNDECIDED, VERIFIED, Claim, ClaimTable, Verdict
+from ..problem.claims import REFUTED, UNDECIDED, VERIFIED, Claim, ClaimTable, Verdict, stated_verdicts
 from .engines.histogram import HistogramEngine
 from .implied import MAX_SUPPORT, LinearProof
 from .intervals import feasibility_intervals, hidden_cells
@@ -96,7 +96,7 @@ def audit_counts(problem: Problem, options: ExactOptions = ExactOptions(),
     table = ClaimTable.of_truth(problem.truth, list(problem.sizes), options.max_columns, problem.views)
     todo = table.claims
     stated = _stated(table, direct_cells(problem))
-    result.verdicts += [Verdict(todo[i], VERIFIED, (cell,), True, direct=True) for i, cell in stated]
+    result.verdicts += stated_verdicts([(todo[i], cell) for i, cell in stated])
     open_ = np.ones(len(todo), dtype=bool)
     open_[[i for i, _ in stated]] = False
     pending = np.flatnonzero(open_).astype(np.int64)  # positions in todo of the claims still open

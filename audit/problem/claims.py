@@ -88,6 +88,19 @@ class Verdict:
             raise ValueError("a refuted claim must carry its counterexample")
 
 
+def stated_verdicts(stated: list[tuple[Claim, str]]) -> list[Verdict]:
+    """``Verdict(claim, VERIFIED, (cell,), True, direct=True)`` for each claim a published cell states, made as
+    :func:`verified_verdicts` makes its verdicts."""
+    new, fields = object.__new__, object.__setattr__
+    out = []
+    for claim, cell in stated:
+        v = new(Verdict)
+        fields(v, "__dict__", {"claim": claim, "status": VERIFIED, "cells": (cell,), "minimal": True, "direct": True,
+                               "counterexample": None, "reason": ""})
+        out.append(v)
+    return out
+
+
 def verified_verdicts(claims: list[Claim]) -> list[Verdict]:
     """A plain verified verdict for each claim (no cells yet), as ``Verdict(claim, VERIFIED)`` makes it: without
     its checks, which cannot fail here, and its per-field setting (a unit verifies thousands of claims at once)."""
