@@ -89,8 +89,10 @@ def _units(tmp_path, schema, schedule, kept: bool) -> list[dict]:
     from audit.attacks import unit_memo
     from audit.attacks.exact import ExactOptions
     from audit.attacks.reidentify import with_attacker
+    from audit.findings import claimstore
     from audit.findings.claimstore import store_columns
     from audit.policy.rules import load_rules
+    from audit.problem import claims
     from audit.scale.runner import ScaleOptions, _tasks
     from audit.scale.worker import Limits, audit_task
 
@@ -104,10 +106,11 @@ def _units(tmp_path, schema, schedule, kept: bool) -> list[dict]:
     options = with_attacker(ExactOptions(), schema, load_rules())
     limits = Limits(header=store_columns(schema, schedule))
     out = []
-    unit_memo._KEPT.clear()
     for problem, prior, _ in _tasks(str(data), schema, schedule, ScaleOptions(), set(), {"rows": 0}, options.max_rows, True):
-        if not kept:
+        if not kept or not out:  # every unit from scratch: no unit, claim or claim store field kept
             unit_memo._KEPT.clear()
+            claimstore._FIELDS.clear()
+            claims._INTERNED.clear()
         unit = audit_task(problem, options, prior, limits)
         unit.pop("seconds")
         out.append(unit)
@@ -116,7 +119,8 @@ def _units(tmp_path, schema, schedule, kept: bool) -> list[dict]:
 
 def test_units_given_a_kept_units_findings_are_the_ones_an_attack_gives(tmp_path, sf1_spec):
     """Blocks of the same rows (in the same order) in one tract and in another (another prior): the findings
-    from the memory are those of the attack, claim store included; a unit of the rows in another order is attacked."""
+    from the memory are those of the attack, claim store included; a unit of the rows in another order is attacked.
+    The plain run keeps nothing between units (no claims, no claim store fields either)."""
     from audit.attacks import unit_memo
 
     schema, schedule = sf1_spec

@@ -30,7 +30,7 @@ TAIL = ("cells", "minimal", "baseline", "reason")
 # Claims whose attribute fields a process keeps, for the store's columns and the labels it wrote them with: a
 # state's blocks hold the same claims over and over (:data:`audit.problem.claims.INTERNED`). Emptied when full.
 FIELDS = 100_000
-_FIELDS: dict = {}
+_FIELDS: dict[tuple, dict] = {}  # the store's columns and labels -> claim -> its attribute fields
 
 
 def store_columns(schema, schedule) -> tuple[str, ...]:
@@ -65,10 +65,11 @@ def encode(result, header: tuple[str, ...], refuted: Iterable = ()) -> bytes:
     lead = f"{_field(p.level)},{_field('/'.join(p.geo))},"
     templates: dict[tuple[int, ...], str] = {}  # a claim's columns -> its attribute fields, each label a {}
     context = (width, tuple(slot), tuple(map(tuple, labels)))
-    if _FIELDS.get("context") != context or len(_FIELDS) > FIELDS:
-        _FIELDS.clear()
-        _FIELDS["context"] = context
-    kept = _FIELDS  # claim -> its attribute fields, as the units before this one in the process wrote them
+    kept = _FIELDS.get(context)  # claim -> its attribute fields, as the units before this one in the process wrote them
+    if kept is None or len(kept) > FIELDS:  # a new dict, never one emptied under another thread's encode
+        if kept is None and len(_FIELDS) >= 4:
+            _FIELDS.pop(next(iter(_FIELDS)), None)
+        kept = _FIELDS[context] = {}
 
     def fields(claim) -> str:
         text = kept.get(claim)

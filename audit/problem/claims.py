@@ -259,7 +259,7 @@ def _interned(table: "ClaimTable") -> list | None:
     known = _INTERNED.get(memo)
     if known is None or len(known) > INTERNED:
         if known is None and len(_INTERNED) >= 4:
-            _INTERNED.pop(next(iter(_INTERNED)))
+            _INTERNED.pop(next(iter(_INTERNED)), None)
         known = _INTERNED[memo] = {}
     table._known, table._combined = known, (table.keys << COUNT_BITS) | table.m
     return list(map(known.get, table._combined.tolist()))
@@ -287,7 +287,7 @@ class ClaimTable:
             for array in (radix, strides, masks):
                 array.flags.writeable = False
             if len(_TABLES) >= 8:
-                _TABLES.pop(next(iter(_TABLES)))
+                _TABLES.pop(next(iter(_TABLES)), None)
             _TABLES[memo] = radix, exact, strides, masks
         self.radix, self.exact, self.strides, self.masks = _TABLES[memo]
         self.claims: list[Claim] = []
