@@ -5,13 +5,14 @@ Usage: ``python bench/unit_cpu.py DATA TABLES [--schema samples/sf1/schema.yaml]
 Walks the runner's tasks (:func:`audit.scale.runner._tasks`: joint solves, problems, prior rows) and
 audits each unit as a worker does (:func:`audit.scale.worker.audit_task`: the default options with the
 default policy's attacker model, and the claim store's member encoded), timing it with
-:func:`time.process_time`. Prints a line per coarser unit, then a table of block units by
+:func:`time.process_time`, with the worker's collector settings. Prints a line per coarser unit, then a table of block units by
 size and the totals. Two checkouts run side by side on the same files compare their work, not the
 machine's load.
 """
 from __future__ import annotations
 
 import argparse
+import gc
 import sys
 import time
 from collections import defaultdict
@@ -31,7 +32,7 @@ def main(argv: list[str] | None = None) -> int:
     from audit.policy.rules import load_rules
     from audit.problem.coupled import finest_level
     from audit.scale.runner import ScaleOptions, _tasks
-    from audit.scale.worker import Limits, audit_task
+    from audit.scale.worker import GC_THRESHOLD, Limits, audit_task
     from audit.specs.schedule import load_schedule
     from audit.specs.schema import load_schema
 
@@ -44,6 +45,8 @@ def main(argv: list[str] | None = None) -> int:
     schedule = load_schedule(Path(args.tables), schema)
     options = with_attacker(ExactOptions(), schema, load_rules())
     limits = Limits(claims_cap=LISTED_LARGE, header=store_columns(schema, schedule))  # as a state-sized run
+    gc.freeze()  # as a worker sets its collector (audit.scale.worker.init_worker)
+    gc.set_threshold(GC_THRESHOLD, *gc.get_threshold()[1:])
     start = time.process_time()
     tasks = _tasks(args.data, schema, schedule, ScaleOptions(), set(), {"rows": 0}, options.max_rows,
                    options.explain != "none")

@@ -9,7 +9,7 @@ import numpy as np
 
 from audit.attacks.exact import _stated
 from audit.attacks.reidentify_unit import _mode
-from audit.problem.claims import VERIFIED, ClaimTable, Verdict, verified_verdicts
+from audit.problem.claims import VERIFIED, ClaimTable, Verdict, stated_verdicts, verified_verdicts
 
 
 def test_mode_is_np_uniques_most_frequent_row_smallest_on_ties():
@@ -59,6 +59,81 @@ def test_verified_verdicts_in_bulk_are_plain_verdicts():
     bulk = verified_verdicts(table.claims)
     assert bulk == [Verdict(c, VERIFIED) for c in table.claims]
     assert [hash(v) for v in bulk] == [hash(Verdict(c, VERIFIED)) for c in table.claims]
+    stated = stated_verdicts([(c, f"T:{i}") for i, c in enumerate(table.claims)])
+    plain = [Verdict(c, VERIFIED, (f"T:{i}",), True, direct=True) for i, c in enumerate(table.claims)]
+    assert stated == plain and [v.__dict__ for v in stated] == [v.__dict__ for v in plain]
+
+
+def test_interned_claims_and_verdicts_are_the_plain_tables():
+    from audit.problem import claims as module
+
+    rng = np.random.default_rng(3)
+    sizes = [2, 3, 4]
+    module._INTERNED.clear()
+    for _ in range(60):  # tables of the same atoms, their claims kept and handed out again
+        n = int(rng.integers(1, 6))
+        truth = np.column_stack([rng.integers(0, s, size=n) for s in sizes])
+        table = ClaimTable.of_truth(truth, sizes)
+        module._INTERNED.clear()
+        plain = ClaimTable.of_truth(truth, sizes)
+        module._INTERNED.clear()
+        assert table.claims == plain.claims and np.array_equal(table.keys, plain.keys)
+        idx = np.flatnonzero(rng.random(len(table.claims)) < 0.5)
+        assert table.verified(idx) == verified_verdicts([plain.claims[i] for i in idx])
+        assert all(v.claim is table.claims[i] for v, i in zip(table.verified(idx), idx))
+        again = ClaimTable.of_truth(truth, sizes)
+        assert again.claims == table.claims and all(a is b for a, b in zip(again.claims, ClaimTable.of_truth(truth, sizes).claims))
+
+
+def _units(tmp_path, schema, schedule, kept: bool) -> list[dict]:
+    from audit.attacks import unit_memo
+    from audit.attacks.exact import ExactOptions
+    from audit.attacks.reidentify import with_attacker
+    from audit.findings import claimstore
+    from audit.findings.claimstore import store_columns
+    from audit.policy.rules import load_rules
+    from audit.problem import claims
+    from audit.scale.runner import ScaleOptions, _tasks
+    from audit.scale.worker import Limits, audit_task
+
+    rows = {"a": "M,30,Y,N,N,N,N,N,N,N", "b": "F,71,N,Y,N,N,N,N,N,Y", "c": "F,4,Y,N,N,N,N,N,N,N",
+            "d": "M,52,N,N,N,Y,N,N,N,N"}
+    blocks = {("000100", "1001"): "a", ("000100", "1002"): "a", ("000100", "1003"): "ab", ("000100", "1004"): "cd",
+              ("000200", "2001"): "a", ("000200", "2002"): "ab", ("000200", "2003"): "ba", ("000200", "2004"): "dcc"}
+    data = tmp_path / "blocks.csv"
+    data.write_text("state,county,tract,block,sex,age,white,black,aian,asian,nhopi,sor,two_or_more,hispanic\n" + "".join(
+        f"01,001,{tract},{block},{rows[p]}\n" for (tract, block), people in blocks.items() for p in people))
+    options = with_attacker(ExactOptions(), schema, load_rules())
+    limits = Limits(header=store_columns(schema, schedule))
+    out = []
+    for problem, prior, _ in _tasks(str(data), schema, schedule, ScaleOptions(), set(), {"rows": 0}, options.max_rows, True):
+        if not kept or not out:  # every unit from scratch: no unit, claim or claim store field kept
+            unit_memo._KEPT.clear()
+            claimstore._FIELDS.clear()
+            claims._INTERNED.clear()
+        unit = audit_task(problem, options, prior, limits)
+        unit.pop("seconds")
+        out.append(unit)
+    return out
+
+
+def test_units_given_a_kept_units_findings_are_the_ones_an_attack_gives(tmp_path, sf1_spec):
+    """Blocks of the same rows (in the same order) in one tract and in another (another prior): the findings
+    from the memory are those of the attack, claim store included; a unit of the rows in another order is attacked.
+    The plain run keeps nothing between units (no claims, no claim store fields either)."""
+    from audit.attacks import unit_memo
+
+    schema, schedule = sf1_spec
+    recalled = []
+    recall = unit_memo.recall
+    unit_memo.recall = lambda memo, problem: recalled.append(recall(memo, problem)) or recalled[-1]
+    try:
+        kept = _units(tmp_path, schema, schedule, kept=True)
+    finally:
+        unit_memo.recall = recall
+    plain = _units(tmp_path, schema, schedule, kept=False)
+    assert sum(r is not None for r in recalled) == 3  # 1002 and 2001 as 1001, 2002 as 1003
+    assert kept == plain
 
 
 def test_refuted_on_many_rows_counts_each_claim_as_the_rows_do():

@@ -12,13 +12,13 @@ import numpy as np
 
 from ..errors import AuditError, InconsistentRelease
 from ..problem.build import Problem
-from ..problem.claims import REFUTED, UNDECIDED, VERIFIED, Claim, ClaimTable, Verdict, verified_verdicts
+from ..problem.claims import REFUTED, UNDECIDED, VERIFIED, Claim, ClaimTable, Verdict, stated_verdicts
 from .engines.histogram import HistogramEngine
 from .implied import MAX_SUPPORT, LinearProof
 from .intervals import feasibility_intervals, hidden_cells
 from .joint_claims import decide_open
 from .large import audit_large, fits_large
-from . import pulse
+from . import pulse, unit_memo
 from .reidentify import measure_exact
 from .stated import direct_cells
 from .values import as_values, audit_values, unenumerated
@@ -66,6 +66,10 @@ def audit_counts(problem: Problem, options: ExactOptions = ExactOptions(),
     undecided (status ``timeout``).
     """
     start = time.perf_counter()
+    memo = unit_memo.key(problem, options) if built is None else None
+    kept = unit_memo.recall(memo, problem) if memo is not None else None
+    if kept is not None:
+        return _again(kept, problem, options, prior_rows, start)
     meter = Meter(options, start)
     deadline = meter.deadline
     if problem.truth is None:
@@ -92,7 +96,7 @@ def audit_counts(problem: Problem, options: ExactOptions = ExactOptions(),
     table = ClaimTable.of_truth(problem.truth, list(problem.sizes), options.max_columns, problem.views)
     todo = table.claims
     stated = _stated(table, direct_cells(problem))
-    result.verdicts += [Verdict(todo[i], VERIFIED, (cell,), True, direct=True) for i, cell in stated]
+    result.verdicts += stated_verdicts([(todo[i], cell) for i, cell in stated])
     open_ = np.ones(len(todo), dtype=bool)
     open_[[i for i, _ in stated]] = False
     pending = np.flatnonzero(open_).astype(np.int64)  # positions in todo of the claims still open
@@ -111,12 +115,12 @@ def audit_counts(problem: Problem, options: ExactOptions = ExactOptions(),
         # cells (this unit's, the coarser unit's, its other children's) the joint propagation derived it from
         settled = proved = True
         result.solutions, result.exhausted = 1, True
-        result.verdicts += verified_verdicts([todo[i] for i in pending])
+        result.verdicts += table.verified(pending)
     elif linear is not None and linear.determines(problem.truth):
         settled = True
         # the exact counts pin every row: one dataset, so every true claim is verified
         result.solutions, result.exhausted = 1, True
-        result.verdicts += verified_verdicts([todo[i] for i in pending])
+        result.verdicts += table.verified(pending)
     elif linear is None and no_slots and fits_large(problem, options):
         return audit_large(problem, options, meter, start, f"{no_slots}; the histogram model too large "
                            f"(support past {MAX_SUPPORT:,} atom combinations)", prior_rows)
@@ -155,11 +159,13 @@ def audit_counts(problem: Problem, options: ExactOptions = ExactOptions(),
         if result.intervals is None:
             result.intervals_note = ("feasibility intervals not computed: the histogram model could not be built "
                                      "(support too large, or --no-linear)")
+    proofs, asked = {}, []
     if options.attacker is not None and problem.level == options.attacker.geography:
         pulse.note(unit, "re-identification", len(todo), len(todo))
         engines = [hist if no_slots else engine]
 
         def verify(claim: Claim) -> Verdict:  # what the verdicts leave open, on the same solver
+            asked.append(claim)
             if proved:  # one dataset: the true rows decide every claim
                 return (Verdict(claim, VERIFIED) if claim.count(problem.truth) == claim.m
                         else Verdict(claim, REFUTED, counterexample=problem.truth))
@@ -177,11 +183,38 @@ def audit_counts(problem: Problem, options: ExactOptions = ExactOptions(),
                 engines[0].ensure_main()
             return engines[0].verify(claim, explain="none")
 
-        result.reidentification = measure_exact(result, options.attacker, prior_rows, verify)
+        result.reidentification = measure_exact(result, options.attacker, prior_rows, verify, proofs)
+    if memo is not None and result.status == "done" and not asked:
+        unit_memo.keep(memo, unit_memo.Kept(*unit_memo.release(problem), table.lean(), replace(result, problem=None),
+                                            proofs or None, settled))
+    _baselines(result, table, prior_rows, settled)
+    result.seconds = time.perf_counter() - start
+    return result
+
+
+def _baselines(result: UnitResult, table: ClaimTable, prior_rows: np.ndarray | None, settled: bool) -> None:
+    """Each verified claim's chance of holding in rows drawn from the prior (``settled``: every claim of the
+    table is verified, one dataset)."""
+    todo = table.claims
     if prior_rows is not None and len(prior_rows) and todo:
-        verified = {id(v.claim) for v in result.verdicts if v.status == VERIFIED}  # the verdicts hold todo's claims
-        result.baseline = {c: p for c, p in zip(todo, table.baseline(problem.n_rows[1], prior_rows).tolist())
-                           if id(c) in verified}
+        chances = table.baseline(result.problem.n_rows[1], prior_rows).tolist()
+        if settled:
+            result.baseline = dict(zip(todo, chances))
+        else:
+            verified = {id(v.claim) for v in result.verdicts if v.status == VERIFIED}  # the verdicts hold todo's claims
+            result.baseline = {c: p for c, p in zip(todo, chances) if id(c) in verified}
+
+
+def _again(kept: unit_memo.Kept, problem: Problem, options: ExactOptions, prior_rows: np.ndarray | None,
+           start: float) -> UnitResult:
+    """The findings of a unit with the same release and rows as one attacked before (:mod:`.unit_memo`), the
+    prior's part worked out for this one."""
+    was = kept.result
+    result = replace(was, problem=problem, verdicts=list(was.verdicts),
+                     intervals=None if was.intervals is None else dict(was.intervals))
+    if kept.proofs is not None:
+        result.reidentification = measure_exact(result, options.attacker, prior_rows, None, kept.proofs)
+    _baselines(result, kept.table, prior_rows, kept.settled)
     result.seconds = time.perf_counter() - start
     return result
 
@@ -262,7 +295,7 @@ def _search(linear: LinearProof | None, hist: HistogramEngine | None, problem: P
         for rows in universe:
             pending, gone = _prune(table, pending, rows)
             result.refuted += gone
-        result.verdicts += verified_verdicts([todo[i] for i in pending])
+        result.verdicts += table.verified(pending)
         pending = pending[:0]
     pool += universe
     for rows in pool:

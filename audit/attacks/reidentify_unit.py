@@ -304,11 +304,15 @@ class _Persons:
 
 
 def measure_exact(result, attacker: AttackerModel, prior: np.ndarray | None = None,
-                  verify: Callable[[Claim], Verdict] | None = None) -> UnitMeasure:
+                  verify: Callable[[Claim], Verdict] | None = None, proofs: dict | None = None) -> UnitMeasure:
     """One unit's re-identification and inference by the exact attack (a ``UnitResult``; ``verify``: the
-    engine's claim check, for what the verdicts leave open)."""
+    engine's claim check, for what the verdicts leave open). ``proofs``: what the attack proves of each
+    person (:meth:`_Persons.proofs`), used when given, else worked out and put there (None: not kept);
+    it does not depend on the prior."""
     persons = _Persons(result.problem, attacker)
-    got = persons.proofs(result, verify)
+    got = proofs if proofs else persons.proofs(result, verify)
+    if proofs is not None and not proofs:
+        proofs.update(got)
     confirmed = got["linked"] & got["proved"]
     counts = persons.counts(prior, got["linked"], confirmed, got["proved"], got["by_attribute"],
                             got["open_by_attribute"])

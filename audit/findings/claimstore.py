@@ -27,6 +27,10 @@ from ..problem.coupled import coupled_levels, finest_level
 FILE = "claims.csv.gz"
 LEAD = ("level", "geo", "status", "m", "direct", "columns")
 TAIL = ("cells", "minimal", "baseline", "reason")
+# Claims whose attribute fields a process keeps, for the store's columns and the labels it wrote them with: a
+# state's blocks hold the same claims over and over (:data:`audit.problem.claims.INTERNED`). Emptied when full.
+FIELDS = 100_000
+_FIELDS: dict[tuple, dict] = {}  # the store's columns and labels -> claim -> its attribute fields
 
 
 def store_columns(schema, schedule) -> tuple[str, ...]:
@@ -60,8 +64,18 @@ def encode(result, header: tuple[str, ...], refuted: Iterable = ()) -> bytes:
     labels = [[_field(label) for label in d.labels] for d in p.domains]
     lead = f"{_field(p.level)},{_field('/'.join(p.geo))},"
     templates: dict[tuple[int, ...], str] = {}  # a claim's columns -> its attribute fields, each label a {}
+    context = (width, tuple(slot), tuple(map(tuple, labels)))
+    kept = _FIELDS.get(context)  # claim -> its attribute fields, as the units before this one in the process wrote them
+    if kept is None or len(kept) > FIELDS:  # a new dict, never one emptied under another thread's encode
+        if kept is None and len(_FIELDS) >= 4:
+            _FIELDS.pop(next(iter(_FIELDS)), None)
+        kept = _FIELDS[context] = {}
 
-    def fields(assignment) -> str:
+    def fields(claim) -> str:
+        text = kept.get(claim)
+        if text is not None:
+            return text
+        assignment = claim.assignment
         cols = tuple(map(itemgetter(0), assignment))
         template = templates.get(cols)
         if template is None:
@@ -69,7 +83,8 @@ def encode(result, header: tuple[str, ...], refuted: Iterable = ()) -> bytes:
             for k, c in enumerate(cols):
                 parts[slot[c]] = f"{{{k}}}"
             template = templates[cols] = f"{len(cols)},{','.join(parts)},"
-        return template.format(*[labels[c][a] for c, a in assignment])
+        text = kept[claim] = template.format(*[labels[c][a] for c, a in assignment])
+        return text
 
     base = result.baseline or {}
     lines = []
@@ -80,10 +95,10 @@ def encode(result, header: tuple[str, ...], refuted: Iterable = ()) -> bytes:
         cells = v.cells
         tail = (f"{_field(' '.join(cells))},{int(v.minimal) if v.status == 'verified' and not v.direct else ''},"
                 if cells else ",,")
-        append(f"{lead}{v.status},{claim.m},{1 if v.direct else 0},{fields(claim.assignment)}"
+        append(f"{lead}{v.status},{claim.m},{1 if v.direct else 0},{fields(claim)}"
                f"{tail}{'' if b is None else format(b, '.6f')},{_field(v.reason) if v.reason else ''}")
     for claim in refuted:
-        append(f"{lead}refuted,{claim.m},0,{fields(claim.assignment)},,,")
+        append(f"{lead}refuted,{claim.m},0,{fields(claim)},,,")
     lines.append("")
     return _member("\n".join(lines))
 

@@ -1,6 +1,7 @@
 """Claims about individuals and the verdicts an exact engine gives them."""
 from __future__ import annotations
 
+import copy
 import hashlib
 import itertools
 from operator import itemgetter
@@ -14,6 +15,13 @@ VERIFIED, REFUTED, UNDECIDED = "verified", "refuted", "undecided"
 PRIOR_TALLIES = 2  # priors whose keyed rows a process keeps (:meth:`ClaimTable.baseline`): a tract's blocks come together, and the memory stays a unit's
 _PRIOR_TALLIES: dict[bytes, tuple[np.ndarray, np.ndarray]] = {}
 SUBSET_WORK = 20_000  # count_candidates' work per column subset, in keys: what one unique() call costs (about 50 us)
+# Claims a process keeps to hand out again, each with its plain verified verdict: a state's blocks hold the same
+# claims over and over (one person's record, a sex and an age group), and making each unit's claims and
+# verdicts anew was a fifth of a small block's CPU. Claims and verdicts are values (frozen, compared by value),
+# so a unit given the objects another unit holds sees what new ones would give it. Emptied when full.
+INTERNED = 100_000
+_INTERNED: dict[tuple[int, ...], dict[int, "Verdict"]] = {}  # columns' atoms -> claim key and count -> verdict
+_TABLES: dict[tuple, tuple] = {}  # (atoms, column subsets) -> an empty table's radix, exactness, strides and masks
 
 
 @dataclass(frozen=True)
@@ -78,6 +86,19 @@ class Verdict:
             raise ValueError(f"unknown status {self.status}")
         if self.status == REFUTED and self.counterexample is None:
             raise ValueError("a refuted claim must carry its counterexample")
+
+
+def stated_verdicts(stated: list[tuple[Claim, str]]) -> list[Verdict]:
+    """``Verdict(claim, VERIFIED, (cell,), True, direct=True)`` for each claim a published cell states, made as
+    :func:`verified_verdicts` makes its verdicts."""
+    new, fields = object.__new__, object.__setattr__
+    out = []
+    for claim, cell in stated:
+        v = new(Verdict)
+        fields(v, "__dict__", {"claim": claim, "status": VERIFIED, "cells": (cell,), "minimal": True, "direct": True,
+                               "counterexample": None, "reason": ""})
+        out.append(v)
+    return out
 
 
 def verified_verdicts(claims: list[Claim]) -> list[Verdict]:
@@ -215,6 +236,35 @@ def count_candidates(truth: np.ndarray, max_columns: int | None = None, budget: 
     return total, True
 
 
+def _claims(subsets: list[tuple[int, ...]], rows: np.ndarray, subset: np.ndarray, row: np.ndarray,
+            m: np.ndarray) -> list[Claim]:
+    """Claim ``k`` over the columns ``subsets[subset[k]]``, with the values of ``rows[row[k]]`` and count ``m[k]``."""
+    data = rows.tolist()
+    picks = [itemgetter(*cols) if len(cols) > 1 else (lambda row, c=cols[0]: (row[c],)) for cols in subsets]
+    return [_claim(tuple(zip(subsets[s], picks[s](data[r]))), n)
+            for s, r, n in zip(subset.tolist(), row.tolist(), m.tolist())]
+
+
+COUNT_BITS = 24  # a kept claim's key and count, as one int64: key << COUNT_BITS | count
+
+
+def _interned(table: "ClaimTable") -> list | None:
+    """The plain verified verdict the process keeps for each claim of the table (None where it has none), or
+    None when its keys and counts do not fit one int64 (see :data:`INTERNED`)."""
+    if not table.exact or not len(table.keys):
+        return None
+    if int(table.keys.max()) >= 2 ** (62 - COUNT_BITS) or int(table.m.max()) >= 2 ** COUNT_BITS:
+        return None
+    memo = (table.strides.dtype.str, table.strides.tobytes())  # the columns' atoms
+    known = _INTERNED.get(memo)
+    if known is None or len(known) > INTERNED:
+        if known is None and len(_INTERNED) >= 4:
+            _INTERNED.pop(next(iter(_INTERNED)), None)
+        known = _INTERNED[memo] = {}
+    table._known, table._combined = known, (table.keys << COUNT_BITS) | table.m
+    return list(map(known.get, table._combined.tolist()))
+
+
 class ClaimTable:
     """Claims as arrays, so that one dataset is checked against thousands of them in one pass.
 
@@ -223,16 +273,26 @@ class ClaimTable:
     """
 
     def __init__(self, sizes: list[int], subsets: list[tuple[int, ...]]):
-        """An empty table for claims over ``subsets`` of columns with ``sizes`` atoms (see :meth:`of_truth`)."""
-        self.radix = np.array([size + 1 for size in sizes], dtype=object)
-        self.exact = int(np.prod(self.radix)) < 2 ** 62  # keys fit in int64
-        dtype = np.int64 if self.exact else object
-        self.strides = np.array([int(np.prod(self.radix[:c])) for c in range(len(sizes))], dtype=dtype)
-        self.masks = np.zeros((len(subsets), len(sizes)), dtype=dtype)
-        for i, cols in enumerate(subsets):
-            self.masks[i, list(cols)] = 1
+        """An empty table for claims over ``subsets`` of columns with ``sizes`` atoms (see :meth:`of_truth`); its
+        arrays are read only, shared by the tables of the same sizes and subsets a process makes."""
+        memo = (tuple(sizes), tuple(subsets))
+        if memo not in _TABLES:
+            radix = np.array([size + 1 for size in sizes], dtype=object)
+            exact = int(np.prod(radix)) < 2 ** 62  # keys fit in int64
+            dtype = np.int64 if exact else object
+            strides = np.array([int(np.prod(radix[:c])) for c in range(len(sizes))], dtype=dtype)
+            masks = np.zeros((len(subsets), len(sizes)), dtype=dtype)
+            for i, cols in enumerate(subsets):
+                masks[i, list(cols)] = 1
+            for array in (radix, strides, masks):
+                array.flags.writeable = False
+            if len(_TABLES) >= 8:
+                _TABLES.pop(next(iter(_TABLES)), None)
+            _TABLES[memo] = radix, exact, strides, masks
+        self.radix, self.exact, self.strides, self.masks = _TABLES[memo]
         self.claims: list[Claim] = []
-        self.keys = np.zeros(0, dtype=dtype)
+        self._plain: list[Verdict] | None = None  # each claim's plain verified verdict, when interned
+        self.keys = np.zeros(0, dtype=self.strides.dtype)
         self.m = np.zeros(0, dtype=np.int64)
 
     @classmethod
@@ -261,17 +321,40 @@ class ClaimTable:
         backward = np.array([int(np.prod(table.radix[c + 1:])) for c in range(len(sizes))], dtype=table.strides.dtype)
         order_key = ((rows[row] + 1) * backward) * table.masks[subset]
         order = np.lexsort((order_key.sum(axis=1), subset))
-        data = rows.tolist()
-        picks = [itemgetter(*cols) if len(cols) > 1 else (lambda row, c=cols[0]: (row[c],)) for cols in subsets]
-        table.claims = [_claim(tuple(zip(subsets[s], picks[s](data[r]))), m)
-                        for s, r, m in zip(subset[order].tolist(), row[order].tolist(),
-                                           counts[order].astype(np.int64).tolist())]
         table.keys, table.m = values[order], counts[order].astype(np.int64)
+        table._plain = _interned(table)
+        if table._plain is None:
+            table.claims = _claims(subsets, rows, subset[order], row[order], table.m)
+        else:
+            table._fill(subsets, rows, subset[order], row[order])
+            table.claims = [v.claim for v in table._plain]
         if views is not None and (views.proved or views.every):
             keep = ~views.redundant(subsets, subset[order], rows[row[order]])
             table.claims = [c for c, k in zip(table.claims, keep.tolist()) if k]
+            table._plain = None if table._plain is None else [v for v, k in zip(table._plain, keep.tolist()) if k]
             table.keys, table.m = table.keys[keep], table.m[keep]
         return table
+
+    def _fill(self, subsets: list[tuple[int, ...]], rows: np.ndarray, subset: np.ndarray, row: np.ndarray) -> None:
+        """Make the claims (and plain verdicts) :func:`_interned` did not find, and keep them."""
+        missing = [k for k, v in enumerate(self._plain) if v is None]
+        if not missing:
+            return
+        made = verified_verdicts(_claims(subsets, rows, subset[missing], row[missing], self.m[missing]))
+        for k, v, key in zip(missing, made, self._combined[missing].tolist()):
+            self._plain[k] = self._known[key] = v
+
+    def lean(self) -> "ClaimTable":
+        """The table without what only :meth:`verified` needs (to be kept, see :mod:`audit.attacks.unit_memo`)."""
+        out = copy.copy(self)
+        out._plain = out._combined = out._known = None
+        return out
+
+    def verified(self, idx) -> list[Verdict]:
+        """Plain verified verdicts of the claims at positions ``idx``, as :func:`verified_verdicts` makes them."""
+        if self._plain is None:
+            return verified_verdicts([self.claims[i] for i in idx])
+        return [self._plain[i] for i in idx]
 
     def counts(self, rows: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
         """How many rows of the dataset match each claim (each row counted ``weights`` times if given)."""
