@@ -216,13 +216,18 @@ def _respect_edits(problems, unit_ids, rounded: np.ndarray, ps, ns, opts: RankOp
         sub = rounded[members]
         bad_rows = breaks(sub.reshape(-1, C), edits).reshape(len(members), K, N)
         bad_rows &= np.arange(N) < np.asarray([ns[b] for b in members])[:, None, None]
-        for i, k in zip(*np.nonzero(bad_rows.any(2))):
+        at = np.nonzero(bad_rows)                       # every bad row's softmaxes fetched at once, a column each
+        flat = torch.as_tensor(np.asarray(members)[at[0]] * K + at[1], device=ps[0].device)
+        rows_at = torch.as_tensor(at[2], device=ps[0].device)
+        fetched = [p[flat, rows_at].cpu().numpy() for p in ps]
+        start = 0
+        for i, k in zip(*np.nonzero(bad_rows.any(2))):   # row-major, as np.nonzero lists the bad rows
             b, u = members[i], unit_ids[members[i]]
             rows, bad = rounded[b, k, :ns[b]], np.flatnonzero(bad_rows[i, k])
-            r = b * K + k
             probs = [np.zeros((len(rows), p.shape[-1]), np.float64) for p in ps]
-            for c, p in enumerate(ps):
-                probs[c][bad] = p[r].index_select(0, torch.as_tensor(bad, device=p.device)).cpu().numpy()
+            for c, got in enumerate(fetched):
+                probs[c][bad] = got[start:start + len(bad)]
+            start += len(bad)
             rounded[b, k, :ns[b]] = respect_edits(problems[u], rows, probs, opts.seed, k, edits)
     return rounded
 
