@@ -1,6 +1,8 @@
 """RAP-RANK's CPU shortcuts (issue 34, release scale) against the plain computations they replace."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -55,6 +57,22 @@ def test_parent_rows_are_each_ancestors_own_rows():
                           [[0, 1], [1, 0]])
 
 
-def test_the_run_schedule_is_a_valid_shorter_schedule():
-    opts = RankOptions(**RUN_SCHEDULE)
-    assert opts.steps < RankOptions().steps and opts.lr * opts.steps >= RankOptions().lr * RankOptions().steps
+def test_audit_run_rank_uses_the_run_schedule_and_reports_the_ranking_reidentifications(tmp_path):
+    import json
+    import re
+
+    from audit.cli import run
+
+    sf1 = Path(__file__).resolve().parents[1] / "samples" / "sf1"
+    frame = pd.read_csv(sf1 / "data.csv", dtype=str, keep_default_na=False)
+    blocks = frame.drop_duplicates(["tract", "block"])[["tract", "block"]].head(3)
+    frame.merge(blocks).groupby(["tract", "block"]).head(2).to_csv(tmp_path / "data.csv", index=False)
+    code = run(["run", str(tmp_path / "data.csv"), "-s", str(sf1 / "schema.yaml"), "-t", str(sf1 / "tables.yaml"),
+                "-o", str(tmp_path / "out"), "--rank", "--quiet"])
+    assert code in (0, 1)
+    rank = json.loads((tmp_path / "out" / "rank.json").read_text())
+    assert {k: rank["fingerprint"]["options"][k] for k in RUN_SCHEDULE} == RUN_SCHEDULE
+    ranking = json.loads((tmp_path / "out" / "findings.json").read_text())["reidentification"]["ranking"]
+    assert ranking["putative"]["of"] == 6 and 0 <= ranking["confirmed"]["count"] <= ranking["putative"]["count"]
+    text = " ".join(re.sub(r"<[^>]+>", " ", (tmp_path / "out" / "report.html").read_text()).split())
+    assert f"gives {ranking['putative']['count']} putative re-identification" in text    # the report's ranking part
