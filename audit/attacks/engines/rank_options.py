@@ -69,7 +69,7 @@ class RankOptions:
     seed: int = 0
     grid: tuple[float, ...] = GRID
     batch_elements: int | None = None  # bound on runs * units * rows * queries per tensor program
-                                       # (None: 2**24 on CPU, 2**28 on CUDA, ~5 GB of activations)
+                                       # (None: 2**22 on CPU, 2**28 on CUDA, ~5 GB of activations)
     combine: str = "auto"           # answers: auto (factor, small units row by row), factor (Gram matrix of the slots),
                                     # matmul (log space) or gather
     confidence: float = 0.95
