@@ -18,7 +18,7 @@ from .findings.certfile import FILE as CERTIFICATES_FILE
 from .findings.claimstore import FILE as STORE_FILE, store_beside
 from .attacks.engines._explain import EXPLAIN_BUDGET
 from .attacks.unit import UNIT_WORK
-from .attacks.engines.rank_options import RankOptions, resolve_device
+from .attacks.engines.rank_options import RUN_SCHEDULE, RankOptions, resolve_device
 from .errors import AuditError
 from .attacks.exact import ExactOptions
 from .attacks.extras import linear_target, write_linear, write_ranking
@@ -178,7 +178,7 @@ def run_audit(data: Optional[Path], schema: Optional[Path], tables: Path, out: P
     fresh: dict[str, dict] = {}
     if options.rank:
         ranked = inputs or inputs_from(data, schema, tables, options.infer_schema, options.geography)
-        fresh["rank"], _ = write_ranking(ranked, RankOptions(seed=options.seed), out, made_from=made_from,
+        fresh["rank"], _ = write_ranking(ranked, RankOptions(seed=options.seed, **RUN_SCHEDULE), out, made_from=made_from,
                                          workers=options.scale.workers if options.scale else 1)
     if options.linear_secret:
         fresh["linear"] = write_linear(data, options.linear_secret, options.linear_public or "", out,

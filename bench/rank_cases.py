@@ -34,8 +34,9 @@ def find(data: Path | None, name: str) -> Path:
     raise FileNotFoundError(f"{name} not found: pass --data DIR holding it")
 
 
-def extract_case(data: Path | None, tracts: int, seed: int, round_to: int | None = None):
-    """Every block of ``tracts`` seeded tracts of the extract (all 28 when ``tracts`` is 0), SF1 block tables."""
+def extract_case(data: Path | None, tracts: int, seed: int, round_to: int | None = None, keep: int | None = None):
+    """Every block of ``tracts`` seeded tracts of the extract (all 28 when ``tracts`` is 0), SF1 block tables;
+    ``keep``: every k-th of those blocks, about that many."""
     from audit.data.microdata import validate
     from audit.inputs import Inputs
     from audit.specs.schedule import Protection, load_schedule
@@ -57,6 +58,12 @@ def extract_case(data: Path | None, tracts: int, seed: int, round_to: int | None
     picked = names if not tracts or tracts >= len(names) else sorted(
         np.random.default_rng(seed).choice(names, size=tracts, replace=False).tolist())
     sub = full[tract_id.isin(picked)].reset_index(drop=True)
+    if keep:
+        key = sub["state"] + sub["county"] + sub["tract"] + sub["block"]
+        every = key.drop_duplicates().tolist()
+        if keep < len(every):
+            step = len(every) / keep
+            sub = sub[key.isin({every[int(i * step)] for i in range(keep)})].reset_index(drop=True)
     problems = Inputs(schema, schedule, sub, "extract").problems()
     return problems, full, schema, f"extract, {len(picked)} tracts"
 
@@ -274,3 +281,10 @@ def acs_paper_case(data: Path | None, pumas: int, persons: int, way: int, seed: 
              for n in names]
     return units, schema.geography, (f"ACS Fulton, {len(names)} PUMAs x {persons} persons halved, "
                                      f"all {way}-way marginals of D")
+
+
+def extract_blocks(data: Path | None, blocks: int):
+    """Every k-th block of the whole extract, about ``blocks`` (the same size mix as its 8,530; bench/scale.py's pick),
+    under the SF1 block tables: ``(problems, whole frame, schema)``."""
+    problems, full, schema, _ = extract_case(data, 0, 0, keep=blocks)
+    return problems, full, schema

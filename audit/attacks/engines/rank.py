@@ -188,7 +188,9 @@ class RankAttack:
 
     def _batches(self, order: list[int], n_queries: int):
         cuda = self._device == "cuda"
-        budget = self.options.batch_elements or (2 ** 28 if cuda else 2 ** 24)
+        # on CPU past ~2**22 a step's tensors outgrow the caches: 330 blocks of 3-4 persons cost 15-20% more a unit
+        # than 80-160 (bench/results/rank/extract-cpu-schedule.md)
+        budget = self.options.batch_elements or (2 ** 28 if cuda else 2 ** 22)
         # a GPU step of the extract's small blocks costs its kernel launches, not its padding: wider batches there
         spread = 2.0 if cuda else 1.25
         batch: list[int] = []

@@ -15,6 +15,10 @@ DEVICES = ("auto", "cpu", "cuda")
 GRID = tuple(round(i / 20, 2) for i in range(1, 21))
 TORCH_CPU = "pip install torch==2.13.0"   # PyTorch's CPU build (a bare "torch" pulls several GB of CUDA)
 HINT = f"{TORCH_CPU} && pip install 'disclosure-audit[rank]'"
+# ``audit run --rank``'s schedule, the ranking at release scale: on the extract's blocks 40 Adam steps at lr 0.75
+# give the match-rate curves and re-identification figures of ``audit rank``'s 300 at 0.1
+# (bench/results/rank/extract-cpu-schedule.md); ``audit rank`` keeps 300 at 0.1 (the ACS case's curves move)
+RUN_SCHEDULE = {"steps": 40, "lr": 0.75}
 
 
 def torch_available() -> bool:
@@ -65,7 +69,7 @@ class RankOptions:
     seed: int = 0
     grid: tuple[float, ...] = GRID
     batch_elements: int | None = None  # bound on runs * units * rows * queries per tensor program
-                                       # (None: 2**24 on CPU, 2**28 on CUDA, ~5 GB of activations)
+                                       # (None: 2**22 on CPU, 2**28 on CUDA, ~5 GB of activations)
     combine: str = "auto"           # answers: auto (factor, small units row by row), factor (Gram matrix of the slots),
                                     # matmul (log space) or gather
     confidence: float = 0.95

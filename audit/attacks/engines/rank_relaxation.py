@@ -27,12 +27,28 @@ def _row_logits(rows: np.ndarray, sizes: Sequence[int], mass: float) -> np.ndarr
 
 
 def _uniform_rows(problem: Problem, n: int, rng: np.random.Generator) -> np.ndarray:
-    """A uniformly random dataset of the schema: codes uniform, so atoms in proportion to their size."""
-    cols = []
-    for d in problem.domains:
-        w = np.array([len(a) for a in d.atoms], dtype=np.float64)
-        cols.append(rng.choice(len(d), size=n, p=w / w.sum()))
+    """A uniformly random dataset of the schema: codes uniform, so atoms in proportion to their size (each column
+    drawn as ``rng.choice(atoms, n, p=sizes / total)`` draws it, from the same uniforms, without its checks)."""
+    cols = [cdf.searchsorted(rng.random(n), side="right") for cdf in _atom_cdfs(problem.domains)]
     return np.column_stack(cols).astype(np.int64) if cols else np.zeros((n, 0), np.int64)
+
+
+_CDFS: dict = {}
+
+
+def _atom_cdfs(domains) -> list[np.ndarray]:
+    """Per column, the cumulative share of its codes in each atom (normalised as ``Generator.choice`` does)."""
+    key = tuple(map(id, domains))
+    if key not in _CDFS:
+        out = []
+        for d in domains:
+            w = np.array([len(a) for a in d.atoms], dtype=np.float64)
+            cdf = (w / w.sum()).cumsum()
+            out.append(cdf / cdf[-1])
+        if len(_CDFS) > 64:
+            _CDFS.clear()
+        _CDFS[key] = (domains, out)       # the domains kept alive: their ids stay theirs
+    return _CDFS[key][1]
 
 
 def _start_rows(problem: Problem, n: int, prior: np.ndarray | None, init: str, rng) -> np.ndarray:
@@ -96,7 +112,7 @@ def _attack_batch(problems: Sequence[Problem], priors: Sequence[np.ndarray | Non
     R = B * K
     theta = prog.leaves(init.reshape(R, N, width))
     residual, tw = prog.residual, prog.w
-    opt = torch.optim.Adam(theta, lr=opts.lr)
+    opt = _Adam(theta, opts.lr)
     loss_r = torch.zeros(R, device=dev)
     # stochastic terms (the "randomness of SGD"): during the first ``explore`` share of the steps each
     # term enters a step's loss with probability ``keep``, on a low-discrepancy schedule whose phase is
@@ -108,7 +124,6 @@ def _attack_batch(problems: Sequence[Problem], priors: Sequence[np.ndarray | Non
     phase, tw = prog.orient(phase), prog.orient(tw)
     explore = int(opts.steps * opts.explore) if opts.keep < 1 else 0
     for step in range(opts.steps):
-        opt.zero_grad(set_to_none=True)
         weight = tw
         if step < explore:
             weight = tw * (torch.remainder(phase + step * 0.6180339887, 1.0) < opts.keep)
@@ -163,6 +178,29 @@ def _attack_batch(problems: Sequence[Problem], priors: Sequence[np.ndarray | Non
     return _BatchOut(rows, [float(loss_np[b].mean()) for b in range(B)], ok, why, before)
 
 
+class _Adam:
+    """``torch.optim.Adam(params, lr)`` (the single-tensor CPU path, the same float operations in the same order),
+    without the optimiser machinery: its first use imports torch's compiler (seconds of CPU in every worker)."""
+
+    def __init__(self, params: list, lr: float, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8):
+        self.params, self.lr, self.betas, self.eps, self.t = params, lr, betas, eps, 0
+        self.m = [p.detach().new_zeros(p.shape) for p in params]
+        self.v = [p.detach().new_zeros(p.shape) for p in params]
+
+    def step(self) -> None:
+        torch = _torch()
+        b1, b2 = self.betas
+        self.t += 1
+        step_size = self.lr / (1 - b1 ** self.t)
+        root = (1 - b2 ** self.t) ** 0.5
+        with torch.no_grad():
+            for p, m, v in zip(self.params, self.m, self.v):
+                g, p.grad = p.grad, None
+                m.lerp_(g, 1 - b1)
+                v.mul_(b2).addcmul_(g, g, value=1 - b2)
+                p.addcdiv_(m, (v.sqrt() / root).add_(self.eps), value=-step_size)
+
+
 def _respect_edits(problems, unit_ids, rounded: np.ndarray, ps, ns, opts: RankOptions) -> np.ndarray:
     """Redraw the rounded rows that break an edit (:func:`respect_edits`), fetching only their softmaxes. Units
     with the same edits (a level's) are checked in one pass over all their runs' rows."""
@@ -178,13 +216,18 @@ def _respect_edits(problems, unit_ids, rounded: np.ndarray, ps, ns, opts: RankOp
         sub = rounded[members]
         bad_rows = breaks(sub.reshape(-1, C), edits).reshape(len(members), K, N)
         bad_rows &= np.arange(N) < np.asarray([ns[b] for b in members])[:, None, None]
-        for i, k in zip(*np.nonzero(bad_rows.any(2))):
+        at = np.nonzero(bad_rows)                       # every bad row's softmaxes fetched at once, a column each
+        flat = torch.as_tensor(np.asarray(members)[at[0]] * K + at[1], device=ps[0].device)
+        rows_at = torch.as_tensor(at[2], device=ps[0].device)
+        fetched = [p[flat, rows_at].cpu().numpy() for p in ps]
+        start = 0
+        for i, k in zip(*np.nonzero(bad_rows.any(2))):   # row-major, as np.nonzero lists the bad rows
             b, u = members[i], unit_ids[members[i]]
             rows, bad = rounded[b, k, :ns[b]], np.flatnonzero(bad_rows[i, k])
-            r = b * K + k
             probs = [np.zeros((len(rows), p.shape[-1]), np.float64) for p in ps]
-            for c, p in enumerate(ps):
-                probs[c][bad] = p[r].index_select(0, torch.as_tensor(bad, device=p.device)).cpu().numpy()
+            for c, got in enumerate(fetched):
+                probs[c][bad] = got[start:start + len(bad)]
+            start += len(bad)
             rounded[b, k, :ns[b]] = respect_edits(problems[u], rows, probs, opts.seed, k, edits)
     return rounded
 

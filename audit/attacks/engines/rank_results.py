@@ -54,13 +54,15 @@ def parent_rows(frame, geography: Sequence[str], problem: Problem, depth: int, c
     """All rows of the unit's ancestor ``depth`` levels from the top (1 = the coarsest level), in its atoms."""
     key = (problem.level, problem.domains, problem.geo[:depth])
     if key not in cache:
+        whole = ("atoms", problem.domains)    # every row's atoms, mapped once (not once per ancestor)
+        if whole not in cache:
+            cache[whole] = (np.column_stack([frame[d.name].map(d.lookup()).to_numpy(dtype=np.int64)
+                                             for d in problem.domains]) if len(frame)
+                            else np.zeros((0, len(problem.domains)), np.int64))
         m = np.ones(len(frame), dtype=bool)
         for col, value in zip(geography[:depth], problem.geo[:depth]):
             m &= frame[col].to_numpy() == value
-        sub = frame[m]
-        cache[key] = (np.column_stack([sub[d.name].map(d.lookup()).to_numpy(dtype=np.int64)
-                                       for d in problem.domains]) if len(sub)
-                      else np.zeros((0, len(problem.domains)), np.int64))
+        cache[key] = cache[whole][m]
     return cache[key]
 
 
