@@ -100,3 +100,15 @@ def test_a_zero_stated_by_several_tables_gets_every_copy_explained_in_one_round(
     options = ProtectOptions(exact=with_attacker(options.exact, inputs.schema, rules))
     out = suppress_unit(ctx, Policy.from_rules(rules), options)
     assert (out.status, out.minimal, len(out.cells), out.iterations) == ("protected", True, 26, 2)
+
+
+def test_the_hitting_set_breaks_ties_on_cells_towards_the_last_pattern():
+    """Among the fewest cells meeting every clause, those of the last pattern first, then the cheapest;
+    never more cells to stay near it."""
+    from audit.protection.suppress import hitting_set
+
+    clauses = [(frozenset({"a", "b"}), frozenset()), (frozenset({"c", "d"}), frozenset())]
+    cost = {"a": 1, "b": 5, "c": 1, "d": 5}
+    assert hitting_set(clauses, cost) == {"a", "c"}
+    assert hitting_set(clauses, cost, near={"b"}) == {"b", "c"}
+    assert hitting_set(clauses + [(frozenset({"a"}), frozenset())], cost, near={"b", "d"}) == {"a", "d"}
