@@ -86,22 +86,6 @@ def test_two_atom_columns_group_as_the_sort_does():
         assert [g.tolist() for g in got] == [w.tolist() for w in want], block
 
 
-def test_a_zero_stated_by_several_tables_gets_every_copy_explained_in_one_round():
-    """sf1 block 1013 fails two zero claims whose every explanation needs its P12B cell beside race totals
-    that P6, P7 and P8 each state: the explanations go on past that needed cell to the copies, so the
-    search is done in two rounds (nine when each round explained one copy), at the same proved minimum."""
-    from audit.attacks.reidentify import with_attacker
-    from audit.protection.unit import suppress_unit
-
-    inputs = load_inputs(SF1 / "data.csv", SF1 / "schema.yaml", SF1 / "tables.yaml")
-    rules = load_rules(None)
-    ctx = next(c for c in unit_contexts(inputs) if c.geo[-1] == "1013")
-    options = ProtectOptions()
-    options = ProtectOptions(exact=with_attacker(options.exact, inputs.schema, rules))
-    out = suppress_unit(ctx, Policy.from_rules(rules), options)
-    assert (out.status, out.minimal, len(out.cells), out.iterations) == ("protected", True, 26, 2)
-
-
 def test_the_hitting_set_breaks_ties_on_cells_towards_the_last_pattern():
     """Among the fewest cells meeting every clause, those of the last pattern first, then the cheapest;
     never more cells to stay near it."""

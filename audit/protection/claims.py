@@ -287,9 +287,9 @@ def _cores(engine, claim: Claim, hidden: set[str], cheapest: Callable[[frozenset
            among: list[str] | None = None) -> list[frozenset]:
     """Explanations of a claim outside the hidden cells, the first over every cell (alone when ``seen``
     holds it already: claims about one record share their explanations), each next one among the
-    cells the earlier ones leave aside: first whole explanations (disjoint ones), then one cell of
-    each (a cell and its identical copies, as the hitting set would pick: the ``cheapest`` whose
-    setting aside leaves the claim implied), until no cell of the last one can be set aside.
+    cells the earlier ones leave aside: first whole explanations (disjoint ones), then only the
+    ``cheapest`` cell of each (a cell and its identical copies, as the hitting set would pick),
+    until the cells left no longer imply the claim.
 
     One explanation alone is a weak clause where the tables state the same fact many ways (a zero
     in P6, P7, P8, ...): the hitting set hides one copy, the claim follows from the next, and the
@@ -301,34 +301,16 @@ def _cores(engine, claim: Claim, hidden: set[str], cheapest: Callable[[frozenset
         return [pos]
     seen.add(pos)
     out = [pos]
-    cells = among or engine.cells
-    aside: set[str] = set()
-    while pos and len(out) < most:  # whole explanations set aside: disjoint ones
-        aside |= pos
-        found = engine.explainer().explain(claim, among=[k for k in cells if k not in aside])
-        if found is None or found == ((), False):  # gone without the cells set aside, or the budget is spent
-            break
-        pos = frozenset(found[0]) - hidden
-        out.append(pos)
-    aside, needed, pos = set(), set(), out[0]
-    while pos and len(out) < most:
-        # the cheapest cell of the last one set aside; where the claim is gone without it (it is needed among
-        # the cells left), the next cheapest: stopping at the first such cell left the other cells' copies
-        # (a zero that P6, P7 and P8 each state) to one round of the search each
-        left = set(pos) - needed
-        while left:
-            trial = aside | cheapest(frozenset(left))
-            found = engine.explainer().explain(claim, among=[k for k in cells if k not in trial])
-            if found == ((), False):  # the budget is spent
-                return out
-            if found is not None:
-                aside, pos = trial, frozenset(found[0]) - hidden
-                out.append(pos)
+    for whole in (True, False):
+        aside: set[str] = set()
+        pos = out[0]
+        while pos and len(out) < most:
+            aside |= set(pos) if whole else cheapest(pos)
+            found = engine.explainer().explain(claim, among=[k for k in among or engine.cells if k not in aside])
+            if found is None or found == ((), False):  # gone without the cells set aside, or the budget is spent
                 break
-            needed |= trial - aside
-            left -= trial
-        else:
-            break
+            pos = frozenset(found[0]) - hidden
+            out.append(pos)
     return out
 
 
