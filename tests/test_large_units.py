@@ -14,7 +14,7 @@ from _oracle import _random_predicate, all_datasets, published
 from audit.attacks.exact import ExactOptions, audit_unit
 from audit.attacks.exchanges import Exchanges
 from audit.attacks.intervals import hidden_cells
-from audit.attacks.large import SMALL_COUNT, audit_large, large_claims
+from audit.attacks.large import SMALL_COUNT, audit_large, large_claims, relaxation_proofs
 from audit.attacks.regroup import groups, part
 from audit.attacks.unit import Meter
 from audit.problem.build import Domain, Problem
@@ -163,3 +163,23 @@ def test_targeted_re_solves_refute_only_what_some_dataset_contradicts(seed):
     for claim in large_claims(problem, None).claims:
         always = all(claim.count(d) == claim.m for d in datasets)
         assert listed.get(claim, REFUTED) != (REFUTED if always else VERIFIED), claim
+
+
+def test_a_relaxation_proofs_cells_alone_imply_its_claim():
+    """The protection's clause for a large unit's claim (relaxation_proofs): the cells it names, every other
+    cell dropped, leave the claim true in every consistent dataset."""
+    named, checked = 0, {}
+    for seed in range(8):
+        problem = _problem(seed)
+        proof = relaxation_proofs(problem)
+        for claim in large_claims(problem, None).claims:
+            cells = proof(claim)
+            if cells is None:
+                continue
+            named += 1
+            if (seed, cells) not in checked:
+                kept = tuple(c for c in problem.constraints if c.key.rsplit(":", 1)[0] in cells)
+                checked[seed, cells] = all_datasets(Problem(problem.level, problem.geo, problem.domains, problem.n_rows,
+                                                            kept, problem.edits, problem.truth))
+            assert all(claim.count(d) == claim.m for d in checked[seed, cells]), (seed, claim, cells)
+    assert named >= 5, named

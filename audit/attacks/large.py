@@ -20,6 +20,7 @@ Such a unit is still audited, at a cost bounded by its tables:
 from __future__ import annotations
 
 import time
+from typing import Callable
 
 import numpy as np
 
@@ -180,16 +181,44 @@ def explain_large(verdicts: list[Verdict], targets: list[int], proofs: dict) -> 
     out = list(verdicts)
     for i in targets:
         proof = proofs.get(verdicts[i].claim)
-        if proof is None:
-            continue
-        linear, claim, used = proof
-        if used is None:
-            used = linear.combine([claim])[0]
-        if used is not None:
-            cells = linear.explain([claim], np.array([used]))[0]
-            if cells:
-                out[i] = Verdict(verdicts[i].claim, VERIFIED, cells, False)
+        cells = _cells(*proof) if proof is not None else None
+        if cells:
+            out[i] = Verdict(verdicts[i].claim, VERIFIED, cells, False)
     return out
+
+
+def _cells(linear: LinearProof, claim: Claim, used) -> tuple[str, ...] | None:
+    """The cells of a relaxation's proof of ``claim`` (``used``: :func:`_prove`'s answer for it)."""
+    if used is None:
+        used = linear.combine([claim])[0]
+    if used is None:
+        return None
+    return linear.explain([claim], np.array([used]))[0] or None
+
+
+def relaxation_proofs(problem: Problem, budget: float = float("inf")) -> Callable[[Claim], tuple[str, ...] | None]:
+    """Claim -> the cells of its proof over the relaxation onto a table's columns that holds it (sound, not
+    minimal: every dataset of the unit projects to one of the relaxation), or None; the relaxations'
+    proofs made when first asked. The clauses of a unit too large for its own linear proof: without them
+    each of its derived claims gave the clause "suppress any published cell"."""
+    linears: dict[tuple[int, ...], LinearProof | None] = {}
+
+    def proof(claim: Claim) -> tuple[str, ...] | None:
+        for cols in _relaxations(problem, budget):
+            if not set(claim.columns) <= set(cols):
+                continue
+            if cols not in linears:
+                linears[cols] = LinearProof.of(relaxation(problem, cols))
+            if linears[cols] is None:
+                continue
+            at = {c: k for k, c in enumerate(cols)}
+            local = Claim(tuple((at[c], v) for c, v in claim.assignment), claim.m)
+            used = _prove(linears[cols], [local], lambda phase: None)[0]
+            cells = _cells(linears[cols], local, used) if used is not False else None
+            if cells:
+                return cells
+        return None
+    return proof
 
 
 def audit_large(problem: Problem, options, meter, start: float, why: str, prior_rows: np.ndarray | None = None):

@@ -13,6 +13,7 @@ from ..attacks.exact import UnitResult
 from ..attacks.unit_explain import certificate_cells
 from ..attacks.stated import stated_claims
 from ..attacks.implied import LinearProof
+from ..attacks.large import relaxation_proofs
 from ..attacks.unit import plan, unit_cost
 from ..problem.build import Problem
 from ..release.constraints import UnitRelease
@@ -329,7 +330,8 @@ def claim_clauses(result: UnitResult, bad: list, recon: bool, hidden: set[str], 
     one cell a round)."""
     engine, among = (explanations or Explanations(options))(result.problem, hidden)
     todo = _to_explain(bad, result.problem.truth)
-    proofs = linear_proofs(LinearProof.of(result.problem), [v.claim for v in todo if not v.direct])
+    linear = LinearProof.of(result.problem)  # too large: proofs over its tables' columns (audit.attacks.large)
+    proofs = linear_proofs(linear, [v.claim for v in todo if not v.direct]) if linear is not None else relaxation_proofs(result.problem)
     new, seen = [], set()
     for v in todo:
         if v.direct:

@@ -20,6 +20,7 @@ import numpy as np
 from ..errors import InternalError
 from ..signals import solvers_leave_signals_to_python
 from ..specs.schedule import MARGIN, Table
+from .recovery import Recovery
 
 
 def relations(lines: Sequence[tuple[int, Sequence[int]]], n: int) -> np.ndarray:
@@ -68,28 +69,20 @@ def simple_heuristic(table: Table, counts: Sequence[int], primary: Iterable[bool
     known = [c.structural for c in table.cells]
     cost = {j: (bool(counts[j] == 0), ids[j].count(MARGIN), int(counts[j]), j) for j in range(len(ids))}
 
-    def score(flags: np.ndarray) -> tuple[int, int]:
-        fixed = determined(rel, flags)
-        return int((fixed & primary).sum()), int(fixed.sum())
-
-    current = score(suppressed)
-    while current[0]:
-        fixed = determined(rel, suppressed)
+    factors: dict = {}
+    while True:
+        found = Recovery(rel, suppressed, factors)  # one factoring scores every candidate (audit.protection.recovery)
+        fixed = found.fixed
+        if not (fixed & primary).any():
+            break
         near = {k for m, members in table.lines for k in [m, *members]
                 if not suppressed[k] and not known[k] and any(fixed[i] for i in [m, *members])}
         if not near:  # widen to every published cell
             near = {k for k in range(len(ids)) if not suppressed[k] and not known[k]}
             if not near:
                 break
-        best = None
-        for k in sorted(near, key=cost.get):
-            trial = suppressed.copy()
-            trial[k] = True
-            key = (*score(trial), cost[k])
-            if best is None or key < best[0]:
-                best = (key, k)
-        suppressed[best[1]] = True
-        current = best[0][:2]
+        ranked = sorted(near, key=cost.get)
+        suppressed[min(zip(found.scores(primary, ranked), ranked), key=lambda t: (*t[0], cost[t[1]]))[1]] = True
     return suppressed
 
 
