@@ -84,15 +84,3 @@ def test_two_atom_columns_group_as_the_sort_does():
         block = rng.integers(0, 2, size=(int(rng.integers(1, 5)), int(rng.integers(1, 3))))
         got, want = _unique_columns(block), by_sort(block)
         assert [g.tolist() for g in got] == [w.tolist() for w in want], block
-
-
-def test_the_hitting_set_breaks_ties_on_cells_towards_the_last_pattern():
-    """Among the fewest cells meeting every clause, those of the last pattern first, then the cheapest;
-    never more cells to stay near it."""
-    from audit.protection.suppress import hitting_set
-
-    clauses = [(frozenset({"a", "b"}), frozenset()), (frozenset({"c", "d"}), frozenset())]
-    cost = {"a": 1, "b": 5, "c": 1, "d": 5}
-    assert hitting_set(clauses, cost) == {"a", "c"}
-    assert hitting_set(clauses, cost, near={"b"}) == {"b", "c"}
-    assert hitting_set(clauses + [(frozenset({"a"}), frozenset())], cost, near={"b", "d"}) == {"a", "d"}

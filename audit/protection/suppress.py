@@ -87,12 +87,12 @@ def simple_heuristic(table: Table, counts: Sequence[int], primary: Iterable[bool
 
 
 def hitting_set(clauses: Sequence[tuple[frozenset, frozenset]], cost: dict[str, int], forced: Iterable[str] = (),
-                exact: bool = True, size: dict[str, int] | None = None, near: Iterable[str] = ()) -> set[str]:
+                exact: bool = True, size: dict[str, int] | None = None) -> set[str]:
     """A cheapest set S of cells with, for every clause (pos, neg): S meets pos, or S misses part of neg.
 
     ``cost``: cell -> tie-break cost (its count); the number of cells (``size``: cells an item stands
-    for, default 1) is minimised first, then (exact only) the cells left out of ``near`` (the last pattern), then
-    ``cost``. Exact with RC2 (MaxSAT); greedy (most clauses hit per cell) when ``exact`` is False.
+    for, default 1) is minimised first. Exact
+    with RC2 (MaxSAT); greedy (most clauses hit per cell) when ``exact`` is False.
     """
     forced = set(forced)
     size = size or {}
@@ -114,12 +114,6 @@ def hitting_set(clauses: Sequence[tuple[frozenset, frozenset]], cost: dict[str, 
 
     cells = sorted(forced | {c for pos, neg in clauses for c in pos | neg})
     var = {c: i + 1 for i, c in enumerate(cells)}
-    # ties on cells go to those of ``near`` (the last pattern), then to ``cost``: a tie broken on cost alone
-    # let a round swap half of the last pattern for cells as cheap, and the claims it had defeated came back
-    # (sf1 block 1006: 893 failing claims, 2 after the next round, 893 again after the one after)
-    spread = sum(cost.get(c, 0) for c in cells) + 1
-    near = set(near)
-    cost = {c: (c not in near) * spread + cost.get(c, 0) for c in cells}
     big = sum(cost.get(c, 0) for c in cells) + 1
     wcnf = WCNF()
     for c in forced:

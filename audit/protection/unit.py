@@ -281,7 +281,7 @@ def suppress_unit(ctx: UnitContext, policy: Policy, options: ProtectOptions,
         if rounds.monotone and not all(pos - kept for pos, _ in new):  # only un-suppressing meets it
             rounds.restart()
         picked = hitting_set(clauses, rcost, rounds.base(kept, {rep.get(k, k) for k in forced}),
-                             exact=exact_hitting, size=size, near=kept)
+                             exact=exact_hitting, size=size)
         if rounds.monotone:
             picked |= widen(new, picked, rounds.widening - len(picked - kept), size, rcost)
         chosen = expand(picked) | forced
