@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 from ..errors import AuditError, InternalError, described
+from ..memo import shelf
 from ..problem.coupled import coupled_levels, finest_level
 
 FILE = "claims.csv.gz"
@@ -65,11 +66,7 @@ def encode(result, header: tuple[str, ...], refuted: Iterable = ()) -> bytes:
     lead = f"{_field(p.level)},{_field('/'.join(p.geo))},"
     templates: dict[tuple[int, ...], str] = {}  # a claim's columns -> its attribute fields, each label a {}
     context = (width, tuple(slot), tuple(map(tuple, labels)))
-    kept = _FIELDS.get(context)  # claim -> its attribute fields, as the units before this one in the process wrote them
-    if kept is None or len(kept) > FIELDS:  # a new dict, never one emptied under another thread's encode
-        if kept is None and len(_FIELDS) >= 4:
-            _FIELDS.pop(next(iter(_FIELDS)), None)
-        kept = _FIELDS[context] = {}
+    kept = shelf(_FIELDS, context, 4, FIELDS)  # claim -> its attribute fields, as earlier units in the process wrote them
 
     def fields(claim) -> str:
         text = kept.get(claim)

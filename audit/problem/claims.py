@@ -11,6 +11,8 @@ from typing import Iterator
 
 import numpy as np
 
+from ..memo import keep, shelf
+
 VERIFIED, REFUTED, UNDECIDED = "verified", "refuted", "undecided"
 PRIOR_TALLIES = 2  # priors whose keyed rows a process keeps (:meth:`ClaimTable.baseline`): a tract's blocks come together, and the memory stays a unit's
 _PRIOR_TALLIES: dict[bytes, tuple[np.ndarray, np.ndarray]] = {}
@@ -256,11 +258,7 @@ def _interned(table: "ClaimTable") -> list | None:
     if int(table.keys.max()) >= 2 ** (62 - COUNT_BITS) or int(table.m.max()) >= 2 ** COUNT_BITS:
         return None
     memo = (table.strides.dtype.str, table.strides.tobytes())  # the columns' atoms
-    known = _INTERNED.get(memo)
-    if known is None or len(known) > INTERNED:
-        if known is None and len(_INTERNED) >= 4:
-            _INTERNED.pop(next(iter(_INTERNED)), None)
-        known = _INTERNED[memo] = {}
+    known = shelf(_INTERNED, memo, 4, INTERNED)
     table._known, table._combined = known, (table.keys << COUNT_BITS) | table.m
     return list(map(known.get, table._combined.tolist()))
 
@@ -286,9 +284,7 @@ class ClaimTable:
                 masks[i, list(cols)] = 1
             for array in (radix, strides, masks):
                 array.flags.writeable = False
-            if len(_TABLES) >= 8:
-                _TABLES.pop(next(iter(_TABLES)), None)
-            _TABLES[memo] = radix, exact, strides, masks
+            keep(_TABLES, memo, (radix, exact, strides, masks), 8)
         self.radix, self.exact, self.strides, self.masks = _TABLES[memo]
         self.claims: list[Claim] = []
         self._plain: list[Verdict] | None = None  # each claim's plain verified verdict, when interned
@@ -393,9 +389,7 @@ class ClaimTable:
                 return _PRIOR_TALLIES[memo]
         found = self._tallies(*np.unique(prior, axis=0, return_counts=True))
         if memo is not None:
-            if len(_PRIOR_TALLIES) >= PRIOR_TALLIES:
-                _PRIOR_TALLIES.pop(next(iter(_PRIOR_TALLIES)))
-            _PRIOR_TALLIES[memo] = found
+            keep(_PRIOR_TALLIES, memo, found, PRIOR_TALLIES)
         return found
 
     def baseline(self, n: int, prior_rows: np.ndarray) -> np.ndarray:

@@ -10,6 +10,7 @@ from typing import Any, Callable, Iterator
 import numpy as np
 from ..attacks.exact import audit_unit
 from ..inputs import Inputs
+from ..memo import keep
 from ..problem.coupled import coupled_levels
 from ..release.tabulate import units_of
 from .claims import rules_failed
@@ -48,9 +49,7 @@ def searched(ctx: UnitContext, search: Search, log: Callable[[str], None] | None
         return replace(found, geo=ctx.geo, seconds=0.0)
     out = suppress_unit(ctx, search.policy, search.options, log)
     if search.run and out.status in ("protected", "pass") and not out.undefeatable:
-        if len(_alike) >= ALIKE:
-            _alike.pop(next(iter(_alike)))
-        _alike[key] = out
+        keep(_alike, key, out, ALIKE)
     return out
 
 
