@@ -7,6 +7,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+from ...memo import keep
 from ...problem.build import Problem
 from .rank_options import RankOptions, _seed, _torch, unit_key
 from .rank_encoding import _Encoding
@@ -45,9 +46,7 @@ def _atom_cdfs(domains) -> list[np.ndarray]:
             w = np.array([len(a) for a in d.atoms], dtype=np.float64)
             cdf = (w / w.sum()).cumsum()
             out.append(cdf / cdf[-1])
-        if len(_CDFS) > 64:
-            _CDFS.clear()
-        _CDFS[key] = (domains, out)       # the domains kept alive: their ids stay theirs
+        keep(_CDFS, key, (domains, out), 64)  # the domains kept alive: their ids stay theirs
     return _CDFS[key][1]
 
 
