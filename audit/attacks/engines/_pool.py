@@ -3,7 +3,6 @@ changes to the true rows (:class:`CellBook`), and the pool of such datasets a un
 share (:class:`Pool`: the truth with a row or two changed, and every counterexample a solver returns)."""
 from __future__ import annotations
 
-import itertools
 from fractions import Fraction
 from typing import Sequence
 
@@ -11,6 +10,7 @@ import numpy as np
 
 from ...problem.claims import Claim
 from ..implied import flat_mask
+from ._near import exchanges, one_row
 from ...problem.build import Problem
 from ...release.constraints import int_hi, int_lo
 
@@ -43,6 +43,9 @@ class CellBook:
         self.hi = np.array([np.iinfo(np.int32).max if c.hi is None else int_hi(c.hi, c.hi_open) for c in counts],
                            dtype=np.int64)
         self._cell = np.array([index.get(cell[c.key], -1) for c in counts], dtype=np.int64)
+        named = self._cell[:self.n_cells].tolist()
+        self._one_each = len(set(named)) == len(named)  # each count cell its own column: no scatter
+        self._lo32, self._hi32 = (np.clip(b, -1, np.iinfo(np.int32).max).astype(np.int32) for b in (self.lo, self.hi))
         edits = np.array([flat_mask(problem, e) for e in problem.edits], dtype=np.int64).reshape(len(problem.edits), width)
         self._edit_by_atom = np.ascontiguousarray(edits.T.astype(bool))
         self.base = np.asarray(base, dtype=np.int64).reshape(-1, len(problem.sizes))
@@ -79,9 +82,12 @@ class CellBook:
             for r in range(new.shape[1]):
                 counts += self.member(new[:, r])
         out = np.zeros((k, len(self.keys)), dtype=bool)
-        bad = (counts < self.lo) | (counts > self.hi)
-        data, constraint = np.nonzero(bad[:, :self.n_cells])
-        out[data, self._cell[constraint]] = True
+        bad = (counts < self._lo32) | (counts > self._hi32)  # counts are 0 or more: the same as int64 bounds
+        if self._one_each:
+            out[:, self._cell[:self.n_cells]] = bad[:, :self.n_cells]
+        else:
+            data, constraint = np.nonzero(bad[:, :self.n_cells])
+            out[data, self._cell[constraint]] = True
         for cell, c in self.numeric:
             out[:, cell] |= ~self._holds(c, old, new)
         return out, ~bad[:, self.n_cells:].any(axis=1)
@@ -185,37 +191,16 @@ class Pool:
 
     def seed_near(self, limit: int = MAX_NEAR) -> None:
         """Add the base dataset with one row changed in one or two columns, then with two rows
-        exchanging their values in one or two columns (up to ``limit`` datasets, in a fixed order)."""
+        exchanging their values in one or two columns (up to ``limit`` datasets, in a fixed order:
+        see :mod:`audit.attacks.engines._near`)."""
         base = self.book.base
         if len(base) == 0:
             return
         index = np.sort(np.unique(base, axis=0, return_index=True)[1])  # each distinct row's first position
         rows = base[index]
-        n, sizes = len(rows), self.book.problem.sizes
-        subsets = [list(cs) for k in (1, 2) for cs in itertools.combinations(range(len(sizes)), k)]
-        olds, news = [], []
-        for cs in subsets:  # one row changed in every column of cs
-            grid = np.array(list(itertools.product(*(range(sizes[c]) for c in cs))), dtype=np.int64)
-            differs = (rows[:, None, cs] != grid[None]).all(axis=2)
-            i, g = np.nonzero(differs)
-            new = rows[i].copy()
-            new[:, cs] = grid[g]
-            olds.append(index[i][:, None])
-            news.append(new[:, None])
-        self._add_capped(olds, news, limit)
-        olds, news = [], []
-        i, j = np.triu_indices(n, 1)
-        for cs in subsets:  # two rows exchanging their values in every column of cs
-            pick = (rows[i][:, cs] != rows[j][:, cs]).all(axis=1)
-            a, b = rows[i[pick]].copy(), rows[j[pick]].copy()
-            a[:, cs], b[:, cs] = rows[j[pick]][:, cs], rows[i[pick]][:, cs]
-            olds.append(np.column_stack([index[i[pick]], index[j[pick]]]))
-            news.append(np.stack([a, b], axis=1))
-        self._add_capped(olds, news, limit - len(self))
+        self._add_capped(*one_row(rows, index, self.book.problem.sizes, limit))
+        self._add_capped(*exchanges(rows, index, limit - len(self)))
 
-    def _add_capped(self, olds: list, news: list, limit: int) -> None:
-        if limit <= 0 or not olds:
-            return
-        old, new = np.concatenate(olds)[:limit], np.concatenate(news)[:limit]
+    def _add_capped(self, old: np.ndarray, new: np.ndarray) -> None:
         if len(old):
             self.add(old, new)
