@@ -51,6 +51,9 @@ class CellBook:
         self.base = np.asarray(base, dtype=np.int64).reshape(-1, len(problem.sizes))
         self.base_member = self.member(self.base)
         self.base_counts = self.base_member.sum(axis=0, dtype=np.int32)
+        self._base_in = self.base_member.astype(bool)
+        # whether each count constraint breaks with one row more, one fewer, or as the base has it
+        self._breaks = [(d < self.lo) | (d > self.hi) for d in (self.base_counts + 1, self.base_counts - 1, self.base_counts)]
 
     def member(self, rows: np.ndarray) -> np.ndarray:
         """Which count cells' regions hold each row (rows x count constraints, 0/1)."""
@@ -73,16 +76,23 @@ class CellBook:
         """Cells broken by each dataset ``base - base[old[k]] + new[k]`` (datasets x cells, bool), and
         whether each meets the fixed counts."""
         k = len(old)
-        if k == 1:  # one whole dataset
-            counts = (self.base_counts - self.base_member[old[0]].sum(axis=0) + self.member(new[0]).sum(axis=0))[None]
-        else:  # many small changes
-            counts = np.broadcast_to(self.base_counts, (k, len(self.lo))).copy()
-            for r in range(old.shape[1]):
-                counts -= self.base_member[old[:, r]]
-            for r in range(new.shape[1]):
-                counts += self.member(new[:, r])
+        if k > 1 and old.shape[1] == new.shape[1] == 1:  # one row changed: each count one more, one fewer or kept
+            gained, lost = self._inside(new[:, 0], self._by_atom), self._base_in[old[:, 0]]
+            changed = gained ^ lost
+            bad = changed & np.where(gained, *self._breaks[:2])
+            if self._breaks[2].any():
+                bad |= ~changed & self._breaks[2]
+        else:
+            if k == 1:  # one whole dataset
+                counts = (self.base_counts - self.base_member[old[0]].sum(axis=0) + self.member(new[0]).sum(axis=0))[None]
+            else:  # many small changes
+                counts = np.broadcast_to(self.base_counts, (k, len(self.lo))).copy()
+                for r in range(old.shape[1]):
+                    counts -= self.base_member[old[:, r]]
+                for r in range(new.shape[1]):
+                    counts += self.member(new[:, r])
+            bad = (counts < self._lo32) | (counts > self._hi32)  # counts are 0 or more: the same as int64 bounds
         out = np.zeros((k, len(self.keys)), dtype=bool)
-        bad = (counts < self._lo32) | (counts > self._hi32)  # counts are 0 or more: the same as int64 bounds
         if self._one_each:
             out[:, self._cell[:self.n_cells]] = bad[:, :self.n_cells]
         else:
