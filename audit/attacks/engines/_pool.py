@@ -3,11 +3,14 @@ changes to the true rows (:class:`CellBook`), and the pool of such datasets a un
 share (:class:`Pool`: the truth with a row or two changed, and every counterexample a solver returns)."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Sequence
 
 import numpy as np
 
+from ...errors import InternalError
+from ...memo import keep
 from ...problem.claims import Claim
 from ..implied import flat_mask
 from ._near import exchanges, one_row
@@ -16,6 +19,62 @@ from ...release.constraints import int_hi, int_lo
 
 MAX_NEAR = 20_000  # datasets near the truth seeded into a unit's pool
 CHUNK = 1_000  # datasets whose cells' counts are taken at once
+
+
+SHAPES = 8  # kept cell shapes (:func:`_shape`): a run's levels, each with its own cells
+_SHAPES: dict = {}
+
+
+@dataclass(frozen=True)
+class _Shape:
+    """What a unit's explainable cells are, not what they hold: the count constraints evaluated (positions
+    in the problem's constraints then the fixed ones; the first ``n_cells`` name a cell), the atoms each
+    allows (atoms x counts) and the column of its cell (-1: a fixed count), whether each cell has one count
+    of its own, the sum, mean and median constraints (cell column, position) and the atoms each edit allows."""
+
+    counts: tuple[int, ...]
+    n_cells: int
+    by_atom: np.ndarray
+    cell: np.ndarray
+    one_each: bool
+    numeric: tuple[tuple[int, int], ...]
+    edit_by_atom: np.ndarray
+
+    def __post_init__(self):
+        if self.by_atom.shape[1] != len(self.counts) or len(self.cell) != len(self.counts):
+            raise InternalError("a cell shape's masks do not match its counts")
+
+
+def _shape(problem: Problem, keys: list[str], fixed: tuple) -> _Shape:
+    """The :class:`_Shape` of a problem's cells, kept by their keys, predicates and kinds: a level's units share
+    it (making it anew was a tenth of a small block's explanations)."""
+    every = (*problem.constraints, *fixed)
+    key = (problem.sizes, problem.names, problem.edits, tuple(keys), len(problem.constraints),
+           tuple((c.key, c.predicate, c.statistic.kind) for c in every))
+    found = _SHAPES.get(key)
+    if found is not None:
+        return found
+    index = {k: i for i, k in enumerate(keys)}
+    cell = [c.key.rsplit(":", 1)[0] for c in every]  # TABLE:CELL of each
+    inside = len(problem.constraints)
+    counts = [i for i in range(inside) if every[i].statistic.kind == "count" and cell[i] in index]
+    n_cells = len(counts)
+    counts += [i for i in range(inside, len(every)) if cell[i] not in index]  # the last columns of the counts
+    width = int(np.sum(problem.sizes))
+    flats = np.array([flat_mask(problem, every[i].predicate) for i in counts], dtype=np.int64).reshape(len(counts), width)
+    named = [index[cell[i]] for i in counts[:n_cells]]
+    edits = np.array([flat_mask(problem, e) for e in problem.edits], dtype=np.int64).reshape(len(problem.edits), width)
+    found = _Shape(tuple(counts), n_cells, _frozen(flats.T.astype(bool)),  # atom -> count cells whose region allows it
+                   _frozen(np.array(named + [-1] * (len(counts) - n_cells), dtype=np.int64)), len(set(named)) == len(named),
+                   tuple((index[cell[i]], i) for i in range(inside) if every[i].statistic.kind != "count" and cell[i] in index),
+                   _frozen(edits.T.astype(bool)))
+    return keep(_SHAPES, key, found, SHAPES)
+
+
+def _frozen(a: np.ndarray) -> np.ndarray:
+    a = np.ascontiguousarray(a)
+    a.flags.writeable = False
+    return a
 
 
 class CellBook:
@@ -29,25 +88,16 @@ class CellBook:
     def __init__(self, problem: Problem, keys: Sequence[str], base: np.ndarray, fixed: Sequence = ()):
         self.problem, self.keys = problem, list(keys)
         self.bounds = np.cumsum((0,) + problem.sizes)
-        index = {k: i for i, k in enumerate(self.keys)}
-        cell = {c.key: c.key.rsplit(":", 1)[0] for c in (*problem.constraints, *fixed)}  # TABLE:CELL of each
-        counts = [c for c in problem.constraints if c.statistic.kind == "count" and cell[c.key] in index]
-        self.n_cells = len(counts)
-        counts += [c for c in fixed if cell[c.key] not in index]  # the last columns of the counts
-        self.numeric = [(index[cell[c.key]], c) for c in problem.constraints
-                        if c.statistic.kind != "count" and cell[c.key] in index]
-        width = self.bounds[-1]
-        self.flats = np.array([flat_mask(problem, c.predicate) for c in counts], dtype=np.int64).reshape(len(counts), width)
-        self._by_atom = np.ascontiguousarray(self.flats.T.astype(bool))  # atom -> count cells whose region allows it
+        shape = _shape(problem, self.keys, tuple(fixed))
+        every = (*problem.constraints, *fixed)
+        counts = [every[i] for i in shape.counts]
+        self.n_cells, self._by_atom, self._edit_by_atom = shape.n_cells, shape.by_atom, shape.edit_by_atom
+        self._cell, self._one_each = shape.cell, shape.one_each
+        self.numeric = [(cell, every[i]) for cell, i in shape.numeric]
         self.lo = np.array([int_lo(c.lo, c.lo_open) or 0 for c in counts], dtype=np.int64)
         self.hi = np.array([np.iinfo(np.int32).max if c.hi is None else int_hi(c.hi, c.hi_open) for c in counts],
                            dtype=np.int64)
-        self._cell = np.array([index.get(cell[c.key], -1) for c in counts], dtype=np.int64)
-        named = self._cell[:self.n_cells].tolist()
-        self._one_each = len(set(named)) == len(named)  # each count cell its own column: no scatter
         self._lo32, self._hi32 = (np.clip(b, -1, np.iinfo(np.int32).max).astype(np.int32) for b in (self.lo, self.hi))
-        edits = np.array([flat_mask(problem, e) for e in problem.edits], dtype=np.int64).reshape(len(problem.edits), width)
-        self._edit_by_atom = np.ascontiguousarray(edits.T.astype(bool))
         self.base = np.asarray(base, dtype=np.int64).reshape(-1, len(problem.sizes))
         self.base_member = self.member(self.base)
         self.base_counts = self.base_member.sum(axis=0, dtype=np.int32)
