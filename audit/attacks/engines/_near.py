@@ -1,6 +1,6 @@
 """Datasets near the truth that seed an explainer's pool (:meth:`audit.attacks.engines._pool.Pool.seed_near`),
 made for every column subset at once: the same datasets, in the same order, as a loop over the subsets, in a
-fraction of the time (a small block's pool took a third of its explanations' CPU in that loop's overhead)."""
+fraction of the time (that loop's numpy overhead was a sixth of a small block's explanations)."""
 from __future__ import annotations
 
 import itertools
