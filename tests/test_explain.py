@@ -14,6 +14,7 @@ import pytest
 
 from audit.problem.claims import VERIFIED, candidates
 from audit.attacks.engines._explain import hitting_set
+from audit.attacks.engines._near import exchanges, one_row
 from audit.attacks.engines._pool import CellBook, Pool
 from audit.attacks.engines.sat import SatEngine
 from audit.attacks.exact import ExactOptions, audit_unit, explain_targets
@@ -170,6 +171,49 @@ def test_hitting_sets_pick_as_recounting_does():
             sets = np.vstack([sets, sets[rng.integers(0, rows, 5)]])
         allowed = rng.random(cols) < 0.7 if rng.random() < 0.5 else None
         assert hitting_set(sets, allowed) == _greedy_by_recounting(sets, allowed)
+
+
+def _near_by_subset(base, sizes, limit):
+    """Pool.seed_near's datasets as it was written first: a loop over the column subsets (old rows, new rows
+    of the one-row changes; then of the exchanges, uncapped)."""
+    index = np.sort(np.unique(base, axis=0, return_index=True)[1])
+    rows = base[index]
+    subsets = [list(cs) for k in (1, 2) for cs in itertools.combinations(range(len(sizes)), k)]
+    olds, news = [], []
+    for cs in subsets:
+        grid = np.array(list(itertools.product(*(range(sizes[c]) for c in cs))), dtype=np.int64)
+        i, g = np.nonzero((rows[:, None, cs] != grid[None]).all(axis=2))
+        new = rows[i].copy()
+        new[:, cs] = grid[g]
+        olds.append(index[i][:, None])
+        news.append(new[:, None])
+    changed = np.concatenate(olds)[:limit], np.concatenate(news)[:limit]
+    olds, news = [], []
+    i, j = np.triu_indices(len(rows), 1)
+    for cs in subsets:
+        pick = (rows[i][:, cs] != rows[j][:, cs]).all(axis=1)
+        a, b = rows[i[pick]].copy(), rows[j[pick]].copy()
+        a[:, cs], b[:, cs] = rows[j[pick]][:, cs], rows[i[pick]][:, cs]
+        olds.append(np.column_stack([index[i[pick]], index[j[pick]]]))
+        news.append(np.stack([a, b], axis=1))
+    return index, rows, changed, (np.concatenate(olds), np.concatenate(news))
+
+
+def test_near_datasets_are_those_of_the_loop_over_subsets():
+    """The pool's seed, made for every column subset at once, holds the same datasets in the same order
+    as the loop over the subsets, caps included (the explanations depend on the pool)."""
+    rng = np.random.default_rng(3)
+    for trial in range(60):
+        sizes = (2, 9, 2, 2) if trial % 6 == 0 else tuple(int(x) for x in rng.integers(1, 5, rng.integers(1, 6)))
+        n = int(rng.integers(1, 25))
+        base = np.column_stack([rng.integers(0, s, n) for s in sizes]).astype(np.int64)
+        limit, cap = int(rng.choice([20_000, 40, 1])), int(rng.integers(-2, 200))
+        index, rows, (old, new), (old2, new2) = _near_by_subset(base, sizes, limit)
+        got = one_row(rows, index, sizes, limit)
+        assert np.array_equal(got[0], old) and np.array_equal(got[1], new)
+        got = exchanges(rows, index, cap)
+        assert np.array_equal(got[0], old2[:max(cap, 0)]) and np.array_equal(got[1], new2[:max(cap, 0)])
+        assert got[0].shape[1:] == (2,) and got[1].shape[1:] == (2, len(sizes))
 
 
 def test_linear_proofs_of_a_set_of_cells_are_sound():

@@ -3,19 +3,78 @@ changes to the true rows (:class:`CellBook`), and the pool of such datasets a un
 share (:class:`Pool`: the truth with a row or two changed, and every counterexample a solver returns)."""
 from __future__ import annotations
 
-import itertools
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Sequence
 
 import numpy as np
 
+from ...errors import InternalError
+from ...memo import keep
 from ...problem.claims import Claim
 from ..implied import flat_mask
+from ._near import exchanges, one_row
 from ...problem.build import Problem
 from ...release.constraints import int_hi, int_lo
 
 MAX_NEAR = 20_000  # datasets near the truth seeded into a unit's pool
 CHUNK = 1_000  # datasets whose cells' counts are taken at once
+
+
+SHAPES = 8  # kept cell shapes (:func:`_shape`): a run's levels, each with its own cells
+_SHAPES: dict = {}
+
+
+@dataclass(frozen=True)
+class _Shape:
+    """What a unit's explainable cells are, not what they hold: the count constraints evaluated (positions
+    in the problem's constraints then the fixed ones; the first ``n_cells`` name a cell), the atoms each
+    allows (atoms x counts) and the column of its cell (-1: a fixed count), whether each cell has one count
+    of its own, the sum, mean and median constraints (cell column, position) and the atoms each edit allows."""
+
+    counts: tuple[int, ...]
+    n_cells: int
+    by_atom: np.ndarray
+    cell: np.ndarray
+    one_each: bool
+    numeric: tuple[tuple[int, int], ...]
+    edit_by_atom: np.ndarray
+
+    def __post_init__(self):
+        if self.by_atom.shape[1] != len(self.counts) or len(self.cell) != len(self.counts):
+            raise InternalError("a cell shape's masks do not match its counts")
+
+
+def _shape(problem: Problem, keys: list[str], fixed: tuple) -> _Shape:
+    """The :class:`_Shape` of a problem's cells, kept by their keys, predicates and kinds: a level's units share
+    it (making it anew was 8% of a small block's explanations)."""
+    every = (*problem.constraints, *fixed)
+    key = (problem.sizes, problem.names, problem.edits, tuple(keys), len(problem.constraints),
+           tuple((c.key, c.predicate, c.statistic.kind) for c in every))
+    found = _SHAPES.get(key)
+    if found is not None:
+        return found
+    index = {k: i for i, k in enumerate(keys)}
+    cell = [c.key.rsplit(":", 1)[0] for c in every]  # TABLE:CELL of each
+    inside = len(problem.constraints)
+    counts = [i for i in range(inside) if every[i].statistic.kind == "count" and cell[i] in index]
+    n_cells = len(counts)
+    counts += [i for i in range(inside, len(every)) if cell[i] not in index]  # the last columns of the counts
+    width = int(np.sum(problem.sizes))
+    flats = np.array([flat_mask(problem, every[i].predicate) for i in counts], dtype=np.int64).reshape(len(counts), width)
+    named = [index[cell[i]] for i in counts[:n_cells]]
+    edits = np.array([flat_mask(problem, e) for e in problem.edits], dtype=np.int64).reshape(len(problem.edits), width)
+    found = _Shape(tuple(counts), n_cells, _frozen(flats.T.astype(bool)),  # atom -> count cells whose region allows it
+                   _frozen(np.array(named + [-1] * (len(counts) - n_cells), dtype=np.int64)), len(set(named)) == len(named),
+                   tuple((index[cell[i]], i) for i in range(inside) if every[i].statistic.kind != "count" and cell[i] in index),
+                   _frozen(edits.T.astype(bool)))
+    return keep(_SHAPES, key, found, SHAPES)
+
+
+def _frozen(a: np.ndarray) -> np.ndarray:
+    a = np.ascontiguousarray(a)
+    a.flags.writeable = False
+    return a
 
 
 class CellBook:
@@ -29,25 +88,22 @@ class CellBook:
     def __init__(self, problem: Problem, keys: Sequence[str], base: np.ndarray, fixed: Sequence = ()):
         self.problem, self.keys = problem, list(keys)
         self.bounds = np.cumsum((0,) + problem.sizes)
-        index = {k: i for i, k in enumerate(self.keys)}
-        cell = {c.key: c.key.rsplit(":", 1)[0] for c in (*problem.constraints, *fixed)}  # TABLE:CELL of each
-        counts = [c for c in problem.constraints if c.statistic.kind == "count" and cell[c.key] in index]
-        self.n_cells = len(counts)
-        counts += [c for c in fixed if cell[c.key] not in index]  # the last columns of the counts
-        self.numeric = [(index[cell[c.key]], c) for c in problem.constraints
-                        if c.statistic.kind != "count" and cell[c.key] in index]
-        width = self.bounds[-1]
-        self.flats = np.array([flat_mask(problem, c.predicate) for c in counts], dtype=np.int64).reshape(len(counts), width)
-        self._by_atom = np.ascontiguousarray(self.flats.T.astype(bool))  # atom -> count cells whose region allows it
+        shape = _shape(problem, self.keys, tuple(fixed))
+        every = (*problem.constraints, *fixed)
+        counts = [every[i] for i in shape.counts]
+        self.n_cells, self._by_atom, self._edit_by_atom = shape.n_cells, shape.by_atom, shape.edit_by_atom
+        self._cell, self._one_each = shape.cell, shape.one_each
+        self.numeric = [(cell, every[i]) for cell, i in shape.numeric]
         self.lo = np.array([int_lo(c.lo, c.lo_open) or 0 for c in counts], dtype=np.int64)
         self.hi = np.array([np.iinfo(np.int32).max if c.hi is None else int_hi(c.hi, c.hi_open) for c in counts],
                            dtype=np.int64)
-        self._cell = np.array([index.get(cell[c.key], -1) for c in counts], dtype=np.int64)
-        edits = np.array([flat_mask(problem, e) for e in problem.edits], dtype=np.int64).reshape(len(problem.edits), width)
-        self._edit_by_atom = np.ascontiguousarray(edits.T.astype(bool))
+        self._lo32, self._hi32 = (np.clip(b, -1, np.iinfo(np.int32).max).astype(np.int32) for b in (self.lo, self.hi))
         self.base = np.asarray(base, dtype=np.int64).reshape(-1, len(problem.sizes))
         self.base_member = self.member(self.base)
         self.base_counts = self.base_member.sum(axis=0, dtype=np.int32)
+        self._base_in = self.base_member.astype(bool)
+        # whether each count constraint breaks with one row more, one fewer, or as the base has it
+        self._breaks = [(d < self.lo) | (d > self.hi) for d in (self.base_counts + 1, self.base_counts - 1, self.base_counts)]
 
     def member(self, rows: np.ndarray) -> np.ndarray:
         """Which count cells' regions hold each row (rows x count constraints, 0/1)."""
@@ -70,18 +126,28 @@ class CellBook:
         """Cells broken by each dataset ``base - base[old[k]] + new[k]`` (datasets x cells, bool), and
         whether each meets the fixed counts."""
         k = len(old)
-        if k == 1:  # one whole dataset
-            counts = (self.base_counts - self.base_member[old[0]].sum(axis=0) + self.member(new[0]).sum(axis=0))[None]
-        else:  # many small changes
-            counts = np.broadcast_to(self.base_counts, (k, len(self.lo))).copy()
-            for r in range(old.shape[1]):
-                counts -= self.base_member[old[:, r]]
-            for r in range(new.shape[1]):
-                counts += self.member(new[:, r])
+        if k > 1 and old.shape[1] == new.shape[1] == 1:  # one row changed: each count one more, one fewer or kept
+            gained, lost = self._inside(new[:, 0], self._by_atom), self._base_in[old[:, 0]]
+            changed = gained ^ lost
+            bad = changed & np.where(gained, *self._breaks[:2])
+            if self._breaks[2].any():
+                bad |= ~changed & self._breaks[2]
+        else:
+            if k == 1:  # one whole dataset
+                counts = (self.base_counts - self.base_member[old[0]].sum(axis=0) + self.member(new[0]).sum(axis=0))[None]
+            else:  # many small changes
+                counts = np.broadcast_to(self.base_counts, (k, len(self.lo))).copy()
+                for r in range(old.shape[1]):
+                    counts -= self.base_member[old[:, r]]
+                for r in range(new.shape[1]):
+                    counts += self.member(new[:, r])
+            bad = (counts < self._lo32) | (counts > self._hi32)  # counts are 0 or more: the same as int64 bounds
         out = np.zeros((k, len(self.keys)), dtype=bool)
-        bad = (counts < self.lo) | (counts > self.hi)
-        data, constraint = np.nonzero(bad[:, :self.n_cells])
-        out[data, self._cell[constraint]] = True
+        if self._one_each:
+            out[:, self._cell[:self.n_cells]] = bad[:, :self.n_cells]
+        else:
+            data, constraint = np.nonzero(bad[:, :self.n_cells])
+            out[data, self._cell[constraint]] = True
         for cell, c in self.numeric:
             out[:, cell] |= ~self._holds(c, old, new)
         return out, ~bad[:, self.n_cells:].any(axis=1)
@@ -185,37 +251,16 @@ class Pool:
 
     def seed_near(self, limit: int = MAX_NEAR) -> None:
         """Add the base dataset with one row changed in one or two columns, then with two rows
-        exchanging their values in one or two columns (up to ``limit`` datasets, in a fixed order)."""
+        exchanging their values in one or two columns (up to ``limit`` datasets, in a fixed order:
+        see :mod:`audit.attacks.engines._near`)."""
         base = self.book.base
         if len(base) == 0:
             return
         index = np.sort(np.unique(base, axis=0, return_index=True)[1])  # each distinct row's first position
         rows = base[index]
-        n, sizes = len(rows), self.book.problem.sizes
-        subsets = [list(cs) for k in (1, 2) for cs in itertools.combinations(range(len(sizes)), k)]
-        olds, news = [], []
-        for cs in subsets:  # one row changed in every column of cs
-            grid = np.array(list(itertools.product(*(range(sizes[c]) for c in cs))), dtype=np.int64)
-            differs = (rows[:, None, cs] != grid[None]).all(axis=2)
-            i, g = np.nonzero(differs)
-            new = rows[i].copy()
-            new[:, cs] = grid[g]
-            olds.append(index[i][:, None])
-            news.append(new[:, None])
-        self._add_capped(olds, news, limit)
-        olds, news = [], []
-        i, j = np.triu_indices(n, 1)
-        for cs in subsets:  # two rows exchanging their values in every column of cs
-            pick = (rows[i][:, cs] != rows[j][:, cs]).all(axis=1)
-            a, b = rows[i[pick]].copy(), rows[j[pick]].copy()
-            a[:, cs], b[:, cs] = rows[j[pick]][:, cs], rows[i[pick]][:, cs]
-            olds.append(np.column_stack([index[i[pick]], index[j[pick]]]))
-            news.append(np.stack([a, b], axis=1))
-        self._add_capped(olds, news, limit - len(self))
+        self._add_capped(*one_row(rows, index, self.book.problem.sizes, limit))
+        self._add_capped(*exchanges(rows, index, limit - len(self)))
 
-    def _add_capped(self, olds: list, news: list, limit: int) -> None:
-        if limit <= 0 or not olds:
-            return
-        old, new = np.concatenate(olds)[:limit], np.concatenate(news)[:limit]
+    def _add_capped(self, old: np.ndarray, new: np.ndarray) -> None:
         if len(old):
             self.add(old, new)
