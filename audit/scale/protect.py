@@ -43,13 +43,16 @@ class ProtectPool:
               on_unit: Callable | None = None, on_total: Callable | None = None) -> Findings:
         """``audit run`` at scale (:func:`~audit.scale.runner.run_scaled`) on the inputs' rows on this pool:
         each unit's findings go to parts on disk as it finishes and the document reads them back one at a
-        time (memory flat in the units). The claim store is written to ``out`` (None: none kept). An
-        inconsistent release stops it, as in one process; Ctrl-C is a ``KeyboardInterrupt``."""
+        time (memory flat in the units). Inputs with no rows loaded (``frame`` None,
+        :func:`~audit.scale.source.streamed_inputs`) are read from their file chunk by chunk. The claim store is
+        written to ``out`` (None: none kept). An inconsistent release stops it, as in one process; Ctrl-C is a
+        ``KeyboardInterrupt``."""
         scale = ScaleOptions(workers=self.workers, scheduler=self.scheduler, memory_mb=self.memory_mb)
-        frame = inputs.frame.sort_values(group_columns(inputs.schema, inputs.schedule), kind="stable")
+        source = (inputs.data_path if inputs.frame is None else
+                  inputs.frame.sort_values(group_columns(inputs.schema, inputs.schedule), kind="stable"))
         with _scratch(out) as folder:
             try:
-                return run_scaled(frame, inputs.schema, inputs.schedule, exact, scale, out or folder,
+                return run_scaled(source, inputs.schema, inputs.schedule, exact, scale, out or folder,
                                   inputs.data_path, on_unit, on_total, rules, folder / "parts", input_errors=True)
             except Interrupted:  # the parts are the scratch folder's: nothing for --resume there
                 raise KeyboardInterrupt from None
