@@ -18,7 +18,7 @@ from ..lazy import LazyModule
 
 pd = LazyModule("pandas")  # imported on first use (audit/lazy.py)
 
-CHECK_ROWS = 200_000  # rows of the geography columns read at a time to check the order
+CHECK_ROWS = 5_000  # rows read at a time (as :data:`audit.scale.runner.CHUNK_ROWS`)
 
 
 def sorted_on_disk(path: Path, schema: Schema, schedule: Schedule, chunk_rows: int = CHECK_ROWS) -> bool:
@@ -56,7 +56,7 @@ def read_inputs(data: Path, schema: Path | None, tables: Path, rows: bool = True
     if not sorted_on_disk(Path(data), the_schema, schedule):
         frame = load_microdata(data, the_schema)
     elif rows:
-        frame = pd.concat(list(stream_chunks(data, the_schema, schedule, name=str(data))), ignore_index=True)
+        frame = pd.concat(list(stream_chunks(data, the_schema, schedule, CHECK_ROWS, str(data))), ignore_index=True)
     else:
         frame = None
     return Inputs(the_schema, schedule, frame, str(data))
