@@ -18,6 +18,9 @@ from ..inputs import Inputs
 from ..protection.group import Group, Search, failed_group, protect_group
 from .runner import ScaleOptions, run_scaled, run_units
 from .worker import Limits, _apply_limits
+from ..lazy import LazyModule
+
+pd = LazyModule("pandas")  # imported on first use (audit/lazy.py)
 
 
 @dataclass(frozen=True)
@@ -48,8 +51,7 @@ class ProtectPool:
         written to ``out`` (None: none kept). An inconsistent release stops it, as in one process; Ctrl-C is a
         ``KeyboardInterrupt``."""
         scale = ScaleOptions(workers=self.workers, scheduler=self.scheduler, memory_mb=self.memory_mb)
-        source = (inputs.data_path if inputs.frame is None else
-                  inputs.frame.sort_values(group_columns(inputs.schema, inputs.schedule), kind="stable"))
+        source = inputs.data_path if inputs.frame is None else _in_order(inputs.frame, group_columns(inputs.schema, inputs.schedule))
         with _scratch(out) as folder:
             try:
                 return run_scaled(source, inputs.schema, inputs.schedule, exact, scale, out or folder,
@@ -62,6 +64,14 @@ class ProtectPool:
         scale = ScaleOptions(workers=self.workers, scheduler=self.scheduler, memory_mb=self.memory_mb,
                              task=protect_task, failed=failed_group)
         run_units(tasks, search, Limits(self.memory_mb, None, os.getpid()), scale, record)
+
+
+def _in_order(frame, columns: list[str]):
+    """The rows sorted by ``columns`` (stable, as the stream needs them): the frame itself, not a copy, when they
+    already are (a file sorted by geography)."""
+    if pd.MultiIndex.from_frame(frame[columns]).is_monotonic_increasing:
+        return frame
+    return frame.sort_values(columns, kind="stable")
 
 
 def protect_task(group: Group, search: Search, prior: None, limits: Limits) -> dict:
