@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import tempfile
 from pathlib import Path
 from typing import Iterable, Iterator
@@ -50,13 +51,15 @@ class Results:
 def gathered(results: Iterable[dict], folder: Path | None = None) -> dict:
     """One pass over the results in the tasks' order: the units' entries kept on disk (a
     :class:`~audit.findings.lines.JsonLines`), the parent units' entries, and the pattern (``suppress``,
-    ``pinned_by_rule``: geo key -> cells, later tasks' keys last) with the ``persons`` in its hidden cells."""
+    ``pinned_by_rule``: geo key -> cells, later tasks' keys last) with the ``persons`` in its hidden cells. The
+    pattern stays in memory (protected.yaml and the re-audit's schedule are made of it), its cell keys interned:
+    the same few hundred keys of the tables, not a string per unit and cell."""
     out: dict = {"levels": [], "suppress": {}, "pinned_by_rule": {}, "persons": 0}
 
     def units() -> Iterator[dict]:
         for r in results:
             out["levels"].extend(r["levels"])
-            out["suppress"].update(r["suppress"])
+            out["suppress"].update({k: [sys.intern(c) for c in v] for k, v in r["suppress"].items()})
             out["pinned_by_rule"].update(r["pinned_by_rule"])
             out["persons"] += r["persons"]
             yield from r["units"]
