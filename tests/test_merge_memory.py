@@ -48,3 +48,41 @@ def test_the_section_and_its_checks_hold_no_unit_of_a_run_on_disk(tmp_path):
     assert reid["exact"]["confirmed"]["count"] == 200 and reid["exact"]["units_not_measured"] == 0
     assert len(outcomes) == 2 * 400 + 2 and outcomes.count("fail") >= 200  # a block with a confirmed person fails
     assert after_section < 1_000_000 and peak < 1_000_000  # the units as objects: about 8 MB
+
+
+def _protected(i: int) -> dict:
+    """One task's result as the search returns it: a unit's entry of about 2 KB, its pattern and persons."""
+    cells = [f"P12:P01200{k:02d}" for k in range(30)]
+    entry = {"geo": f"01/001/000100/{i:04d}", "level": "block", "rows": 7, "status": "protected", "reason": "",
+             "cells": cells, "suppressed": 30, "primary": cells[:20], "complementary": [], "reconstruction": cells[20:],
+             "information_loss": {"cells": 30, "persons": 40}, "before": {"failing_claims": 3}, "seconds": 0.5}
+    return {"units": [entry], "levels": [], "suppress": {entry["geo"]: cells}, "pinned_by_rule": {}, "persons": 4}
+
+
+def _traced_peak(n: int, folder: Path) -> tuple[float, object]:
+    """The traced peak of keeping ``n`` results as they come (in reverse task order), gathering them in task order
+    and re-marking their entries (as the re-audit does), less the pattern itself, which protected.yaml needs."""
+    from audit.protection.results import Results, gathered, remade
+
+    tracemalloc.start()
+    try:
+        results = Results(folder)
+        for i in reversed(range(n)):
+            results.add(i, _protected(i))
+        found = gathered(results, folder)
+        results.close()
+        held = tracemalloc.get_traced_memory()[0]
+        units = remade(found["units"], lambda d: {**d, "status": "fails-reaudit"}, folder)
+        peak = tracemalloc.get_traced_memory()[1] - held
+    finally:
+        tracemalloc.stop()
+    return peak, units
+
+
+def test_protect_keeps_its_units_entries_on_disk_in_the_tasks_order(tmp_path):
+    small, units = _traced_peak(50, tmp_path)
+    assert [u["geo"] for u in units[:3]] == [_protected(i)["units"][0]["geo"] for i in range(3)]
+    assert len(units) == 50 and {u["status"] for u in units} == {"fails-reaudit"}
+    large, units = _traced_peak(400, tmp_path)
+    assert units[399] == {**_protected(399)["units"][0], "status": "fails-reaudit"}
+    assert large < small + 50_000  # the entries as objects: about 2 MB

@@ -133,7 +133,7 @@ def test_with_complementary_suppression_the_reaudit_attacks_the_verified_pattern
     report = json.loads((tmp_path / "out" / "protection.json").read_text())
     findings = json.loads((tmp_path / "out" / "findings.json").read_text())
     failing = {c["unit"] for c in findings["checks"] if c["outcome"] == "fail"}
-    said = {u["geo"]: u["status"] for u in report["units"] + report.get("levels", [])}
+    said = {u["geo"]: u["status"] for u in [*report["units"], *report.get("levels", [])]}
     assert not failing and all(s in ("protected", "pass") for s in said.values()), (said, failing)
     # each unit the search protected: the cells its last attack saw hidden are those protected.yaml hides
     inputs = load_inputs(*args[:1], args[2], args[4])

@@ -46,7 +46,7 @@ def _two_tracts(folder, tract_table: bool = True):
 
 
 def _pattern(report: dict) -> tuple:
-    units = [{k: d.get(k) for k in STABLE} for d in report["units"] + report.get("levels", [])]
+    units = [{k: d.get(k) for k in STABLE} for d in [*report["units"], *report.get("levels", [])]]
     return report["suppress"], units, report["totals"]
 
 

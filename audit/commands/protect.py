@@ -19,9 +19,10 @@ from ..protection.release_files import clear_release, protection_levels, write_p
 from ..protection.remedies import remedies, remedy_lines
 from ..policy.rules import load_rules
 from ..scale.protect import ProtectPool
+from ..scale.source import read_inputs
 from ..outputs.terminal import echo
 from ..outputs.words import plural
-from . import DataArg, OutOpt, QuietOpt, SchemaOpt, SeedOpt, TablesOpt, inputs_from, named_file, output_folder
+from . import DataArg, OutOpt, QuietOpt, SchemaOpt, SeedOpt, TablesOpt, named_file, output_folder
 from .run import UnitSecondsOpt, UnitWorkOpt
 
 
@@ -63,7 +64,8 @@ def register(app: typer.Typer) -> None:
         output_folder(out, inputs={"DATA": data, "--schema": schema, "--tables": tables,
                                    "--rules": named_file(rules), "--pattern": pattern}, writes=WRITES)
         pool = ProtectPool(workers, scheduler, memory_mb)
-        inputs = inputs_from(data, schema, tables)
+        # --audit-only of the schedule's own pattern streams a file sorted by geography (memory flat in the units)
+        inputs = read_inputs(data, schema, tables, rows=not audit_only or pattern is not None)
         policy = load_rules(rules)
         exact = ExactOptions(max_columns=max_columns, seed=seed, conflicts=conflicts, unit_seconds=unit_seconds,
                              unit_work=unit_work, max_rows=max_rows, explain_budget=PROTECT_EXPLAIN_BUDGET)

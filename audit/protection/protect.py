@@ -28,6 +28,7 @@ the draw is zero; it never excludes the truth).
 from __future__ import annotations
 
 import time
+from itertools import chain
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any, Callable
@@ -49,6 +50,7 @@ from .group import Search, count_groups, groups, protect_group
 from .options import Policy, ProtectOptions, kept
 from .protected import protected_schedule, write_schedule_yaml
 from .release_files import WRITES as RELEASE_WRITES, clear_release, reasons, write_release
+from .results import Results, gathered, remade
 from .resume import PARTIAL, finished, run_key
 from .sweeps import _noise, _round_sweep, _sweep_failing
 
@@ -129,24 +131,25 @@ def protect(inputs: Inputs, options: ProtectOptions, rules, out: Path,
     }
     sched_path = out / "protected.yaml"
     if options.strategy == "suppress":
-        units, levels, results = [], [], {}
+        out.mkdir(parents=True, exist_ok=True)
+        results, stopped = Results(out), {"units": [], "levels": []}  # on disk as they finish; a task stopped here
         tasks = groups(inputs, failing_units, units_done, levels_done)  # made as the workers take them
         (n_tasks, todo), coupled = count_groups(inputs, failing_units), bool(coupled_levels(inputs.schema, inputs.schedule))
 
         def interrupted(stage: str) -> ProtectInterrupted:
             partial = out / PARTIAL
-            kept = {"resume_key": key, "units": units, "levels": levels}
+            done = ({k: [d for r in results.finished() for d in r[k]] + stopped[k] for k in ("units", "levels")}
+                    if stage == "search" else {"units": list(units), "levels": levels})  # as they came; else in order
+            kept = {"resume_key": key, **done}
             write_json({**report, "interrupted": True, "stage": stage, "units_total": todo, **kept,
                         "resume_sum": content_digest(kept)}, partial)
-            return ProtectInterrupted(len(units), todo, partial, len(levels))
+            return ProtectInterrupted(len(kept["units"]), todo, partial, len(kept["levels"]))
         try:
             with Progress("protect: units", quiet=not progress) as bar:
                 bar.total(n_tasks)
 
                 def record(result: dict, index: int) -> None:
-                    results[index] = result
-                    units.extend(result["units"])
-                    levels.extend(result["levels"])
+                    results.add(index, result)
                     if log and not pool.local:  # the workers' own lines stay in the workers
                         for d in result["units"] + result["levels"]:
                             log(f"{d['level']} {d['geo']}: {d['status']}, {len(d['cells'])} cells")
@@ -158,17 +161,20 @@ def protect(inputs: Inputs, options: ProtectOptions, rules, out: Path,
                         try:
                             result = protect_group(g, search, log, current)
                         except KeyboardInterrupt:  # keep what the task finished
-                            units.extend(current["units"])
-                            levels.extend(current["levels"])
+                            stopped.update(current)
                             raise
                         record(result, i)
                 else:
                     pool.search(((g, None, i) for i, g in enumerate(tasks)), search, record)
         except KeyboardInterrupt:
-            raise interrupted("search") from None
-        ordered = [results[i] for i in sorted(results)]  # the tasks' order, whatever order they finished in
-        units = [d for r in ordered for d in r["units"]]
-        levels = [d for r in ordered for d in r["levels"]]
+            stop = interrupted("search")
+            results.close()
+            raise stop from None
+        try:  # the tasks' order, whatever order they finished in; the units' entries stay on disk
+            found = gathered(results, out)
+        finally:
+            results.close()
+        units, levels = found["units"], found["levels"]
         report["units"] = units
         if levels:
             report["levels"] = levels
@@ -179,9 +185,9 @@ def protect(inputs: Inputs, options: ProtectOptions, rules, out: Path,
         report["failing_units"].update({d["geo"]: [f"{r} (coupled with its child units)" for r in d["failing_rules"]]
                                         for d in levels if not kept(d["status"], d.get("undefeatable"))})
         report["undefeatable"] = {d["geo"]: {k: d.get(k) for k in ("level", "failing_rules", "undefeatable", "remedy")}
-                                  for d in units + levels if d.get("undefeatable")}
-        report["pinned_by_rule"] = {k: v for r in ordered for k, v in r["pinned_by_rule"].items()}
-        report["suppress"] = suppress = {k: v for r in ordered for k, v in r["suppress"].items()}
+                                  for d in chain(units, levels) if d.get("undefeatable")}
+        report["pinned_by_rule"] = found["pinned_by_rule"]
+        report["suppress"] = suppress = found["suppress"]
         labels = cell_labels(inputs.schedule)
         report["cell_labels"] = {k: labels.get(k, k) for cells in suppress.values() for k in cells}
         if report["failing_units"]:
@@ -196,9 +202,9 @@ def protect(inputs: Inputs, options: ProtectOptions, rules, out: Path,
             write_schedule_yaml(inputs.schedule.source, sched_path, suppress, header=header)
         report["totals"] = {
             "units_protected": sum(d["status"] == "protected" for d in units),
-            "units_not_protected": [d["geo"] for d in units + levels if d["status"] not in ("protected", "pass")],
-            "cells_suppressed": sum(len(d["cells"]) for d in units + levels),
-            "persons_in_suppressed_cells": sum(r["persons"] for r in ordered),
+            "units_not_protected": [d["geo"] for d in chain(units, levels) if d["status"] not in ("protected", "pass")],
+            "cells_suppressed": sum(len(d["cells"]) for d in chain(units, levels)),
+            "persons_in_suppressed_cells": found["persons"],
         }
     elif options.strategy == "round":
         report["sweep"], base = _round_sweep(inputs, options, policy, failing_units, log, rules)
@@ -229,7 +235,7 @@ def protect(inputs: Inputs, options: ProtectOptions, rules, out: Path,
         after = report.pop("_after", None) or before
     write_json(after, out / "findings.json")
     report["after"] = {"verdict": after["verdict"], "summary": after["summary"], "failing": after["failing"]}
-    stands = options.strategy == "suppress" and sched_path.exists() and _reaudited(report, after)
+    stands = options.strategy == "suppress" and sched_path.exists() and _reaudited(report, after, out)
     report["recommendation"] = _recommendation(options, report, after, stands)
     if report["recommendation"] is None:  # protected.yaml is written only for a pattern that passes
         sched_path.unlink(missing_ok=True)
@@ -265,7 +271,7 @@ PINNED_NOTE = ("these cells are suppressed by the schedule's threshold, but the 
                "(suppress_below: 3 or more, or protect_zeros: true) or add complementary: true")
 
 
-def _reaudited(report: dict, after: dict) -> bool:
+def _reaudited(report: dict, after: dict, folder: Path | None = None) -> bool:
     """Each unit's status as the re-audit of protected.yaml finds it: a unit the search protected that the
     re-audit fails is ``fails-reaudit`` (``search_status`` keeps the search's), and ``failing_units`` holds
     every unit the re-audit fails but for those that fail only the rules no suppression satisfies there.
@@ -273,9 +279,13 @@ def _reaudited(report: dict, after: dict) -> bool:
     failed: dict[str, set] = {}
     for c in (c for c in after.get("checks", ()) if c["outcome"] == "fail"):
         failed.setdefault(c["unit"], set()).add(c["rule"])
-    for d in report["units"] + report.get("levels", []):
+
+    def marked(d: dict) -> dict:
         if d["geo"] in failed and d["status"] in ("protected", "pass"):
             d["search_status"], d["status"], d["failing_rules"] = d["status"], "fails-reaudit", sorted(failed[d["geo"]])
+        return d
+    report["units"] = remade(report["units"], marked, folder)  # the entries on disk are written anew
+    remade(report.get("levels", []), marked)
     stuck = report.get("undefeatable", {})
     report["failing_units"] = {geo: sorted(rules) for geo, rules in failed.items()
                                if geo not in stuck or not rules <= set(stuck[geo]["failing_rules"])}

@@ -2,6 +2,7 @@
 reviewer's sheet and the peers' forms (:mod:`audit.peers.release`), with why each cell is hidden."""
 from __future__ import annotations
 
+import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Iterator, Mapping, Sequence
@@ -72,6 +73,9 @@ class ByGeo(Mapping):
     def __getitem__(self, geo: str) -> Mapping:
         return self.units[self.at[geo]]
 
+    def __contains__(self, geo) -> bool:
+        return geo in self.at  # without reading the unit
+
     def __iter__(self) -> Iterator[str]:
         return iter(self.at)
 
@@ -79,37 +83,62 @@ class ByGeo(Mapping):
         return len(self.at)
 
 
-def reasons(report: Mapping, before: Mapping) -> dict[str, dict[str, tuple[str, str]]]:
+class Reasons(Mapping):
     """Per unit and cell protect hid: (primary | secondary, which rule it answers and, for a cell hidden
-    against reconstruction, a claim the published cells proved through it before)."""
-    failed: dict[str, list[str]] = {}
-    for c in before.get("checks", ()):
-        if c["outcome"] == "fail":
-            failed.setdefault(c["unit"], []).append(c["rule"])
-    claims = ByGeo(before.get("units", ()))
-    out: dict[str, dict[str, tuple[str, str]]] = {}
-    threshold = (report.get("policy") or {}).get("small")
-    for u in report.get("units", ()):
-        mine = out.setdefault(u["geo"], {})
-        for cell in u["primary"]:
-            mine[cell] = ("primary", f"published count under the small-cell threshold ({threshold}; small_cells rule)")
-        for cell in u["complementary"]:
-            mine.setdefault(cell, ("secondary", "complementary: keeps a primary cell of its line from being "
-                                                "recovered from the margins"))
-        rules = ", ".join(sorted(set(failed.get(u["geo"], ())))) or "the rules"
-        for cell in u["reconstruction"]:
-            example = _claim_through(claims.get(u["geo"]), cell, before.get("schema") or {})
-            mine.setdefault(cell, ("secondary", f"reconstruction: without it the published cells prove claims that "
-                                                f"fail {rules}" + (f" (e.g. {example})" if example else "")))
-    for d in report.get("levels", ()):
-        for entry in d.get("cells", ()):  # coupled keys: CHILD/TABLE:CELL below the parent, or the parent's own
-            below, _, cell = entry.rpartition("/")
-            rules = [r for r in d.get("rules", ()) if r != "protection_levels"]
-            what = (f"prove claims that fail {', '.join(rules)}" if rules else
-                    "narrow a hidden cell below the protection levels")
-            out.setdefault(f"{d['geo']}/{below}" if below else d["geo"], {}).setdefault(cell, (
-                "secondary", f"coupled: without it the tables of {d['geo']} and of its child units {what}"))
-    return out
+    against reconstruction, a claim the published cells proved through it before). A unit's are made when
+    asked for, from its entry in the report and in ``before`` (both may stay on disk); the parent units'
+    (coupled) are made at once."""
+
+    def __init__(self, report: Mapping, before: Mapping):
+        self.failed: dict[str, set[str]] = {}
+        for c in before.get("checks", ()):
+            if c["outcome"] == "fail":
+                self.failed.setdefault(c["unit"], set()).add(sys.intern(c["rule"]))
+        self.claims, self.units = ByGeo(before.get("units", ())), ByGeo(report.get("units", ()))
+        self.schema = before.get("schema") or {}
+        self.threshold = (report.get("policy") or {}).get("small")
+        self.coupled: dict[str, dict[str, tuple[str, str]]] = {}
+        for d in report.get("levels", ()):
+            for entry in d.get("cells", ()):  # coupled keys: CHILD/TABLE:CELL below the parent, or the parent's own
+                below, _, cell = entry.rpartition("/")
+                rules = [r for r in d.get("rules", ()) if r != "protection_levels"]
+                what = (f"prove claims that fail {', '.join(rules)}" if rules else
+                        "narrow a hidden cell below the protection levels")
+                self.coupled.setdefault(f"{d['geo']}/{below}" if below else d["geo"], {}).setdefault(cell, (
+                    "secondary", f"coupled: without it the tables of {d['geo']} and of its child units {what}"))
+
+    def __getitem__(self, geo: str) -> dict[str, tuple[str, str]]:
+        if geo not in self.units and geo not in self.coupled:
+            raise KeyError(geo)
+        mine: dict[str, tuple[str, str]] = {}
+        if geo in self.units:
+            u = self.units[geo]
+            for cell in u["primary"]:
+                mine[cell] = ("primary", f"published count under the small-cell threshold ({self.threshold}; "
+                                         "small_cells rule)")
+            for cell in u["complementary"]:
+                mine.setdefault(cell, ("secondary", "complementary: keeps a primary cell of its line from being "
+                                                    "recovered from the margins"))
+            rules = ", ".join(sorted(self.failed.get(geo, ()))) or "the rules"
+            for cell in u["reconstruction"]:
+                example = _claim_through(self.claims.get(geo), cell, self.schema)
+                mine.setdefault(cell, ("secondary", f"reconstruction: without it the published cells prove claims "
+                                                    f"that fail {rules}" + (f" (e.g. {example})" if example else "")))
+        for cell, why in self.coupled.get(geo, {}).items():
+            mine.setdefault(cell, why)
+        return mine
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self.units
+        yield from (geo for geo in self.coupled if geo not in self.units)
+
+    def __len__(self) -> int:
+        return len(self.units) + sum(geo not in self.units for geo in self.coupled)
+
+
+def reasons(report: Mapping, before: Mapping) -> Reasons:
+    """Per unit and cell protect hid, and why (:class:`Reasons`)."""
+    return Reasons(report, before)
 
 
 def _claim_through(unit: Mapping | None, cell: str, schema: Mapping) -> str:

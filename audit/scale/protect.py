@@ -18,6 +18,9 @@ from ..inputs import Inputs
 from ..protection.group import Group, Search, failed_group, protect_group
 from .runner import ScaleOptions, run_scaled, run_units
 from .worker import Limits, _apply_limits
+from ..lazy import LazyModule
+
+pd = LazyModule("pandas")  # imported on first use (audit/lazy.py)
 
 
 @dataclass(frozen=True)
@@ -43,13 +46,15 @@ class ProtectPool:
               on_unit: Callable | None = None, on_total: Callable | None = None) -> Findings:
         """``audit run`` at scale (:func:`~audit.scale.runner.run_scaled`) on the inputs' rows on this pool:
         each unit's findings go to parts on disk as it finishes and the document reads them back one at a
-        time (memory flat in the units). The claim store is written to ``out`` (None: none kept). An
-        inconsistent release stops it, as in one process; Ctrl-C is a ``KeyboardInterrupt``."""
+        time (memory flat in the units). Inputs with no rows loaded (``frame`` None,
+        :func:`~audit.scale.source.streamed_inputs`) are read from their file chunk by chunk. The claim store is
+        written to ``out`` (None: none kept). An inconsistent release stops it, as in one process; Ctrl-C is a
+        ``KeyboardInterrupt``."""
         scale = ScaleOptions(workers=self.workers, scheduler=self.scheduler, memory_mb=self.memory_mb)
-        frame = inputs.frame.sort_values(group_columns(inputs.schema, inputs.schedule), kind="stable")
+        source = inputs.data_path if inputs.frame is None else _in_order(inputs.frame, group_columns(inputs.schema, inputs.schedule))
         with _scratch(out) as folder:
             try:
-                return run_scaled(frame, inputs.schema, inputs.schedule, exact, scale, out or folder,
+                return run_scaled(source, inputs.schema, inputs.schedule, exact, scale, out or folder,
                                   inputs.data_path, on_unit, on_total, rules, folder / "parts", input_errors=True)
             except Interrupted:  # the parts are the scratch folder's: nothing for --resume there
                 raise KeyboardInterrupt from None
@@ -59,6 +64,14 @@ class ProtectPool:
         scale = ScaleOptions(workers=self.workers, scheduler=self.scheduler, memory_mb=self.memory_mb,
                              task=protect_task, failed=failed_group)
         run_units(tasks, search, Limits(self.memory_mb, None, os.getpid()), scale, record)
+
+
+def _in_order(frame, columns: list[str]):
+    """The rows sorted by ``columns`` (stable, as the stream needs them): the frame itself, not a copy, when they
+    already are (a file sorted by geography)."""
+    if pd.MultiIndex.from_frame(frame[columns]).is_monotonic_increasing:
+        return frame
+    return frame.sort_values(columns, kind="stable")
 
 
 def protect_task(group: Group, search: Search, prior: None, limits: Limits) -> dict:

@@ -40,7 +40,7 @@ from ..attacks.exact import ExactOptions
 from ..attacks.joint import joint_proofs
 from ..attacks.joint_problems import level_problems
 from ..attacks.reidentify import with_attacker
-from ..data.stream import DEFAULT_CHUNK_ROWS, _keys, count_units, stream_chunks
+from ..data.stream import _keys, count_units, stream_chunks
 from ..errors import AuditError, InternalError, Interrupted, OptionalDependencyMissing, described
 from ..findings.claimstore import store_columns
 from ..findings.cells import GridKeeper, ProofCounts, attach_cells, cells_json, grid_cap
@@ -60,6 +60,7 @@ from ..lazy import LazyModule
 pd = LazyModule("pandas")  # imported on first use (audit/lazy.py)
 
 PIECE_UNITS = 16  # units whose problems are built together
+CHUNK_ROWS = 5_000  # rows read at a time: pandas' parser keeps about half a KB a row of a chunk (18 MB at 20,000)
 HARD_GRACE = 30.0  # seconds past the hard limit before the parent kills a worker that has not answered
 
 
@@ -71,7 +72,7 @@ class ScaleOptions:
     scheduler: Any = None  # a Dask scheduler address (or a distributed.Client)
     resume: bool = False
     claims_cap: int | None = None  # claims of each kind listed per unit; None: 10 up to 200 units, else 3
-    chunk_rows: int = DEFAULT_CHUNK_ROWS
+    chunk_rows: int = CHUNK_ROWS
     memory_mb: int | None = None
     hard_seconds: float | None = None  # default: hard_limit()
     task: Callable | None = None  # the per-unit function (tests substitute one); default audit_task
@@ -174,7 +175,7 @@ def run_scaled(source, schema: Schema, schedule: Schedule, options: ExactOptions
     parts.mkdir(parents=True, exist_ok=True)
     manifest.write_text(json.dumps(print_, indent=1, default=str), encoding="utf-8")
     done = finished_units(parts) if scale.resume else set()
-    counts = count_units(source, schema, schedule)
+    counts = count_units(source, schema, schedule, scale.chunk_rows)
     total = sum(counts.values())
     already = len(done)
     if on_total:
