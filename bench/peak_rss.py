@@ -2,7 +2,7 @@
 
 Prints one line to stderr: the peak RSS of this process (the parent, which streams the inputs and writes
 the outputs), the largest of its worker processes', CPU seconds (user + sys, the parent and its workers) and
-wall seconds. The figures of memory flat in the number of units (bench/results/protect/streaming.md).
+wall seconds. The figures of memory flat in the number of units (bench/results/protect/parent-memory.md).
 """
 from __future__ import annotations
 
