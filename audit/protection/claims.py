@@ -20,7 +20,7 @@ from ..release.constraints import UnitRelease
 from ..findings.document import claim_json, schema_json, unit_json
 from ..outputs.words import claim_text
 from ..policy.checks import evaluate
-from .options import Policy, ProtectOptions, cell_of
+from .options import CLAIM_SHARE, Policy, ProtectOptions, cell_of
 
 def failing(result: UnitResult, policy: Policy) -> tuple[list, list]:
     """(failing verified verdicts, undecided verdicts) of one attacked unit under the policy; a claim's
@@ -224,6 +224,28 @@ class Explanations:
         return self.engine, [k for k in self.engine.cells if k not in hidden]
 
 
+class Shares:
+    """A round's explanation budget handed to its claims one at a time, each at most ``most`` (millions of
+    propagations; the explainer's work budget, :meth:`Explainer.renew`), so that one hard claim does not spend
+    the whole round on a single explanation; what a claim leaves goes to the next ones."""
+
+    def __init__(self, explainer, most: float):
+        self.explainer, self.most, self.given = explainer, int(most * 1e6), 0
+        self.left = getattr(explainer, "left", None)  # None: no work budget (a LinearExplainer)
+
+    def give(self) -> None:
+        """Hand the next claim its share."""
+        if self.left is not None:
+            self.given = min(self.most, max(self.left, 0))
+            self.explainer.renew(self.given / 1e6)
+
+    def take(self) -> None:
+        """Charge the claim's work to the round, and hand what is left of the round back to the explainer."""
+        if self.left is not None:
+            self.left -= self.given - self.explainer.left
+            self.explainer.renew(max(self.left, 0) / 1e6)
+
+
 class LinearExplainer:
     """Explanations without row slots, for a count-only unit attacked in histogram space: a claim's
     cells are those of its checked linear proof (sound, not minimal), never a search over the cells;
@@ -323,7 +345,8 @@ def claim_clauses(result: UnitResult, bad: list, recon: bool, hidden: set[str], 
     ``cheapest``, several per claim, see :func:`_cores`); ``explanations``: the unit's solver across
     rounds (one made for this round when not given).
 
-    Where the explanation budget runs out (it is the unit's, and the first few claims can spend it),
+    Each claim gets at most a :data:`~audit.protection.options.CLAIM_SHARE` part of the round's explanation
+    budget (:class:`Shares`). Where the budget runs out,
     a claim an exact linear combination of published counts proves gets that combination's cells:
     without them it gave the clause "suppress any published cell", which one more hidden cell meets
     without defeating anything (the sf1 tract with its own tables gave up after 60 rounds that way,
@@ -333,16 +356,19 @@ def claim_clauses(result: UnitResult, bad: list, recon: bool, hidden: set[str], 
     linear = LinearProof.of(result.problem)  # too large: proofs over its tables' columns (audit.attacks.large)
     proofs = linear_proofs(linear, [v.claim for v in todo if not v.direct]) if linear is not None else relaxation_proofs(result.problem)
     new, seen = [], set()
+    shares = Shares(engine.explainer(), options.exact.explain_budget / CLAIM_SHARE)
     for v in todo:
         if v.direct:
             new.append((frozenset(v.cells), frozenset()))
             continue
         neg = frozenset(k for k in direct_of.get((v.claim.assignment, v.claim.m), ()) if k in hidden)
+        shares.give()
         if cheapest is None:
             new.append((_explain(engine, v.claim, hidden, proofs, among), neg))
         else:
             new += [(pos, neg) for pos in _cores(engine, v.claim, hidden, cheapest, seen, proof=proofs,
                                                  among=among)]
+        shares.take()
     if recon:  # unique solution: every full record is implied; hit the union of their explanations
         truth = result.problem.truth
         union: set = set()

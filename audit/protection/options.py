@@ -46,6 +46,10 @@ class Policy:
 # with the audit's default of 5 they are cut short more often (less minimal), so on samples/sf1 the
 # search took 140 s of CPU against 90 s with 10, for the same 352 cells.
 PROTECT_EXPLAIN_BUDGET = 10.0
+# The most of a round's explanation budget one failing claim gets (a 1/CLAIM_SHARE part): spent on whichever claim
+# came first, the whole budget went to one hard claim's 45-cell explanation in each of the 11 rounds of extract
+# block 04/013/040525/5003 (44 s); shared, five claims are explained a round and it takes 4 rounds (13 s).
+CLAIM_SHARE = 5
 
 
 @dataclass(frozen=True)

@@ -267,7 +267,7 @@ def suppress_unit(ctx, policy, options, log: Callable[[str], None] | None = None
     never, levels = known.publish, dict(known.levels)
     variables = sorted(cost)
     lp = AttackerLP.of(problem, release) if policy.protection is not None or levels else None
-    direct_of = twins(problem)
+    direct_of = None  # made when a round first needs clauses (most units pass their first pattern)
     clauses: list = []
     cuts: list[Cut] = []
     explanations = Explanations(options)
@@ -295,6 +295,8 @@ def suppress_unit(ctx, policy, options, log: Callable[[str], None] | None = None
             out.status, out.reason = "gave-up", f"no protection within {options.max_iterations} iterations"
             break
         hidden = chosen | set(ctx.already)
+        if bad or recon:
+            direct_of = twins(problem) if direct_of is None else direct_of
         new = claim_clauses(result, bad, recon, hidden, direct_of, options, explanations=explanations) if bad or recon else []
         clauses += new
         for cell, sense, target in short:

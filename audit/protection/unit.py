@@ -124,11 +124,12 @@ def cell_counts(problem: Problem) -> dict[str, int]:
 
 
 def forced_cells(release: UnitRelease, problem: Problem, tables, policy: Policy,
-                 options: ProtectOptions) -> tuple[list, list]:
+                 options: ProtectOptions, counts: dict[str, int] | None = None) -> tuple[list, list]:
     """(primary, complementary): published counts the small_cells rule fails and published sums a magnitude
     rule finds sensitive, and SIMPLEHEURISTIC's partners. A cell the schedule suppresses but its own rule
     pins (``suppress_below: 2`` hides only 1s) is published to the attacker: primary when small_cells or
-    the protection levels fail it (listed, it becomes [0, N]), and never taken as already hidden."""
+    the protection levels fail it (listed, it becomes [0, N]), and never taken as already hidden. ``counts``:
+    :func:`cell_counts` of ``problem`` when the caller has them."""
     pinned = pinned_counts(release)
     if not options.primary or (policy.small is None and not policy.magnitude and not (pinned and policy.protection)):
         return [], []
@@ -146,7 +147,7 @@ def forced_cells(release: UnitRelease, problem: Problem, tables, policy: Policy,
     primary |= {key.rsplit(":", 1)[0] for key in sensitive_values(magnitude, policy.magnitude)}
     comp: set[str] = set()
     if options.complementary and primary:
-        counts = cell_counts(problem)
+        counts = cell_counts(problem) if counts is None else counts
         hidden = {v.cell.key for v in release.values if v.status == SUPPRESSED and v.cell.key not in pinned}
         for table in (t for t in tables if t.lines):
             keys = [c.key for c in table.cells]
@@ -218,14 +219,14 @@ def suppress_unit(ctx: UnitContext, policy: Policy, options: ProtectOptions,
     exact = replace(options.exact, explain="none", intervals=False)  # the rules the loop checks need no intervals
     problem, release = ctx.problem()
     out = UnitProtection(ctx.level, ctx.geo, problem.n_rows[1])
-    out.primary, out.complementary = forced_cells(release, problem, ctx.schedule.tables, policy, options)
+    counts = cell_counts(problem)
+    out.primary, out.complementary = forced_cells(release, problem, ctx.schedule.tables, policy, options, counts)
     forced = set(out.primary) | set(out.complementary)
     # the unit as published is attacked only when no cell is forced: else the first round attacks the forced
     # pattern, and that attack is the unit's ``before`` (as the joint search's): attacking both was a third of
     # a one-round block's search
     seen = None if forced else Attempt.of(audit_unit(problem, exact), policy)
-    counts = cell_counts(problem)
-    direct_of = twins(problem)
+    direct_of = None  # made when a round first needs clauses (most units pass their first pattern)
     rep = cell_classes(problem)
     members: dict[str, set] = {}
     for k, r in rep.items():
@@ -261,6 +262,7 @@ def suppress_unit(ctx: UnitContext, policy: Policy, options: ProtectOptions,
         if out.iterations > options.max_iterations:
             out.status, out.reason = "gave-up", f"no protection within {options.max_iterations} iterations"
             break
+        direct_of = twins(problem) if direct_of is None else direct_of
         new = claim_clauses(result, bad, recon, chosen | set(ctx.already), direct_of, options, cheapest,
                              explanations)
         stuck = lambda clauses: any(not pos and not (neg - forced) for pos, neg in clauses)  # noqa: E731
