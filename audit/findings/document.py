@@ -162,6 +162,8 @@ def listed(result: UnitResult, cap: int, tally: Tally | None = None) -> list:
     """The claims a unit lists, most telling first (most columns, then least likely under the
     baseline): the first ``cap`` derived singletons, full records and undecided claims."""
     verdicts = result.verdicts
+    if cap <= 0:  # --claims-cap 0: counts only
+        return []
     tally = tally or Tally(result)
     widths: dict[int, int] = {}
 
