@@ -262,3 +262,17 @@ def test_store_quotes_what_csv_must_quote(tmp_path):
     assert got[0]["cells"] == ['T:"c",1'] and got[0]["baseline"] == 0.25 and got[0]["minimal"] is True
     assert got[3]["reason"] == "limit, reached" and got[3]["status"] == UNDECIDED and got[0]["geo"] == "01/9,9"
     assert pd.read_csv(tmp_path / "claims.csv.gz", dtype=str).shape == (4, len(header))
+
+
+def test_a_claims_cap_of_zero_lists_no_claim_and_keeps_every_count():
+    """``--claims-cap 0`` lists nothing and counts (and stores) every claim; it once stopped the run."""
+    from audit.findings.claimstore import store_columns
+    from audit.findings.document import unit_json
+
+    block7 = ROOT / "samples" / "block7"
+    inputs = load_inputs(block7 / "data.csv", block7 / "schema.yaml", block7 / "tables.yaml")
+    result = audit_unit(inputs.problems()[0], ExactOptions(explain="none"))
+    header = store_columns(inputs.schema, inputs.schedule)
+    none, some = (unit_json(result, None, cap, header) for cap in (0, 10))
+    assert none["claims"] == [] and some["claims"] and none["summary"] == some["summary"]
+    assert none["_store"] == some["_store"]

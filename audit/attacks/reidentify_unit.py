@@ -13,6 +13,7 @@ from ..specs.attacker import AttackerModel, Attribute
 from ..problem.claims import REFUTED, UNDECIDED, VERIFIED, Claim, Verdict, distinct_rows
 from ..problem.build import Problem
 from ..lazy import LazyModule
+from ..memo import keep
 
 pd = LazyModule("pandas")  # imported on first use (audit/lazy.py)
 
@@ -74,6 +75,27 @@ class UnitMeasure:
         return list(out.values())
 
 
+_CODES: dict[tuple, tuple[dict, dict]] = {}  # (attacker, its columns' domains) -> codes and touches, as units share them
+
+
+def _codes(problem: Problem, attacker: AttackerModel) -> tuple[dict[str, np.ndarray], dict[str, list[set]]]:
+    """Per attribute of the attacker model, each atom's code (:meth:`Attribute.atom_codes`), and per
+    quasi-identifier the codes each atom touches: worked out once for the units whose columns have the same
+    atoms (a state's blocks), read only."""
+    attrs = (*attacker.quasi_identifiers, *attacker.sensitive)
+    domains = tuple(problem.domains[problem.index(a.column)] for a in attrs)
+    memo = (attacker, domains)
+    found = _CODES.get(memo)
+    if found is None:
+        codes = {a.name: a.atom_codes(d.atoms) for a, d in zip(attrs, domains)}
+        for array in codes.values():
+            array.flags.writeable = False
+        touches = {a.name: [set(a.code_of(sorted(atom, key=str)).tolist()) for atom in d.atoms]
+                   for a, d in zip(attrs, domains) if a in attacker.quasi_identifiers}
+        found = keep(_CODES, memo, (codes, touches), 4)
+    return found
+
+
 class _Persons:
     """One unit's persons as the attacker model sees them: code keys of the true rows, per attribute."""
 
@@ -82,10 +104,7 @@ class _Persons:
         self.qis, self.sensitive = attacker.quasi_identifiers, attacker.sensitive
         self.qi_cols = sorted({problem.index(a.column) for a in self.qis})
         self.s_cols = sorted({problem.index(a.column) for a in self.sensitive})
-        self.codes = {a.name: a.atom_codes(problem.domains[problem.index(a.column)].atoms)
-                      for a in (*self.qis, *self.sensitive)}
-        self.touches = {a.name: [set(a.code_of(sorted(atom, key=str)).tolist())
-                                 for atom in problem.domains[problem.index(a.column)].atoms] for a in self.qis}
+        self.codes, self.touches = _codes(problem, attacker)
         truth = problem.truth if problem.truth is not None else np.zeros((0, len(problem.domains)), np.int64)
         self.truth = truth
         self.qi = self.keys(truth, self.qis)

@@ -108,8 +108,17 @@ def tables_json(schedule, schema) -> list[dict]:
 
 def published_counts(release: UnitRelease) -> dict[str, int]:
     """Every count the unit publishes exactly: cell key (``TABLE:CELL``) -> value."""
-    return {v.key.rsplit(":", 1)[0]: int(v.value) for v in release.values
-            if v.status == PUBLISHED and v.stat.kind == "count"}
+    return {_cell_key(v): _integer(v.value) for v in release.values if v.status == PUBLISHED and v.stat.kind == "count"}
+
+
+def _cell_key(value) -> str:
+    """``value.key`` without its statistic (``TABLE:CELL``)."""
+    return value.cell.key if ":" not in value.stat.name else value.key.rsplit(":", 1)[0]
+
+
+def _integer(value) -> int:
+    """``int(value)``: a count is a whole Fraction, read without Fraction arithmetic (a block has a thousand)."""
+    return value.numerator if value.denominator == 1 else int(value)
 
 
 class ProofCounts:
@@ -156,19 +165,25 @@ def cells_json(release: UnitRelease, outside: dict[str, int] | None = None) -> d
     (:func:`grid_json`, made only for a unit :class:`GridKeeper` keeps). ``outside``: counts published
     outside the unit that explain its claims (:class:`ProofCounts`)."""
     pinned = pinned_counts(release)
+    published: dict[str, int] = {}  # published_counts, in the same pass
     out = {"values": len(release.values), "suppressed": 0, "structural": 0, "rounded": 0, "small": {},
-           "_counts": {**(outside or {}), **pinned, **published_counts(release)}, "_grid": partial(grid_json, release)}
+           "_counts": {}, "_grid": partial(grid_json, release)}
     if pinned:
         out["pinned"] = pinned
+    small, protections = out["small"], release.protection
+    rounds = {table: bool(p.round_to and p.round_to > 1) for table, p in protections.items() if p is not None}
     for v in release.values:
-        protection = release.protection.get(v.cell.table)
-        if v.status in (SUPPRESSED, STRUCTURAL):
-            out[v.status] += 1
-        elif v.status == PUBLISHED and v.stat.kind == "count":
-            if protection is not None and protection.round_to and protection.round_to > 1:
+        status = v.status
+        if status in (SUPPRESSED, STRUCTURAL):
+            out[status] += 1
+        elif status == PUBLISHED and v.stat.kind == "count":
+            key, n = _cell_key(v), _integer(v.value)
+            published[key] = n
+            if rounds.get(v.cell.table, False):
                 out["rounded"] += 1
-            elif 1 <= v.value < SMALL_MAX:
-                out["small"][v.key.rsplit(":", 1)[0]] = int(v.value)
+            elif 1 <= n < SMALL_MAX if v.value.denominator == 1 else 1 <= v.value < SMALL_MAX:
+                small[key] = n
+    out["_counts"] = {**(outside or {}), **pinned, **published}
     if release.levels:  # the schedule's a-priori protection levels per cell, which protection_levels judges by
         out["levels"] = {k: list(v) for k, v in sorted(release.levels.items())}
     if release.magnitude:  # published sums: their contributors, for the magnitude rules

@@ -23,6 +23,7 @@ from typing import Iterable, Iterator
 
 from ..errors import AuditError, InternalError, described
 from ..memo import shelf
+from ..problem.claims import VERIFIED
 from ..problem.coupled import coupled_levels, finest_level
 
 FILE = "claims.csv.gz"
@@ -32,6 +33,7 @@ TAIL = ("cells", "minimal", "baseline", "reason")
 # state's blocks hold the same claims over and over (:data:`audit.problem.claims.INTERNED`). Emptied when full.
 FIELDS = 100_000
 _FIELDS: dict[tuple, dict] = {}  # the store's columns and labels -> claim -> its attribute fields
+_PLAIN: dict[tuple, dict] = {}  # the same -> claim -> its row's middle as a plain verified verdict (no cells, no reason)
 
 
 def store_columns(schema, schedule) -> tuple[str, ...]:
@@ -67,6 +69,7 @@ def encode(result, header: tuple[str, ...], refuted: Iterable = ()) -> bytes:
     templates: dict[tuple[int, ...], str] = {}  # a claim's columns -> its attribute fields, each label a {}
     context = (width, tuple(slot), tuple(map(tuple, labels)))
     kept = shelf(_FIELDS, context, 4, FIELDS)  # claim -> its attribute fields, as earlier units in the process wrote them
+    plain = shelf(_PLAIN, context, 4, FIELDS)  # most verdicts of a unit: status to the empty cells, one string
 
     def fields(claim) -> str:
         text = kept.get(claim)
@@ -90,6 +93,12 @@ def encode(result, header: tuple[str, ...], refuted: Iterable = ()) -> bytes:
         claim = v.claim
         b = base.get(claim) if base else None
         cells = v.cells
+        if not cells and not v.direct and not v.reason and v.status == VERIFIED:
+            middle = plain.get(claim)
+            if middle is None:
+                middle = plain[claim] = f"{VERIFIED},{claim.m},0,{fields(claim)},,"
+            append(f"{lead}{middle}{'' if b is None else format(b, '.6f')},")
+            continue
         tail = (f"{_field(' '.join(cells))},{int(v.minimal) if v.status == 'verified' and not v.direct else ''},"
                 if cells else ",,")
         append(f"{lead}{v.status},{claim.m},{1 if v.direct else 0},{fields(claim)}"

@@ -73,57 +73,75 @@ def prior_rows(frame: pd.DataFrame, inputs: Inputs, problem: Problem, cache: dic
     return cache[key]
 
 
-def shapes(result: UnitResult) -> tuple[list[int], list[bool]]:
-    """Each verdict's claim width and whether it states a full record (:meth:`Problem.width`,
-    :meth:`Problem.full_record`), worked out once for both :func:`unit_summary` and :func:`listed`."""
-    problem = result.problem
-    assignments = [v.claim.assignment for v in result.verdicts]
-    known: dict[tuple[int, ...], tuple[int, bool]] = {}  # both depend on the claim's columns alone
+class Tally:
+    """One pass over a unit's verdicts (a small block holds thousands): the exact counts every rule evaluates
+    (:attr:`summary`) and the positions of the claims of each listed kind (:attr:`kinds`: derived singletons,
+    full records, undecided), each claim's width (:meth:`Problem.width`) and whether it states a full record
+    (:meth:`Problem.full_record`) worked out per column subset."""
 
-    def shape(assignment) -> tuple[int, bool]:
-        cols = tuple(map(itemgetter(0), assignment))
-        found = known.get(cols)
-        if found is None:
-            found = known[cols] = (problem.width(assignment), problem.full_record(assignment))
-        return found
+    def __init__(self, result: UnitResult):
+        problem, verdicts = result.problem, result.verdicts
+        self.verdicts = verdicts
+        known: dict[tuple[int, ...], tuple[int, bool]] = {}  # both depend on the claim's columns alone
 
-    if problem.child:  # a coupled problem: its child-unit column does not describe the persons
-        shapes_ = [shape(a) for a in assignments]
-        return [w for w, _ in shapes_], [f for _, f in shapes_]
-    # a claim narrower than the attributes published cannot state a whole record: most claims, no lookup
-    least = len(problem.published_attributes) or len(problem.domains) + 1
-    return [len(a) for a in assignments], [len(a) >= least and shape(a)[1] for a in assignments]
+        def shape(assignment) -> tuple[int, bool]:
+            cols = tuple(map(itemgetter(0), assignment))
+            found = known.get(cols)
+            if found is None:
+                found = known[cols] = (problem.width(assignment), problem.full_record(assignment))
+            return found
 
-
-def unit_summary(result: UnitResult, shaped: tuple[list[int], list[bool]] | None = None) -> dict:
-    """Exact counts of one unit's verdicts: what every rule evaluates (``shaped``: :func:`shapes`)."""
-    problem = result.problem
-    widths, fulls = shaped or shapes(result)
-    counts = {VERIFIED: 0, UNDECIDED: 0}
-    by_columns: dict[bool, dict[int, int]] = {False: {}, True: {}}  # direct? -> columns -> singletons
-    by_group: dict[int, int] = {}  # group size m < SMALL_MAX -> persons in full records proved for m persons
-    full = explained = minimal = 0
-    for v, k, whole in zip(result.verdicts, widths, fulls):
-        counts[v.status] = counts.get(v.status, 0) + 1
-        if v.status == VERIFIED:
-            if v.claim.m == 1:
-                by_columns[v.direct][k] = by_columns[v.direct].get(k, 0) + 1
-                if not v.direct:
-                    explained += bool(v.cells)
-                    minimal += v.minimal
-            if whole:
-                full += v.claim.m
-                if v.claim.m < SMALL_MAX:
-                    by_group[v.claim.m] = by_group.get(v.claim.m, 0) + v.claim.m
-    if result.reconstructed and not full and problem.truth is not None and len(problem.truth):
-        full, by_group = _reconstructed_records(problem)  # --max-columns cut the full-record claims
-    derived, direct = (sum(by_columns[d].values()) for d in (False, True))
-    return {"verified": counts[VERIFIED], "undecided": counts[UNDECIDED] + result.omitted, "refuted": result.refuted,
-            "verified_singletons": derived + direct, "derived_singletons": derived,
+        child = bool(problem.child)  # a coupled problem: its child-unit column does not describe the persons
+        # a claim narrower than the attributes published cannot state a whole record: most claims, no lookup
+        least = len(problem.published_attributes) or len(problem.domains) + 1
+        self._width = (lambda a: shape(a)[0]) if child else len
+        verified = undecided = full = explained = minimal = 0
+        by_columns: dict[bool, dict[int, int]] = {False: {}, True: {}}  # direct? -> columns -> singletons
+        by_group: dict[int, int] = {}  # group size m < SMALL_MAX -> persons in full records proved for m persons
+        derived, fulls, open_ = [], [], []
+        for i, v in enumerate(verdicts):
+            status = v.status
+            if status == VERIFIED:
+                verified += 1
+                claim = v.claim
+                a, m = claim.assignment, claim.m
+                if m == 1:
+                    k = shape(a)[0] if child else len(a)
+                    direct = v.direct
+                    columns = by_columns[direct]
+                    columns[k] = columns.get(k, 0) + 1
+                    if not direct:
+                        explained += bool(v.cells)
+                        minimal += v.minimal
+                        derived.append(i)
+                if shape(a)[1] if child else len(a) >= least and shape(a)[1]:
+                    fulls.append(i)
+                    full += m
+                    if m < SMALL_MAX:
+                        by_group[m] = by_group.get(m, 0) + m
+            elif status == UNDECIDED:
+                undecided += 1
+                open_.append(i)
+        self.kinds = (derived, fulls, open_)
+        if result.reconstructed and not full and problem.truth is not None and len(problem.truth):
+            full, by_group = _reconstructed_records(problem)  # --max-columns cut the full-record claims
+        n_derived, n_direct = (sum(by_columns[d].values()) for d in (False, True))
+        self.summary = {
+            "verified": verified, "undecided": undecided + result.omitted, "refuted": result.refuted,
+            "verified_singletons": n_derived + n_direct, "derived_singletons": n_derived,
             "explained_singletons": explained, "minimal_explanations": minimal, "full_records": full,
             "full_records_by_group": {str(m): n for m, n in sorted(by_group.items())},
             "singletons_by_columns": {name: {str(k): n for k, n in sorted(by_columns[d].items())}
                                       for name, d in (("derived", False), ("direct", True))}}
+
+    def width(self, i: int) -> int:
+        """The width of the claim of verdict ``i``."""
+        return self._width(self.verdicts[i].claim.assignment)
+
+
+def unit_summary(result: UnitResult, tally: Tally | None = None) -> dict:
+    """Exact counts of one unit's verdicts: what every rule evaluates (``tally``: its :class:`Tally`, when made)."""
+    return (tally or Tally(result)).summary
 
 
 def _reconstructed_records(problem: Problem) -> tuple[int, dict[int, int]]:
@@ -140,29 +158,29 @@ def _reconstructed_records(problem: Problem) -> tuple[int, dict[int, int]]:
     return int(sizes.sum()), by_group
 
 
-def listed(result: UnitResult, cap: int, shaped: tuple[list[int], list[bool]] | None = None) -> list:
+def listed(result: UnitResult, cap: int, tally: Tally | None = None) -> list:
     """The claims a unit lists, most telling first (most columns, then least likely under the
     baseline): the first ``cap`` derived singletons, full records and undecided claims."""
     verdicts = result.verdicts
-    width, fulls = shaped or shapes(result)
-    kinds: tuple[list[int], list[int], list[int]] = ([], [], [])
-    for i, v in enumerate(verdicts):
-        if v.status == VERIFIED:
-            if v.claim.m == 1 and not v.direct:
-                kinds[0].append(i)
-            if fulls[i]:
-                kinds[1].append(i)
-        elif v.status == UNDECIDED:
-            kinds[2].append(i)
+    if cap <= 0:  # --claims-cap 0: counts only
+        return []
+    tally = tally or Tally(result)
+    widths: dict[int, int] = {}
+
+    def width(i: int) -> int:
+        found = widths.get(i)
+        if found is None:
+            found = widths[i] = tally.width(i)
+        return found
 
     def rank(i: int) -> tuple:  # explained claims first among equally wide ones: the report shows their cells
-        return -width[i], not verdicts[i].cells, result.baseline.get(verdicts[i].claim, 1.0), i
+        return -width(i), not verdicts[i].cells, result.baseline.get(verdicts[i].claim, 1.0), i
 
     picked: set[int] = set()
-    for kind in kinds:
+    for kind in tally.kinds:
         if len(kind) > cap:  # only the widest can be among the first: rank those alone
-            cut = -heapq.nsmallest(cap, (-width[i] for i in kind))[-1]
-            kind = [i for i in kind if width[i] >= cut]
+            cut = -heapq.nsmallest(cap, (-width(i) for i in kind))[-1]
+            kind = [i for i in kind if width(i) >= cut]
         picked.update(heapq.nsmallest(cap, kind, key=rank))
     return [verdicts[i] for i in sorted(picked, key=rank)]
 
@@ -200,14 +218,14 @@ def unit_json(result: UnitResult, release: UnitRelease | None = None, cap: int =
     its interval certificates (:mod:`audit.attacks.certificates`) under ``"_certificates"``.
     """
     p = result.problem
-    shaped = shapes(result)
+    tally = Tally(result)
     out = {
         "geo": "/".join(p.geo), "level": p.level, "rows": p.n_rows[1], "status": result.status,
         "reason": result.reason,
         "solutions": {"count": result.solutions, "exhausted": result.exhausted},
         "reconstructed": result.reconstructed,
-        "summary": unit_summary(result, shaped),
-        "claims": [claim_json(v, result) for v in listed(result, cap, shaped)],
+        "summary": tally.summary,
+        "claims": [claim_json(v, result) for v in listed(result, cap, tally)],
         "seconds": round(result.seconds, 3), "notes": list(p.notes),
     }
     if result.omitted:  # an unfinished unit with too many candidate claims: counted, neither listed nor stored

@@ -15,6 +15,7 @@ from ..specs.schedule import Schedule
 from ..specs.schema_types import Schema
 from ..release.tabulate import median, units_of
 from ..lazy import LazyModule
+from ..memo import keep
 
 pd = LazyModule("pandas")  # imported on first use (audit/lazy.py)
 
@@ -258,7 +259,7 @@ class Problem:
         rows = [[(c.key, preds.setdefault(c.predicate, len(preds)), (c.statistic.kind, c.statistic.column,
                  c.statistic.decimals), _pair(c.lo), _pair(c.hi), c.lo_open, c.hi_open, c.implied) for c in group]
                 for group in (self.constraints, self.hidden, self.values)]
-        specs = tuple(tuple((name, tuple(sorted(atoms))) for name, atoms in p.clauses) for p in preds)
+        specs = tuple(map(_spec, preds))
         return _restore, (self.level, self.geo, self.domains, self.n_rows, specs, rows[0], self.edits, self.truth,
                           self.notes, self.proof, self.proof_cells, rows[1], self.joint, self.child, self.views, rows[2],
                           self.uncoupled)
@@ -274,6 +275,18 @@ def _members(names: tuple[str, ...], sizes: tuple[int, ...], predicate: Predicat
         member[list(atoms)] = True
         out.append((names.index(name), member))
     return tuple(out)
+
+
+_SPECS: dict[Predicate, tuple] = {}  # a predicate as Problem.__reduce__ sends it: the units of a level share them
+
+
+def _spec(predicate: Predicate) -> tuple:
+    """``predicate``'s clauses as sorted tuples, kept: a block's ~800 predicates are the level's, block after block
+    (working them out per unit was half of what sending a unit cost the parent)."""
+    found = _SPECS.get(predicate)
+    if found is None:
+        found = keep(_SPECS, predicate, tuple((name, tuple(sorted(atoms))) for name, atoms in predicate.clauses), 1 << 16)
+    return found
 
 
 def _pair(value: Fraction | None) -> tuple[int, int] | None:
