@@ -15,7 +15,7 @@ from audit.attacks.exact import ExactOptions, audit_unit
 from audit.attacks.exchanges import Exchanges
 from audit.attacks.intervals import hidden_cells
 from audit.attacks.large import SMALL_COUNT, audit_large, large_claims, relaxation_proofs
-from audit.attacks.regroup import groups, part
+from audit.attacks.regroup import by_atom, groups, part
 from audit.attacks.unit import Meter
 from audit.problem.build import Domain, Problem
 from audit.problem.claims import REFUTED, UNDECIDED, VERIFIED, distinct_rows
@@ -115,10 +115,9 @@ def test_a_part_with_the_rest_fixed_is_the_release(seed):
     """Every dataset of a part, with the persons outside it, reproduces the whole release (and back)."""
     problem = _problem(seed, n_cols=3, max_rows=4)
     col, parts = groups(problem)
-    rows, weights = distinct_rows(problem.truth)
-    counts = np.array([int(weights[problem.row_mask(rows, c.predicate)].sum()) for c in problem.constraints])
+    cells = by_atom(problem, col)
     for group in parts:
-        sub, order = part(problem, col, group, counts)
+        sub, order = part(problem, col, group, cells)
         rest = problem.truth[~np.isin(problem.truth[:, col], group)]
         back = np.argsort(order)
         for data in all_datasets(sub):

@@ -62,20 +62,36 @@ def _by_persons(problem: Problem, col: int) -> list[int]:
     return np.argsort(-np.bincount(problem.truth[:, col], minlength=problem.sizes[col]), kind="stable").tolist()
 
 
-def part(problem: Problem, col: int, group: list[int], counts: np.ndarray) -> tuple[Problem, list[int]]:
+def by_atom(problem: Problem, col: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per count cell and atom of column ``col``: the true persons on that atom the cell counts, and whether
+    the cell's predicate admits that atom (cells x atoms each), worked out once for every part of the unit."""
+    rows, weights = distinct_rows(problem.truth, problem.sizes)
+    size = problem.sizes[col]
+    counts = np.zeros((len(problem.constraints), size), dtype=np.int64)
+    admits = np.ones((len(problem.constraints), size), dtype=bool)
+    name = problem.names[col]
+    for k, c in enumerate(problem.constraints):
+        inside = problem.row_mask(rows, c.predicate)
+        counts[k] = np.bincount(rows[inside, col], weights=weights[inside], minlength=size)
+        atoms = c.predicate.as_dict().get(name)
+        if atoms is not None:
+            admits[k] = np.isin(np.arange(size), list(atoms))
+    return counts, admits
+
+
+def part(problem: Problem, col: int, group: list[int], cells: tuple[np.ndarray, np.ndarray]) -> tuple[Problem, list[int]]:
     """The persons of ``group`` (atoms of column ``col``) as a unit of their own, the others fixed, with
-    ``col`` first (its edit then cuts the support at once); and the columns' order (``counts``: every
-    count cell's true count in the whole unit)."""
+    ``col`` first (its edit then cuts the support at once); and the columns' order (``cells``:
+    :func:`by_atom` of the unit and ``col``)."""
     mine = problem.truth[np.isin(problem.truth[:, col], group)]
     name, atoms = problem.names[col], frozenset(group)
-    cells = []
-    for c, total in zip(problem.constraints, counts.tolist()):
-        pred = c.predicate.as_dict()
-        if name in pred and not pred[name] & atoms:
-            continue  # names none of the group's atoms: its count in the part is 0 by the edit
-        fixed = Fraction(total - int(problem.row_mask(mine, c.predicate).sum()))  # the rest's persons
-        cells.append(Constraint(c.key, c.predicate, c.statistic, None if c.lo is None else c.lo - fixed,
-                                None if c.hi is None else c.hi - fixed, c.lo_open, c.hi_open))
+    counts, admits = cells
+    # the rest's persons per cell; a cell that names none of the group's atoms counts 0 in the part by the edit
+    fixed = counts.sum(axis=1) - counts[:, group].sum(axis=1)
+    kept = admits[:, group].any(axis=1)
+    cells = [Constraint(c.key, c.predicate, c.statistic, None if c.lo is None else c.lo - Fraction(f),
+                        None if c.hi is None else c.hi - Fraction(f), c.lo_open, c.hi_open)
+             for c, f, k in zip(problem.constraints, fixed.tolist(), kept.tolist()) if k]
     outside = frozenset(range(problem.sizes[col])) - atoms
     edits = problem.edits + ((Predicate.of({name: outside}),) if outside else ())
     order = [col] + [c for c in range(len(problem.sizes)) if c != col]
@@ -95,16 +111,14 @@ def regroup_refuted(problem: Problem, table: ClaimTable, pending: np.ndarray, la
     col, parts = groups(problem)
     if not parts or not len(pending):
         return out
-    rows, weights = distinct_rows(problem.truth, problem.sizes)
-    counts = np.array([int(weights[problem.row_mask(rows, c.predicate)].sum()) for c in problem.constraints],
-                      dtype=np.int64)
+    cells = by_atom(problem, col)
     at = np.array([dict(table.claims[i].assignment).get(col, -1) for i in pending.tolist()], dtype=np.int64)
 
     def model(group: list[int]):
         todo = np.flatnonzero(~out & ((at < 0) | np.isin(at, group)))  # a part moves only its own atoms of col
         if not len(todo) or late("re-solving parts of the unit"):
             return None
-        sub, order = part(problem, col, group, counts)
+        sub, order = part(problem, col, group, cells)
         size = len(group) * float(np.prod(sub.sizes[1:], dtype=float))  # the part's atom combinations
         if len(sub.truth) < 2 or BYTES_PER_ENTRY * len(sub.constraints) * size > budget:
             return None
