@@ -9,7 +9,8 @@ edit that keeps every row inside the group. Any dataset of the part, with the re
 whole release (every cell's count is the rest's plus the part's), so a claim whose count in a
 checked dataset of the part differs from the truth's part is refuted. The part's histogram model is
 small (the group's atoms times the others'), and its datasets come from linear and integer programs
-with random objectives (:meth:`HistogramEngine.sample`), then, for each claim still open, from an
+whose random objectives lower the counts of the part's open claims (:meth:`HistogramEngine.sample`;
+uniform random objectives left four times as many claims open for the next step), then, for each claim still open, from an
 integer program that asks for its count to change (:meth:`HistogramEngine.counterexample`) in a part of
 its own atom with the largest others, each rounded and checked exactly against the part's cells.
 Nothing is verified here: fixing the rest is a restriction, not a relaxation.
@@ -30,6 +31,7 @@ from .unit import BYTES_PER_ENTRY
 
 PART_ROWS = 6_000  # atom combinations a part's model may hold (its group's atoms x the other columns' atoms)
 PART_SAMPLES = 4  # random objectives per part (linear programs, then half as many integer programs)
+SAMPLE_NOISE = 0.1  # uniform weight per support row added to a sample's objective over the part's open claims
 
 
 class _PartProof(LinearProof):
@@ -102,7 +104,8 @@ def part(problem: Problem, col: int, group: list[int], cells: tuple[np.ndarray, 
 def regroup_refuted(problem: Problem, table: ClaimTable, pending: np.ndarray, late, seed: int = 0,
                     budget: float = float("inf")) -> np.ndarray:
     """Which claims at ``pending`` (positions in ``table``) a dataset of some part refutes: a mask over
-    ``pending``. Each part of :func:`groups` is sampled with random objectives; then each atom of the widest
+    ``pending``. Each part of :func:`groups` is sampled with objectives that lower its open claims' counts
+    (random weights, :func:`_spread`); then each atom of the widest
     column that open claims name is re-solved with the largest other atoms, one integer program per claim
     still open (:meth:`HistogramEngine.counterexample`), each dataset found checked against every open claim
     of the part. ``late(phase)``: why to stop (the unit's work budget), else None; ``budget``: bytes a
@@ -137,8 +140,16 @@ def regroup_refuted(problem: Problem, table: ClaimTable, pending: np.ndarray, la
     for k, group in enumerate(parts):
         made = model(group)
         if made is not None:
-            for found in made[0].sample(PART_SAMPLES, seed + k):
-                made[3](found)
+            hist, order, todo, refutes = made
+            row_keys = _row_keys(hist, order, table)
+
+            def cost(rng: np.random.Generator, row_keys=row_keys, todo=todo) -> np.ndarray:
+                keys = table.keys[pending[todo[~out[todo]]]]
+                if not len(keys):
+                    return rng.random(len(row_keys))
+                return _spread(row_keys, keys, rng) + SAMPLE_NOISE * rng.random(len(row_keys))
+            for found in hist.sample(PART_SAMPLES, seed + k, cost=cost):
+                refutes(found)
     ranked = _by_persons(problem, col)
     size = max(len(g) for g in parts)
     for atom in np.unique(at[~out & (at >= 0)]).tolist():
@@ -148,7 +159,7 @@ def regroup_refuted(problem: Problem, table: ClaimTable, pending: np.ndarray, la
         hist, order, todo, refutes = made
         place = {c: j for j, c in enumerate(order)}
         mine = todo[at[todo] == atom]
-        row_keys = ((hist.linear.rows[:, np.argsort(order)] + 1) * table.strides) @ table.masks.T
+        row_keys = _row_keys(hist, order, table)
         rng = np.random.default_rng(seed + atom)
         for i in mine.tolist():
             if out[i]:
@@ -163,6 +174,11 @@ def regroup_refuted(problem: Problem, table: ClaimTable, pending: np.ndarray, la
             if found is not None:
                 refutes(found)
     return out
+
+
+def _row_keys(hist: HistogramEngine, order: list[int], table: ClaimTable) -> np.ndarray:
+    """Each support row of a part's model keyed for every claim subset of ``table`` (columns back in the unit's order)."""
+    return ((hist.linear.rows[:, np.argsort(order)] + 1) * table.strides) @ table.masks.T
 
 
 def _spread(row_keys: np.ndarray, keys: np.ndarray, rng: np.random.Generator) -> np.ndarray:

@@ -142,22 +142,25 @@ class HistogramEngine:
         got = np.bincount(cells, weights=counts[entries].astype(float), minlength=len(lo))
         return bool((lo <= got).all() and (got <= hi).all())
 
-    def sample(self, k: int, seed: int = 0, wanted: Callable[[np.ndarray], bool] | None = None) -> Iterator[np.ndarray]:
+    def sample(self, k: int, seed: int = 0, wanted: Callable[[np.ndarray], bool] | None = None,
+               cost: Callable[[np.random.Generator], np.ndarray] | None = None) -> Iterator[np.ndarray]:
         """Consistent datasets from ``k`` linear programs with random objectives, then ``k // 2`` integer
-        programs with random objectives over the rows seen so far (only those ``wanted`` are checked)."""
+        programs with random objectives over the rows seen so far (only those ``wanted`` are checked;
+        ``cost(rng)``: each objective, uniform random weights per support row by default)."""
         rng = np.random.default_rng(seed)
-        yield from self.vertices(k, rng, wanted)
+        yield from self.vertices(k, rng, wanted, cost)
         for _ in range(k // 2):
-            x = self._run(self._integer(self.used), rng.random(self.n))
+            x = self._run(self._integer(self.used), rng.random(self.n) if cost is None else cost(rng))
             rows = None if x is None else self.dataset(x, wanted)
             if rows is not None:
                 yield rows
 
-    def vertices(self, k: int, rng: np.random.Generator,
-                 wanted: Callable[[np.ndarray], bool] | None = None) -> Iterator[np.ndarray]:
-        """Consistent datasets from ``k`` linear programs with random objectives: their integral optima, checked."""
+    def vertices(self, k: int, rng: np.random.Generator, wanted: Callable[[np.ndarray], bool] | None = None,
+                 cost: Callable[[np.random.Generator], np.ndarray] | None = None) -> Iterator[np.ndarray]:
+        """Consistent datasets from ``k`` linear programs with random objectives (``cost(rng)``, uniform by
+        default): their integral optima, checked."""
         for _ in range(k):
-            x = self._run(self._lp, rng.random(self.n))
+            x = self._run(self._lp, rng.random(self.n) if cost is None else cost(rng))
             if x is not None:
                 self.used |= x > 1e-9
                 rows = self.dataset(x, wanted)
