@@ -17,7 +17,6 @@ Nothing is verified here: fixing the rest is a restriction, not a relaxation.
 """
 from __future__ import annotations
 
-from fractions import Fraction
 
 import numpy as np
 
@@ -91,8 +90,8 @@ def part(problem: Problem, col: int, group: list[int], cells: tuple[np.ndarray, 
     # the rest's persons per cell; a cell that names none of the group's atoms counts 0 in the part by the edit
     fixed = counts.sum(axis=1) - counts[:, group].sum(axis=1)
     kept = admits[:, group].any(axis=1)
-    cells = [Constraint(c.key, c.predicate, c.statistic, None if c.lo is None else c.lo - Fraction(f),
-                        None if c.hi is None else c.hi - Fraction(f), c.lo_open, c.hi_open)
+    cells = [Constraint(c.key, c.predicate, c.statistic, None if c.lo is None else c.lo - f,
+                        None if c.hi is None else c.hi - f, c.lo_open, c.hi_open)
              for c, f, k in zip(problem.constraints, fixed.tolist(), kept.tolist()) if k]
     outside = frozenset(range(problem.sizes[col])) - atoms
     edits = problem.edits + ((Predicate.of({name: outside}),) if outside else ())
