@@ -15,7 +15,7 @@ from audit.attacks.exact import ExactOptions, audit_unit
 from audit.attacks.exchanges import Exchanges
 from audit.attacks.intervals import hidden_cells
 from audit.attacks.large import SMALL_COUNT, audit_large, large_claims, relaxation_proofs
-from audit.attacks.regroup import groups, part
+from audit.attacks.regroup import by_atom, groups, part
 from audit.attacks.unit import Meter
 from audit.problem.build import Domain, Problem
 from audit.problem.claims import REFUTED, UNDECIDED, VERIFIED, distinct_rows
@@ -115,10 +115,9 @@ def test_a_part_with_the_rest_fixed_is_the_release(seed):
     """Every dataset of a part, with the persons outside it, reproduces the whole release (and back)."""
     problem = _problem(seed, n_cols=3, max_rows=4)
     col, parts = groups(problem)
-    rows, weights = distinct_rows(problem.truth)
-    counts = np.array([int(weights[problem.row_mask(rows, c.predicate)].sum()) for c in problem.constraints])
+    cells = by_atom(problem, col)
     for group in parts:
-        sub, order = part(problem, col, group, counts)
+        sub, order = part(problem, col, group, cells)
         rest = problem.truth[~np.isin(problem.truth[:, col], group)]
         back = np.argsort(order)
         for data in all_datasets(sub):
@@ -183,3 +182,20 @@ def test_a_relaxation_proofs_cells_alone_imply_its_claim():
                                                             kept, problem.edits, problem.truth))
             assert all(claim.count(d) == claim.m for d in checked[seed, cells]), (seed, claim, cells)
     assert named >= 5, named
+
+
+@pytest.mark.parametrize("batch", [1, 5, 2 ** 24])
+def test_the_recheck_lists_each_cells_rows_as_row_mask_does(batch, monkeypatch):
+    """The histogram engine's re-check lists every count cell's support rows in batches of cells: the same
+    rows, in the same order, as one Problem.row_mask per cell, whatever the batch."""
+    from audit.attacks.engines import histogram
+
+    monkeypatch.setattr(histogram, "BATCH_ENTRIES", batch)
+    for seed in range(20):
+        problem = _problem(seed, n_cols=4)
+        rows = np.array(np.meshgrid(*[range(s) for s in problem.sizes], indexing="ij")).reshape(len(problem.sizes), -1).T
+        preds = [c.predicate for c in problem.constraints] + [Predicate(())]
+        cells, entries = histogram._row_masks(problem, rows, preds)
+        want = [np.flatnonzero(problem.row_mask(rows, p)) for p in preds]
+        assert cells.tolist() == np.repeat(np.arange(len(preds)), [len(w) for w in want]).tolist()
+        assert entries.tolist() == np.concatenate(want).tolist()

@@ -47,11 +47,15 @@ def flat_mask(problem: Problem, predicate) -> np.ndarray:
 
 
 def in_sets(rows: np.ndarray, flats: np.ndarray, bounds: np.ndarray) -> np.ndarray:
-    """Which rows (atom indices) lie in each product set given as a flat mask (rows x sets)."""
-    onehot = np.zeros((len(rows), bounds[-1]))
-    if len(rows):
-        onehot[np.arange(len(rows))[:, None], bounds[:-1] + np.asarray(rows)] = 1
-    return onehot @ np.asarray(flats, dtype=float).T == len(bounds) - 1  # small integers: exact in floats
+    """Which rows (atom indices) lie in each product set given as a flat 0/1 mask (rows x sets): a row is
+    inside when each of its atoms is (one gather per column: a dense product of one-hot rows cost a
+    fifth of a large unit's model building, and rows x sets floats of memory)."""
+    member = np.ascontiguousarray(np.asarray(flats).reshape(-1, bounds[-1]).T != 0)  # atoms x sets
+    out = np.ones((len(rows), member.shape[1]), dtype=bool)
+    rows = np.asarray(rows, dtype=np.int64).reshape(len(rows), len(bounds) - 1)
+    for col in range(len(bounds) - 1):
+        out &= member[bounds[col] + rows[:, col]]
+    return out
 
 
 def support(killers: np.ndarray, bounds: np.ndarray, limit: int = MAX_SUPPORT) -> np.ndarray | None:
@@ -136,10 +140,11 @@ class LinearProof:
         volume = np.prod(np.add.reduceat(flats, bounds[:-1], axis=1).astype(float), axis=1) if len(cells) else []
         member = in_sets(self.rows, flats, bounds).T
         self.keys, self.lo, self.hi, keep, seen = [], [], [], [], set()
+        packed, empty = np.packbits(member, axis=1), ~member.any(axis=1)
         for i in np.argsort(volume, kind="stable"):
             key, _, lo_, hi_ = cells[i]
-            sig = (np.packbits(member[i]).tobytes(), lo_, hi_)
-            if zero[i] or (not member[i].any() and lo_ == 0) or sig in seen:
+            sig = (packed[i].tobytes(), lo_, hi_)
+            if zero[i] or (empty[i] and lo_ == 0) or sig in seen:
                 continue
             seen.add(sig)
             self.keys.append(key)
@@ -314,8 +319,16 @@ class LinearProof:
     def upper(self) -> np.ndarray:
         """An upper bound on each support row's count in any consistent dataset: its smallest cell."""
         hi = np.array([np.inf if h is None else h for h in self.hi], dtype=float)
-        out = np.where(self.a.astype(bool), hi[:, None], np.inf).min(axis=0, initial=np.inf)
+        cell, col = self.entries
+        out = np.full(len(self.rows), np.inf)
+        np.minimum.at(out, col, hi[cell])
         return out
+
+    @cached_property
+    def entries(self) -> tuple[np.ndarray, np.ndarray]:
+        """The cells' nonzero entries, ``(cell, row)`` in cell-major order: :attr:`a` held sparse."""
+        cell, col = np.nonzero(self.a)
+        return cell.astype(np.int64), col.astype(np.int64)
 
     def program(self, integer: bool = False):
         """A HiGHS model over the support's counts ``h >= 0`` with the cells of :attr:`lp_rows` (no objective)."""
@@ -327,12 +340,15 @@ class LinearProof:
         h.setOptionValue("simplex_strategy", 4)
         n = len(self.rows)
         h.addVars(n, np.zeros(n), self.upper if integer else np.full(n, highspy.kHighsInf))
-        rows = self.a[self.lp_rows]
-        starts = np.concatenate([[0], np.cumsum(rows.sum(axis=1))[:-1]]).astype(np.int32)
-        index = np.nonzero(rows)[1].astype(np.int32)
+        cell, col = self.entries
+        at = np.full(len(self.keys), -1, dtype=np.int64)
+        at[self.lp_rows] = np.arange(len(self.lp_rows))  # lp_rows ascend: the entries stay row-major
+        take = at[cell] >= 0
+        index = col[take].astype(np.int32)
+        starts = np.searchsorted(at[cell[take]], np.arange(len(self.lp_rows))).astype(np.int32)
         hi = [highspy.kHighsInf if self.hi[i] is None else float(self.hi[i]) for i in self.lp_rows]
-        h.addRows(len(rows), np.array([float(self.lo[i]) for i in self.lp_rows]), np.array(hi), len(index), starts,
-                  index, np.ones(len(index)))
+        h.addRows(len(self.lp_rows), np.array([float(self.lo[i]) for i in self.lp_rows]), np.array(hi), len(index),
+                  starts, index, np.ones(len(index)))
         if integer:
             h.changeColsIntegrality(n, np.arange(n, dtype=np.int32), np.full(n, highspy.HighsVarType.kInteger, dtype=np.uint8))
         return h

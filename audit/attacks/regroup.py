@@ -9,14 +9,14 @@ edit that keeps every row inside the group. Any dataset of the part, with the re
 whole release (every cell's count is the rest's plus the part's), so a claim whose count in a
 checked dataset of the part differs from the truth's part is refuted. The part's histogram model is
 small (the group's atoms times the others'), and its datasets come from linear and integer programs
-with random objectives (:meth:`HistogramEngine.sample`), then, for each claim still open, from an
+whose random objectives lower the counts of the part's open claims (:meth:`HistogramEngine.sample`;
+uniform random objectives left four times as many claims open for the next step), then, for each claim still open, from an
 integer program that asks for its count to change (:meth:`HistogramEngine.counterexample`) in a part of
 its own atom with the largest others, each rounded and checked exactly against the part's cells.
 Nothing is verified here: fixing the rest is a restriction, not a relaxation.
 """
 from __future__ import annotations
 
-from fractions import Fraction
 
 import numpy as np
 
@@ -30,6 +30,7 @@ from .unit import BYTES_PER_ENTRY
 
 PART_ROWS = 6_000  # atom combinations a part's model may hold (its group's atoms x the other columns' atoms)
 PART_SAMPLES = 4  # random objectives per part (linear programs, then half as many integer programs)
+SAMPLE_NOISE = 0.1  # uniform weight per support row added to a sample's objective over the part's open claims
 
 
 class _PartProof(LinearProof):
@@ -62,20 +63,36 @@ def _by_persons(problem: Problem, col: int) -> list[int]:
     return np.argsort(-np.bincount(problem.truth[:, col], minlength=problem.sizes[col]), kind="stable").tolist()
 
 
-def part(problem: Problem, col: int, group: list[int], counts: np.ndarray) -> tuple[Problem, list[int]]:
+def by_atom(problem: Problem, col: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per count cell and atom of column ``col``: the true persons on that atom the cell counts, and whether
+    the cell's predicate admits that atom (cells x atoms each), worked out once for every part of the unit."""
+    rows, weights = distinct_rows(problem.truth, problem.sizes)
+    size = problem.sizes[col]
+    counts = np.zeros((len(problem.constraints), size), dtype=np.int64)
+    admits = np.ones((len(problem.constraints), size), dtype=bool)
+    name = problem.names[col]
+    for k, c in enumerate(problem.constraints):
+        inside = problem.row_mask(rows, c.predicate)
+        counts[k] = np.bincount(rows[inside, col], weights=weights[inside], minlength=size)
+        atoms = c.predicate.as_dict().get(name)
+        if atoms is not None:
+            admits[k] = np.isin(np.arange(size), list(atoms))
+    return counts, admits
+
+
+def part(problem: Problem, col: int, group: list[int], cells: tuple[np.ndarray, np.ndarray]) -> tuple[Problem, list[int]]:
     """The persons of ``group`` (atoms of column ``col``) as a unit of their own, the others fixed, with
-    ``col`` first (its edit then cuts the support at once); and the columns' order (``counts``: every
-    count cell's true count in the whole unit)."""
+    ``col`` first (its edit then cuts the support at once); and the columns' order (``cells``:
+    :func:`by_atom` of the unit and ``col``)."""
     mine = problem.truth[np.isin(problem.truth[:, col], group)]
     name, atoms = problem.names[col], frozenset(group)
-    cells = []
-    for c, total in zip(problem.constraints, counts.tolist()):
-        pred = c.predicate.as_dict()
-        if name in pred and not pred[name] & atoms:
-            continue  # names none of the group's atoms: its count in the part is 0 by the edit
-        fixed = Fraction(total - int(problem.row_mask(mine, c.predicate).sum()))  # the rest's persons
-        cells.append(Constraint(c.key, c.predicate, c.statistic, None if c.lo is None else c.lo - fixed,
-                                None if c.hi is None else c.hi - fixed, c.lo_open, c.hi_open))
+    counts, admits = cells
+    # the rest's persons per cell; a cell that names none of the group's atoms counts 0 in the part by the edit
+    fixed = counts.sum(axis=1) - counts[:, group].sum(axis=1)
+    kept = admits[:, group].any(axis=1)
+    cells = [Constraint(c.key, c.predicate, c.statistic, None if c.lo is None else c.lo - f,
+                        None if c.hi is None else c.hi - f, c.lo_open, c.hi_open)
+             for c, f, k in zip(problem.constraints, fixed.tolist(), kept.tolist()) if k]
     outside = frozenset(range(problem.sizes[col])) - atoms
     edits = problem.edits + ((Predicate.of({name: outside}),) if outside else ())
     order = [col] + [c for c in range(len(problem.sizes)) if c != col]
@@ -86,7 +103,8 @@ def part(problem: Problem, col: int, group: list[int], counts: np.ndarray) -> tu
 def regroup_refuted(problem: Problem, table: ClaimTable, pending: np.ndarray, late, seed: int = 0,
                     budget: float = float("inf")) -> np.ndarray:
     """Which claims at ``pending`` (positions in ``table``) a dataset of some part refutes: a mask over
-    ``pending``. Each part of :func:`groups` is sampled with random objectives; then each atom of the widest
+    ``pending``. Each part of :func:`groups` is sampled with objectives that lower its open claims' counts
+    (random weights, :func:`_spread`); then each atom of the widest
     column that open claims name is re-solved with the largest other atoms, one integer program per claim
     still open (:meth:`HistogramEngine.counterexample`), each dataset found checked against every open claim
     of the part. ``late(phase)``: why to stop (the unit's work budget), else None; ``budget``: bytes a
@@ -95,16 +113,14 @@ def regroup_refuted(problem: Problem, table: ClaimTable, pending: np.ndarray, la
     col, parts = groups(problem)
     if not parts or not len(pending):
         return out
-    rows, weights = distinct_rows(problem.truth, problem.sizes)
-    counts = np.array([int(weights[problem.row_mask(rows, c.predicate)].sum()) for c in problem.constraints],
-                      dtype=np.int64)
+    cells = by_atom(problem, col)
     at = np.array([dict(table.claims[i].assignment).get(col, -1) for i in pending.tolist()], dtype=np.int64)
 
     def model(group: list[int]):
         todo = np.flatnonzero(~out & ((at < 0) | np.isin(at, group)))  # a part moves only its own atoms of col
         if not len(todo) or late("re-solving parts of the unit"):
             return None
-        sub, order = part(problem, col, group, counts)
+        sub, order = part(problem, col, group, cells)
         size = len(group) * float(np.prod(sub.sizes[1:], dtype=float))  # the part's atom combinations
         if len(sub.truth) < 2 or BYTES_PER_ENTRY * len(sub.constraints) * size > budget:
             return None
@@ -123,8 +139,16 @@ def regroup_refuted(problem: Problem, table: ClaimTable, pending: np.ndarray, la
     for k, group in enumerate(parts):
         made = model(group)
         if made is not None:
-            for found in made[0].sample(PART_SAMPLES, seed + k):
-                made[3](found)
+            hist, order, todo, refutes = made
+            row_keys = _row_keys(hist, order, table)
+
+            def cost(rng: np.random.Generator, row_keys=row_keys, todo=todo) -> np.ndarray:
+                keys = table.keys[pending[todo[~out[todo]]]]
+                if not len(keys):
+                    return rng.random(len(row_keys))
+                return _spread(row_keys, keys, rng) + SAMPLE_NOISE * rng.random(len(row_keys))
+            for found in hist.sample(PART_SAMPLES, seed + k, cost=cost):
+                refutes(found)
     ranked = _by_persons(problem, col)
     size = max(len(g) for g in parts)
     for atom in np.unique(at[~out & (at >= 0)]).tolist():
@@ -134,7 +158,7 @@ def regroup_refuted(problem: Problem, table: ClaimTable, pending: np.ndarray, la
         hist, order, todo, refutes = made
         place = {c: j for j, c in enumerate(order)}
         mine = todo[at[todo] == atom]
-        row_keys = ((hist.linear.rows[:, np.argsort(order)] + 1) * table.strides) @ table.masks.T
+        row_keys = _row_keys(hist, order, table)
         rng = np.random.default_rng(seed + atom)
         for i in mine.tolist():
             if out[i]:
@@ -149,6 +173,11 @@ def regroup_refuted(problem: Problem, table: ClaimTable, pending: np.ndarray, la
             if found is not None:
                 refutes(found)
     return out
+
+
+def _row_keys(hist: HistogramEngine, order: list[int], table: ClaimTable) -> np.ndarray:
+    """Each support row of a part's model keyed for every claim subset of ``table`` (columns back in the unit's order)."""
+    return ((hist.linear.rows[:, np.argsort(order)] + 1) * table.strides) @ table.masks.T
 
 
 def _spread(row_keys: np.ndarray, keys: np.ndarray, rng: np.random.Generator) -> np.ndarray:

@@ -40,11 +40,12 @@ from ...problem.claims import REFUTED, VERIFIED, Claim, Verdict
 from ..implied import LinearProof
 from .propagate import Propagator
 from ..highs import run as run_highs
-from ...problem.build import Problem
+from ...problem.build import Problem, _members
 from ...release.constraints import int_hi, int_lo
 
 NODES = 64  # certified branch-and-bound nodes per claim and side
 MIP_NODES = 2_000  # branch-and-bound nodes per integer program (a node limit keeps runs reproducible)
+BATCH_ENTRIES = 2 ** 24  # predicates x support rows held at once while the re-check's cells are listed
 
 
 class HistogramEngine:
@@ -68,9 +69,14 @@ class HistogramEngine:
     @classmethod
     def of(cls, problem: Problem, linear: LinearProof, nodes: int = NODES) -> "HistogramEngine | None":
         truth = linear.histogram(problem.truth)
-        if truth is None or not linear.fits(truth) or problem.violations(problem.truth):
+        if truth is None or not linear.fits(truth):
             return None
-        return cls(problem, linear, truth, nodes)
+        engine = cls(problem, linear, truth, nodes)
+        # count cells only: the re-check over the support rows is the whole check, and costs the support,
+        # not one pass over the persons per cell (a large unit's parts spent a sixth of their building there)
+        if not engine._reproduces(truth) if engine.exact else problem.violations(problem.truth):
+            return None
+        return engine
 
     def __init__(self, problem: Problem, linear: LinearProof, truth: np.ndarray | None, nodes: int = NODES):
         self.problem, self.linear, self.nodes = problem, linear, nodes
@@ -117,14 +123,13 @@ class HistogramEngine:
         re-check rests on, not the model's deduplicated matrix): (entries' cells, entries' rows, integer
         ends, rows an edit forbids). Person-free: a check costs the support, not the population."""
         rows, counts = self.linear.rows, [c for c in self.problem.constraints if c.statistic.kind == "count"]
-        masks = [np.flatnonzero(self.problem.row_mask(rows, c.predicate)).astype(np.int32) for c in counts]
-        cells = np.repeat(np.arange(len(counts), dtype=np.int32), [len(m) for m in masks])
+        cells, entries = _row_masks(self.problem, rows, [c.predicate for c in counts])
         lo = np.array([int_lo(c.lo, c.lo_open) if c.lo is not None else -1 for c in counts], dtype=float)
         hi = np.array([int_hi(c.hi, c.hi_open) if c.hi is not None else np.inf for c in counts], dtype=float)
         edit = np.zeros(len(rows), dtype=bool)
         for e in self.problem.edits:
             edit |= self.problem.row_mask(rows, e)
-        return cells, np.concatenate(masks) if masks else np.zeros(0, np.int32), lo, hi, edit
+        return cells, entries, lo, hi, edit
 
     def _reproduces(self, counts: np.ndarray) -> bool:
         """:meth:`Problem.violations` is empty for the dataset of this histogram (count cells only),
@@ -137,22 +142,25 @@ class HistogramEngine:
         got = np.bincount(cells, weights=counts[entries].astype(float), minlength=len(lo))
         return bool((lo <= got).all() and (got <= hi).all())
 
-    def sample(self, k: int, seed: int = 0, wanted: Callable[[np.ndarray], bool] | None = None) -> Iterator[np.ndarray]:
+    def sample(self, k: int, seed: int = 0, wanted: Callable[[np.ndarray], bool] | None = None,
+               cost: Callable[[np.random.Generator], np.ndarray] | None = None) -> Iterator[np.ndarray]:
         """Consistent datasets from ``k`` linear programs with random objectives, then ``k // 2`` integer
-        programs with random objectives over the rows seen so far (only those ``wanted`` are checked)."""
+        programs with random objectives over the rows seen so far (only those ``wanted`` are checked;
+        ``cost(rng)``: each objective, uniform random weights per support row by default)."""
         rng = np.random.default_rng(seed)
-        yield from self.vertices(k, rng, wanted)
+        yield from self.vertices(k, rng, wanted, cost)
         for _ in range(k // 2):
-            x = self._run(self._integer(self.used), rng.random(self.n))
+            x = self._run(self._integer(self.used), rng.random(self.n) if cost is None else cost(rng))
             rows = None if x is None else self.dataset(x, wanted)
             if rows is not None:
                 yield rows
 
-    def vertices(self, k: int, rng: np.random.Generator,
-                 wanted: Callable[[np.ndarray], bool] | None = None) -> Iterator[np.ndarray]:
-        """Consistent datasets from ``k`` linear programs with random objectives: their integral optima, checked."""
+    def vertices(self, k: int, rng: np.random.Generator, wanted: Callable[[np.ndarray], bool] | None = None,
+                 cost: Callable[[np.random.Generator], np.ndarray] | None = None) -> Iterator[np.ndarray]:
+        """Consistent datasets from ``k`` linear programs with random objectives (``cost(rng)``, uniform by
+        default): their integral optima, checked."""
         for _ in range(k):
-            x = self._run(self._lp, rng.random(self.n))
+            x = self._run(self._lp, rng.random(self.n) if cost is None else cost(rng))
             if x is not None:
                 self.used |= x > 1e-9
                 rows = self.dataset(x, wanted)
@@ -425,6 +433,29 @@ class HistogramEngine:
             if applied:
                 cols = np.array(sorted(applied), dtype=np.int32)
                 lp.changeColsBounds(len(cols), cols, np.zeros(len(cols)), np.full(len(cols), highspy.kHighsInf))
+
+
+def _row_masks(problem: Problem, rows: np.ndarray, predicates: list) -> tuple[np.ndarray, np.ndarray]:
+    """The rows inside each predicate as :meth:`Problem.row_mask` decides it (each clause's allowed atoms,
+    AND-ed), for many predicates at once: ``(predicate, row)`` entries in predicate-major order, as int32.
+    One gather per column over a batch of predicates (one row_mask per cell cost a tenth of a large unit's parts)."""
+    names, sizes = problem.names, problem.sizes
+    bounds = np.cumsum((0,) + tuple(sizes))
+    batch = max(1, BATCH_ENTRIES // max(len(rows), 1))
+    cells, entries = [np.zeros(0, np.int32)], [np.zeros(0, np.int32)]
+    for start in range(0, len(predicates), batch):
+        chunk = predicates[start:start + batch]
+        allowed = np.ones((len(chunk), bounds[-1]), dtype=bool)
+        for k, predicate in enumerate(chunk):
+            for col, member in _members(names, sizes, predicate):
+                allowed[k, bounds[col]:bounds[col + 1]] &= member
+        inside = np.ones((len(chunk), len(rows)), dtype=bool)
+        for col in range(len(sizes)):
+            inside &= allowed[:, bounds[col] + rows[:, col]]
+        cell, row = np.nonzero(inside)
+        cells.append((cell + start).astype(np.int32))
+        entries.append(row.astype(np.int32))
+    return np.concatenate(cells), np.concatenate(entries)
 
 
 def _split(node: dict, x: np.ndarray) -> list[dict] | None:
