@@ -253,9 +253,29 @@ def _hang_on_nine(problem, options, prior, limits):
     from audit.scale.worker import audit_task
 
     if problem.n_rows[1] == 9:
-        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM, signal.SIGPROF})
         time.sleep(600)
     return audit_task(problem, options, prior, limits)
+
+
+def _wait_on_nine(problem, options, prior, limits):
+    """A task that waits 3 s (no CPU) on the 9-person block, as a worker of a loaded machine waits for a core."""
+    from audit.scale.worker import audit_task
+
+    if problem.n_rows[1] == 9:
+        time.sleep(3.0)
+    return audit_task(problem, options, prior, limits)
+
+
+def test_the_hard_limit_counts_cpu_not_waiting(small, tmp_path):
+    """A unit that waits longer than the hard limit but computes less is not a timeout (the load does not decide
+    its verdict); the limit itself still stops a unit that computes past it (test_scale's hard time limit)."""
+    schema = load_schema(SF1 / "schema.yaml")
+    schedule = load_schedule(SF1 / "tables.yaml", schema)
+    doc = run_scaled(small, schema, schedule, ExactOptions(explain="none", max_columns=2),
+                     ScaleOptions(workers=2, task=_wait_on_nine, hard_seconds=2), tmp_path)
+    assert any(u["rows"] == 9 for u in doc["units"])
+    assert {u["status"] for u in doc["units"]} == {"done"}, [u.get("reason") for u in doc["units"]]
 
 
 def test_resume_retries_units_whose_worker_died(small, tmp_path):
@@ -278,9 +298,9 @@ def test_resume_retries_units_whose_worker_died(small, tmp_path):
 
 
 def test_the_parent_kills_a_worker_that_does_not_answer(small, tmp_path, monkeypatch):
-    import audit.scale.runner
+    import audit.scale.pools
 
-    monkeypatch.setattr(audit.scale.runner, "HARD_GRACE", 1.0)
+    monkeypatch.setattr(audit.scale.pools, "HARD_GRACE", 1.0)
     schema = load_schema(SF1 / "schema.yaml")
     schedule = load_schedule(SF1 / "tables.yaml", schema)
     start = time.monotonic()

@@ -15,8 +15,8 @@ entry to a file, and builds the document (:func:`audit.findings.document.documen
 
 Bounds per unit: the exact attack's own (``unit_work``, or ``unit_seconds``, over the whole unit, conflict budgets,
 ``max_rows``, ``memory_mb`` as an estimate checked before anything large is built), a hard
-wall-clock limit (pool workers: an alarm in the worker, and the parent kills a worker that does not
-answer), and an address-space limit per worker process (``RLIMIT_AS``). A unit past a bound, or whose
+limit in the worker's CPU seconds (pool workers: an alarm in the worker, and the parent kills a worker that does
+not answer, :mod:`.pools`), and an address-space limit per worker process (``RLIMIT_AS``). A unit past a bound, or whose
 worker failed or died, is reported with its status and reason and every candidate claim
 *undecided* -- never safe -- and the run goes on. Workers die with the process that started them.
 """
@@ -25,23 +25,19 @@ from __future__ import annotations
 import json
 import os
 import time
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-from concurrent.futures import TimeoutError as FutureTimeout
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from ..attacks import pulse
 from ..attacks.engines._explain import WORK_PER_SECOND
 from ..attacks.exact import ExactOptions
 from ..attacks.joint import joint_proofs
 from ..attacks.joint_problems import level_problems
 from ..attacks.reidentify import with_attacker
 from ..data.stream import _keys, count_units, stream_chunks
-from ..errors import AuditError, InternalError, Interrupted, OptionalDependencyMissing, described
+from ..errors import AuditError, Interrupted, described
 from ..findings.claimstore import store_columns
 from ..findings.cells import GridKeeper, ProofCounts, attach_cells, cells_json, grid_cap
 from ..findings.document import listing_cap, prior_rows
@@ -54,14 +50,14 @@ from ..release.tabulate import check_units, tabulate, units_here
 from ..specs.schedule import Schedule, load_schedule
 from ..specs.schema import Schema, load_schema
 from .parts import PartWriter, damaged, finished_units, fingerprint, merge
-from .worker import Limits, audit_task, failed_unit, fewer_collections, init_worker
+from .pools import new_pool, run_dask, run_pool
+from .worker import Limits, audit_task, fewer_collections
 from ..lazy import LazyModule
 
 pd = LazyModule("pandas")  # imported on first use (audit/lazy.py)
 
 PIECE_UNITS = 16  # units whose problems are built together
 CHUNK_ROWS = 5_000  # rows read at a time: pandas' parser keeps about half a KB a row of a chunk (18 MB at 20,000)
-HARD_GRACE = 30.0  # seconds past the hard limit before the parent kills a worker that has not answered
 
 
 @dataclass(frozen=True)
@@ -216,18 +212,18 @@ def run_units(tasks, options, limits: Limits, scale: ScaleOptions, record) -> No
     ``record(result, extra)`` as each finishes: on Dask with a scheduler, here with one worker and no memory
     bound, else on a bounded local pool. At most twice as many tasks as workers are in flight."""
     if scale.scheduler is not None:
-        _run_dask(tasks, options, limits, scale, record)
+        run_dask(tasks, options, limits, scale, record)
     elif scale.workers == 1 and not scale.memory_mb:
         task = scale.task or audit_task
         for first, prior, extra in tasks:
             record(task(first, options, prior, limits), extra)
     else:
-        _run_pool(tasks, options, limits, scale, record)
+        run_pool(tasks, options, limits, scale, record)
 
 
 def hard_limit(options: ExactOptions) -> float:
-    """The default hard wall-clock limit per unit: well past ``unit_seconds`` or what ``unit_work`` takes on a
-    busy machine (the attack keeps both itself), so that the load does not decide a unit's verdict."""
+    """The default hard limit per unit, in the worker's CPU seconds: well past ``unit_seconds`` or what
+    ``unit_work`` takes (the attack keeps both itself), so that it only stops a unit the budgets fail to."""
     solving = options.unit_seconds if options.unit_seconds is not None else 4 * options.unit_work / WORK_PER_SECOND
     return 2 * solving + 2 * options.explain_budget / WORK_PER_SECOND + 60
 
@@ -242,164 +238,22 @@ def bounded_runner(options: ExactOptions, memory_mb: int | None, workers: int = 
     scale = ScaleOptions(workers=workers, memory_mb=memory_mb, scheduler=scheduler)
     pool = None
     if scheduler is None:
-        pool = _new_pool(workers, limits)
+        pool = new_pool(workers, limits)
         pool.submit(int)  # start a worker now: its imports overlap the caller's loading and tabulating
 
     def run(tasks, unit_options: ExactOptions, record, header: tuple[str, ...] | None, cap: int | None) -> None:
         nonlocal pool
         bounded = replace(limits, header=header or (), claims_cap=cap)
         if scheduler is not None:
-            _run_dask(tasks, unit_options, bounded, scale, record)
+            run_dask(tasks, unit_options, bounded, scale, record)
             return
-        _run_pool(tasks, unit_options, bounded, scale, record, pool or _new_pool(workers, limits))
+        run_pool(tasks, unit_options, bounded, scale, record, pool or new_pool(workers, limits))
         pool = None  # _run_pool shut it down; a second call starts another
     return run
 
 
 def _name(source) -> str:
     return "<data>" if isinstance(source, pd.DataFrame) else str(source)
-
-
-def _new_pool(n: int, limits: Limits) -> ProcessPoolExecutor:
-    import multiprocessing
-
-    return ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("spawn"), initializer=init_worker,
-                               initargs=(limits,))
-
-
-def _run_pool(tasks, options: ExactOptions, limits: Limits, scale: ScaleOptions, record,
-              pool: ProcessPoolExecutor | None = None) -> None:
-    """A local process pool with a bounded number of units in flight (memory flat in the number of units).
-
-    A worker that dies, or that has not answered ``HARD_GRACE`` seconds after the hard limit (stuck
-    in the solver's C code, where the alarm cannot reach it), takes the pool down; every unit then in
-    flight is rerun alone to find the one to blame.
-    """
-    task, failed = scale.task or audit_task, scale.failed or failed_unit
-    workers = scale.workers
-    stuck_after = (limits.hard_seconds or float("inf")) + HARD_GRACE
-
-    def new_pool(n: int) -> ProcessPoolExecutor:
-        return _new_pool(n, limits)
-
-    pool = pool or new_pool(workers)
-    flight: dict = {}
-    running: dict = {}  # future -> when it was first seen running
-    it = iter(tasks)
-    exhausted = False
-    try:
-        while True:
-            while not exhausted and len(flight) < 2 * workers:
-                item = next(it, None)
-                if item is None:
-                    exhausted = True
-                    break
-                flight[pool.submit(task, item[0], options, item[1], limits)] = item
-            if not flight:
-                break
-            ready, _ = wait(list(flight), timeout=min(5.0, stuck_after), return_when=FIRST_COMPLETED)
-            now = time.monotonic()
-            suspects = []
-            for fut in ready:
-                item = flight.pop(fut)
-                running.pop(fut, None)
-                try:
-                    unit = fut.result()
-                except BrokenProcessPool:
-                    suspects.append(item)
-                    continue
-                record(unit, item[2])
-            for fut in flight:
-                if fut.running():
-                    running.setdefault(fut, now)
-            stuck = any(now - t > stuck_after for t in running.values())
-            if suspects or stuck:  # a worker died or hangs: rerun every unit in flight alone
-                suspects += list(flight.values())
-                flight.clear()
-                running.clear()
-                _kill(pool)
-                for problem, prior, extra in suspects:
-                    record(_isolated(new_pool, task, failed, problem, options, prior, limits, stuck_after), extra)
-                pool = new_pool(workers)
-        pool.shutdown(wait=True)
-    except BaseException:  # Ctrl-C, or an input error raised by a task: no worker outlives the run
-        _kill(pool)
-        raise
-    finally:  # the workers' notes folder, left when no progress display removes it
-        pulse.sweep(limits.parent_pid)
-
-
-def _isolated(new_pool, task, failed, problem: Problem, options: ExactOptions, prior, limits: Limits,
-              stuck_after: float) -> dict:
-    solo = new_pool(1)
-    try:
-        return solo.submit(task, problem, options, prior, limits).result(timeout=stuck_after)
-    except BrokenProcessPool:
-        return failed(problem, options, "error",
-                      "the worker process died on this unit (killed for memory, or a crash in the solver)",
-                      limits=limits)
-    except FutureTimeout:
-        return failed(problem, options, "timeout", f"hard time limit of {limits.hard_seconds:g} s per unit "
-                      "reached (the worker did not answer and was killed)", limits=limits)
-    finally:
-        _kill(solo)
-
-
-def _kill(pool: ProcessPoolExecutor) -> None:
-    procs = list((getattr(pool, "_processes", None) or {}).values())
-    pool.shutdown(wait=False, cancel_futures=True)
-    for p in procs:
-        if p.is_alive():
-            p.kill()
-    for p in procs:
-        p.join(timeout=5)
-
-
-def _run_dask(tasks, options: ExactOptions, limits: Limits, scale: ScaleOptions, record) -> None:
-    """The same task on a Dask distributed cluster; a unit whose task fails is reported as an error."""
-    try:
-        from distributed import Client, as_completed
-    except ImportError:
-        raise OptionalDependencyMissing("dask[distributed]", "cluster") from None
-    task, failed = scale.task or audit_task, scale.failed or failed_unit
-    own = not isinstance(scale.scheduler, Client)
-    client = Client(scale.scheduler) if own else scale.scheduler
-    try:
-        workers = max(1, sum(client.nthreads().values()))
-        flight: dict = {}
-        queue = as_completed()
-        it = iter(tasks)
-        exhausted = False
-
-        def top_up() -> None:
-            nonlocal exhausted
-            while not exhausted and len(flight) < 2 * workers:
-                item = next(it, None)
-                if item is None:
-                    exhausted = True
-                    return
-                fut = client.submit(task, item[0], options, item[1], limits, pure=False)
-                flight[fut.key] = item
-                queue.add(fut)
-
-        top_up()
-        for fut in queue:
-            problem, prior, cells = flight.pop(fut.key)
-            try:
-                unit = fut.result()
-            except InternalError:
-                raise
-            except Exception as exc:  # noqa: BLE001 -- e.g. KilledWorker: the unit is an error, the run goes on
-                unit = failed(problem, options, "error", described(exc), limits=limits)
-            fut.release()
-            record(unit, cells)
-            top_up()
-    except KeyboardInterrupt:
-        client.cancel([f for f in list(queue.futures)]) if "queue" in locals() else None
-        raise
-    finally:
-        if own:
-            client.close()
 
 
 # -- the command line's entry ---------------------------------------------------------------------------

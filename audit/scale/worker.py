@@ -56,6 +56,12 @@ class Limits:
 
 
 # -- the task a worker runs -----------------------------------------------------------------------
+# The hard limit counts the worker's CPU time where the OS keeps it (SIGPROF), so that a loaded machine does
+# not turn a unit's verdict into a timeout; wall-clock time (SIGALRM) elsewhere.
+ALARM = ((signal.SIGPROF, signal.ITIMER_PROF) if hasattr(signal, "SIGPROF") else
+         (getattr(signal, "SIGALRM", None), getattr(signal, "ITIMER_REAL", None)))
+
+
 class _HardTimeout(Exception):
     pass
 
@@ -112,24 +118,25 @@ def audit_task(problem: Problem, options: ExactOptions, prior: np.ndarray | None
     _apply_limits(limits)
     start = time.perf_counter()
     alarm = (limits.hard_seconds and os.getpid() != limits.parent_pid
-             and hasattr(signal, "SIGALRM") and _main_thread())
+             and hasattr(signal, "setitimer") and _main_thread())
     try:
         if alarm:
-            signal.signal(signal.SIGALRM, _on_alarm)
-            signal.setitimer(signal.ITIMER_REAL, limits.hard_seconds)
+            signal.signal(ALARM[0], _on_alarm)
+            signal.setitimer(ALARM[1], limits.hard_seconds)
         try:
             prior = None if prior is None else prior.astype(np.int64, copy=False)  # sent compact (compact_atoms)
             return unit_json(audit_unit(problem, options, prior), None, _cap(limits), limits.header or None,
                              options.max_columns)
         finally:
             if alarm:
-                signal.setitimer(signal.ITIMER_REAL, 0)
+                signal.setitimer(ALARM[1], 0)
     except AuditError as exc:
         if limits.input_errors:
             raise
         unit = error_unit(problem, options, exc, start)
     except _HardTimeout:
-        return failed_unit(problem, options, "timeout", f"hard time limit of {limits.hard_seconds:g} s per unit reached",
+        return failed_unit(problem, options, "timeout", f"hard limit of {limits.hard_seconds:g} s{' of CPU' if ALARM[0] == getattr(signal, 'SIGPROF', 0) else ''} "
+                           "per unit reached",
                            start, limits)
     except MemoryError:
         return failed_unit(problem, options, "out-of-memory", f"memory limit of {limits.memory_mb} MB per worker reached",
