@@ -130,12 +130,14 @@ def test_rules_option_accepts_files_and_names(failing, tmp_path):
 @pytest.mark.parametrize("args, words", [
     (["gate", *protected("--rules", "nope.yaml")], "nope.yaml: file not found"),
     (["gate", "missing.csv", "-s", str(PROTECTED / "schema.yaml"), "-t", str(PROTECTED / "tables.yaml")], "missing.csv"),
+    (["run", "missing.csv", "-s", str(PROTECTED / "schema.yaml"), "-t", str(PROTECTED / "tables.yaml"), "--workers", "2"],
+     "missing.csv: file not found"),
     (["report", "missing.json"], "findings file not found"),
     (["diff", "a.json", "b.json"], "not found"),
     (["gate", *protected("--linear-secret", "hisp")], "--linear-secret and --linear-public go together"),
 ])
 def test_input_errors_exit_2_with_one_line(args, words, capsys, tmp_path):
-    assert run(args + (["-o", str(tmp_path)] if args[0] == "gate" else [])) == 2
+    assert run(args + (["-o", str(tmp_path)] if args[0] in ("gate", "run") else [])) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error:") and words in err[0] and "Traceback" not in err[0]
 

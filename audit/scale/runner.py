@@ -261,6 +261,8 @@ def run_cli(data: Path, schema: Path | None, tables: Path, options: ExactOptions
             rules=None, infer_schema: bool = False, geography: str | None = None, quiet: bool = False,
             on_unit: Callable[[dict], None] | None = None) -> Findings:
     """``audit run`` at scale: stream ``data``, show units done / total, rate and ETA (unless quiet)."""
+    if not Path(data).exists():  # the streamed run's first look at the file is its fingerprint's stat
+        raise AuditError("file not found", str(data), "check the path")
     if infer_schema and schema is None:  # inference needs the whole frame; stream from memory
 
         inputs = inputs_from(data, None, tables, True, geography)
