@@ -25,7 +25,7 @@ from ..problem.claims import Claim, ClaimTable, distinct_rows
 from ..release.constraints import Constraint
 from ..specs.query import Predicate
 from .engines.histogram import HistogramEngine
-from .implied import LinearProof
+from .implied import LinearProof, flat_mask
 from .unit import BYTES_PER_ENTRY
 
 PART_ROWS = 6_000  # atom combinations a part's model may hold (its group's atoms x the other columns' atoms)
@@ -69,14 +69,12 @@ def by_atom(problem: Problem, col: int) -> tuple[np.ndarray, np.ndarray]:
     rows, weights = distinct_rows(problem.truth, problem.sizes)
     size = problem.sizes[col]
     counts = np.zeros((len(problem.constraints), size), dtype=np.int64)
-    admits = np.ones((len(problem.constraints), size), dtype=bool)
-    name = problem.names[col]
+    admits = np.zeros((len(problem.constraints), size), dtype=bool)
+    start = int(np.sum(problem.sizes[:col]))
     for k, c in enumerate(problem.constraints):
         inside = problem.row_mask(rows, c.predicate)
         counts[k] = np.bincount(rows[inside, col], weights=weights[inside], minlength=size)
-        atoms = c.predicate.as_dict().get(name)
-        if atoms is not None:
-            admits[k] = np.isin(np.arange(size), list(atoms))
+        admits[k] = flat_mask(problem, c.predicate)[start:start + size] != 0
     return counts, admits
 
 

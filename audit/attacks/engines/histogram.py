@@ -37,10 +37,10 @@ from typing import Callable, Iterator
 import numpy as np
 
 from ...problem.claims import REFUTED, VERIFIED, Claim, Verdict
-from ..implied import LinearProof
+from ..implied import LinearProof, flat_mask, in_sets
 from .propagate import Propagator
 from ..highs import run as run_highs
-from ...problem.build import Problem, _members
+from ...problem.build import Problem
 from ...release.constraints import int_hi, int_lo
 
 NODES = 64  # certified branch-and-bound nodes per claim and side
@@ -436,23 +436,16 @@ class HistogramEngine:
 
 
 def _row_masks(problem: Problem, rows: np.ndarray, predicates: list) -> tuple[np.ndarray, np.ndarray]:
-    """The rows inside each predicate as :meth:`Problem.row_mask` decides it (each clause's allowed atoms,
-    AND-ed), for many predicates at once: ``(predicate, row)`` entries in predicate-major order, as int32.
-    One gather per column over a batch of predicates (one row_mask per cell cost a tenth of a large unit's parts)."""
-    names, sizes = problem.names, problem.sizes
-    bounds = np.cumsum((0,) + tuple(sizes))
+    """The rows inside each predicate (:func:`~audit.attacks.implied.in_sets` of their flat masks, as
+    :meth:`Problem.row_mask` decides it), for many predicates at once in batches of :data:`BATCH_ENTRIES`:
+    ``(predicate, row)`` entries in predicate-major order, as int32 (one row_mask per cell cost a tenth of a
+    large unit's parts)."""
+    bounds = np.cumsum((0,) + tuple(problem.sizes))
     batch = max(1, BATCH_ENTRIES // max(len(rows), 1))
     cells, entries = [np.zeros(0, np.int32)], [np.zeros(0, np.int32)]
     for start in range(0, len(predicates), batch):
-        chunk = predicates[start:start + batch]
-        allowed = np.ones((len(chunk), bounds[-1]), dtype=bool)
-        for k, predicate in enumerate(chunk):
-            for col, member in _members(names, sizes, predicate):
-                allowed[k, bounds[col]:bounds[col + 1]] &= member
-        inside = np.ones((len(chunk), len(rows)), dtype=bool)
-        for col in range(len(sizes)):
-            inside &= allowed[:, bounds[col] + rows[:, col]]
-        cell, row = np.nonzero(inside)
+        flats = np.array([flat_mask(problem, p) for p in predicates[start:start + batch]]).reshape(-1, bounds[-1])
+        cell, row = np.nonzero(in_sets(rows, flats, bounds).T)
         cells.append((cell + start).astype(np.int32))
         entries.append(row.astype(np.int32))
     return np.concatenate(cells), np.concatenate(entries)
