@@ -49,7 +49,7 @@ from ..problem.coupled import coupled_levels
 from .group import Search, count_groups, groups, protect_group
 from .options import Policy, ProtectOptions, kept
 from .protected import protected_schedule, write_schedule_yaml
-from .release_files import WRITES as RELEASE_WRITES, clear_release, reasons, write_release
+from .release_files import WRITES as RELEASE_WRITES, Reasons, clear_release, write_release
 from .results import Results, gathered, remade
 from .resume import PARTIAL, finished, run_key
 from .sweeps import _noise, _round_sweep, _sweep_failing
@@ -247,7 +247,7 @@ def protect(inputs: Inputs, options: ProtectOptions, rules, out: Path,
     elif sched_path.exists() and options.strategy in ("suppress", "round"):  # the release as published
         suppress = {k: frozenset(v) for k, v in report.get("suppress", {}).items()}
         published = protected_schedule(inputs.schedule, suppress, report.get("round_to"))  # protected.yaml's
-        why = reasons(report, before) if options.strategy == "suppress" else None
+        why = Reasons(report, before) if options.strategy == "suppress" else None
         report["release_files"] = [str(p) for p in write_release(inputs, published, after, out, rules, why)]
     report["seconds"] = round(time.perf_counter() - start, 3)
     write_json(report, out / "protection.json")

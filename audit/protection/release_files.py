@@ -136,11 +136,6 @@ class Reasons(Mapping):
         return len(self.units) + sum(geo not in self.units for geo in self.coupled)
 
 
-def reasons(report: Mapping, before: Mapping) -> Reasons:
-    """Per unit and cell protect hid, and why (:class:`Reasons`)."""
-    return Reasons(report, before)
-
-
 def _claim_through(unit: Mapping | None, cell: str, schema: Mapping) -> str:
     """The first listed claim of a unit whose explanation names ``cell`` (in words), or ''."""
     for claim in (unit or {}).get("claims", ()):

@@ -15,13 +15,12 @@ from ..specs.schedule import Schedule, load_schedule
 from ..specs.schema import load_schema
 from ..specs.schema_types import Schema
 from ..lazy import LazyModule
+from .runner import CHUNK_ROWS
 
 pd = LazyModule("pandas")  # imported on first use (audit/lazy.py)
 
-CHECK_ROWS = 5_000  # rows read at a time (as :data:`audit.scale.runner.CHUNK_ROWS`)
 
-
-def sorted_on_disk(path: Path, schema: Schema, schedule: Schedule, chunk_rows: int = CHECK_ROWS) -> bool:
+def sorted_on_disk(path: Path, schema: Schema, schedule: Schedule, chunk_rows: int = CHUNK_ROWS) -> bool:
     """Whether the rows of the file at ``path`` are sorted by :func:`~audit.data.stream.group_columns` (as
     :meth:`~audit.scale.protect.ProtectPool.audit` sorts a loaded frame), so that streaming the file gives the
     same chunks. Reads only those columns; False for anything it cannot read (the whole load then says why)."""
@@ -56,7 +55,7 @@ def read_inputs(data: Path, schema: Path | None, tables: Path, rows: bool = True
     if not sorted_on_disk(Path(data), the_schema, schedule):
         frame = load_microdata(data, the_schema)
     elif rows:
-        frame = pd.concat(list(stream_chunks(data, the_schema, schedule, CHECK_ROWS, str(data))), ignore_index=True)
+        frame = pd.concat(list(stream_chunks(data, the_schema, schedule, CHUNK_ROWS, str(data))), ignore_index=True)
     else:
         frame = None
     return Inputs(the_schema, schedule, frame, str(data))
