@@ -181,7 +181,7 @@ def cells_json(release: UnitRelease, outside: dict[str, int] | None = None) -> d
             published[key] = n
             if rounds.get(v.cell.table, False):
                 out["rounded"] += 1
-            elif 1 <= n < SMALL_MAX if v.value.denominator == 1 else 1 <= v.value < SMALL_MAX:
+            elif (1 <= n < SMALL_MAX) if v.value.denominator == 1 else (1 <= v.value < SMALL_MAX):
                 small[key] = n
     out["_counts"] = {**(outside or {}), **pinned, **published}
     if release.levels:  # the schedule's a-priori protection levels per cell, which protection_levels judges by

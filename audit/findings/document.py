@@ -114,7 +114,8 @@ class Tally:
                         explained += bool(v.cells)
                         minimal += v.minimal
                         derived.append(i)
-                if shape(a)[1] if child else len(a) >= least and shape(a)[1]:
+                whole = shape(a)[1] if child else (len(a) >= least and shape(a)[1])
+                if whole:
                     fulls.append(i)
                     full += m
                     if m < SMALL_MAX:

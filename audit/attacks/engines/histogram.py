@@ -74,7 +74,8 @@ class HistogramEngine:
         engine = cls(problem, linear, truth, nodes)
         # count cells only: the re-check over the support rows is the whole check, and costs the support,
         # not one pass over the persons per cell (a large unit's parts spent a sixth of their building there)
-        if not engine._reproduces(truth) if engine.exact else problem.violations(problem.truth):
+        broken = not engine._reproduces(truth) if engine.exact else problem.violations(problem.truth)
+        if broken:
             return None
         return engine
 
